@@ -1,0 +1,29 @@
+-- RLock unlock with the idempotency latch (PROTOCOL.md §2.3, §2.4).
+-- KEYS[1]  N, the lock hash
+-- KEYS[2]  unlock channel, redisson_lock__channel:{N}
+-- KEYS[3]  latch key, redisson_unlock_latch:{N}:<32 hex request id>
+-- ARGV[1]  unlock message, "0"
+-- ARGV[2]  lease in milliseconds to keep when the hold count stays above zero
+-- ARGV[3]  owner field "<clientId>:<ownerId>"
+-- ARGV[4]  publish command, "PUBLISH" or "SPUBLISH"
+-- ARGV[5]  latch TTL in milliseconds
+-- Returns  nil if the owner does not hold N; 0 if still held (count decremented);
+--          1 if released (N deleted, message published). A replay of the same
+--          request id returns the first result from the latch.
+local replay = redis.call('get', KEYS[3])
+if replay ~= false then
+    return tonumber(replay)
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if count > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+    return 0
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+return 1

@@ -1,0 +1,229 @@
+//! The blocking API, for code without an async runtime, with Java-like
+//! semantics: a lock is reentrant per OS thread.
+//!
+//! ```no_run
+//! use redisson_lock::blocking::BlockingClient;
+//!
+//! let client = BlockingClient::from_url("redis://127.0.0.1:6379")?;
+//! let lock = client.lock("orders")?;
+//! let guard = lock.lock()?;         // waits; watchdog-renewed
+//! let again = lock.lock()?;         // same thread: re-enters, hold count 2
+//! assert_eq!(lock.hold_count()?, 2);
+//! drop(again);                      // unlocks one hold, synchronously
+//! guard.unlock()?;
+//! # Ok::<(), redisson_lock::Error>(())
+//! ```
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
+
+use crate::client::Client;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::lock::{RLock, Ttl};
+use crate::owner::Owner;
+
+/// A [`Client`] driven from blocking code. Cheap to clone.
+#[derive(Clone)]
+pub struct BlockingClient {
+    client: Client,
+    runtime: Arc<Driver>,
+}
+
+/// The runtime the blocking calls run on: owned, or the async client's.
+struct Driver {
+    handle: Handle,
+    owned: Option<Runtime>,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.owned.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Driver {
+    fn run<F: Future>(&self, fut: F) -> Result<F::Output> {
+        if Handle::try_current().is_ok() {
+            return Err(Error::BlockingInAsync);
+        }
+        Ok(self.handle.block_on(fut))
+    }
+}
+
+impl BlockingClient {
+    /// Connect with its own small runtime (one worker thread).
+    pub fn connect(config: Config) -> Result<BlockingClient> {
+        if Handle::try_current().is_ok() {
+            return Err(Error::BlockingInAsync);
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("redisson-lock")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Config(format!("cannot start a runtime: {e}")))?;
+        let client = runtime.block_on(Client::connect(config))?;
+        Ok(BlockingClient {
+            client,
+            runtime: Arc::new(Driver {
+                handle: runtime.handle().clone(),
+                owned: Some(runtime),
+            }),
+        })
+    }
+
+    /// Connect to a URL with default settings.
+    pub fn from_url(url: &str) -> Result<BlockingClient> {
+        BlockingClient::connect(Config::from_url(url)?)
+    }
+
+    pub(crate) fn from_async(client: Client) -> Result<BlockingClient> {
+        let handle = client.inner.runtime.clone();
+        if handle.runtime_flavor() == RuntimeFlavor::CurrentThread {
+            return Err(Error::Config(
+                "the blocking API needs a multi-threaded runtime to drive the client".into(),
+            ));
+        }
+        Ok(BlockingClient {
+            client,
+            runtime: Arc::new(Driver { handle, owned: None }),
+        })
+    }
+
+    /// The async client underneath.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// A handle to the reentrant lock `name`.
+    pub fn lock(&self, name: &str) -> Result<BlockingLock> {
+        Ok(BlockingLock {
+            lock: self.client.lock(name)?,
+            runtime: self.runtime.clone(),
+        })
+    }
+}
+
+/// The blocking twin of [`RLock`]. Every call acts as the calling OS thread's
+/// owner, so a thread that holds the lock re-enters it.
+#[derive(Clone)]
+pub struct BlockingLock {
+    lock: RLock,
+    runtime: Arc<Driver>,
+}
+
+impl BlockingLock {
+    fn mine(&self) -> RLock {
+        self.lock.with_owner(Owner::current_thread())
+    }
+
+    fn guard(&self, guard: LockGuard) -> BlockingGuard {
+        BlockingGuard {
+            guard: Some(guard),
+            runtime: self.runtime.clone(),
+            _thread_bound: PhantomData,
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        self.lock.name()
+    }
+
+    /// Wait as long as it takes; watchdog-renewed while held.
+    pub fn lock(&self) -> Result<BlockingGuard> {
+        let guard = self.runtime.run(self.mine().lock())??;
+        Ok(self.guard(guard))
+    }
+
+    /// Wait as long as it takes; expires `lease` after acquisition.
+    pub fn lock_with_lease(&self, lease: Duration) -> Result<BlockingGuard> {
+        let guard = self.runtime.run(self.mine().lock_with_lease(lease))??;
+        Ok(self.guard(guard))
+    }
+
+    /// Try once without waiting.
+    pub fn try_lock(&self) -> Result<Option<BlockingGuard>> {
+        let guard = self.runtime.run(self.mine().try_lock())??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// Wait up to `wait`; with `lease`, expire that long after acquisition.
+    pub fn try_lock_for(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<BlockingGuard>> {
+        let guard = self.runtime.run(self.mine().try_lock_for(wait, lease))??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// Delete the lock whoever holds it; returns whether it was held.
+    pub fn force_unlock(&self) -> Result<bool> {
+        self.runtime.run(self.lock.force_unlock())?
+    }
+
+    /// Whether anyone holds the lock.
+    pub fn is_locked(&self) -> Result<bool> {
+        self.runtime.run(self.lock.is_locked())?
+    }
+
+    /// How long until the lock expires.
+    pub fn remain_time_to_live(&self) -> Result<Ttl> {
+        self.runtime.run(self.lock.remain_time_to_live())?
+    }
+
+    /// How many times the calling thread holds the lock.
+    pub fn hold_count(&self) -> Result<u32> {
+        self.runtime.run(self.lock.hold_count(Owner::current_thread()))?
+    }
+
+    /// Whether the calling thread holds the lock.
+    pub fn is_held_by_current_thread(&self) -> Result<bool> {
+        self.runtime.run(self.lock.is_held_by(Owner::current_thread()))?
+    }
+}
+
+/// One hold taken by a thread. Dropping it unlocks synchronously; it cannot
+/// leave its thread, as the hold belongs to that thread.
+#[must_use = "dropping the guard releases the lock at once"]
+pub struct BlockingGuard {
+    guard: Option<LockGuard>,
+    runtime: Arc<Driver>,
+    _thread_bound: PhantomData<*const ()>,
+}
+
+impl BlockingGuard {
+    /// Release this hold, reporting errors (such as the lock having been lost).
+    pub fn unlock(mut self) -> Result<()> {
+        match self.guard.take() {
+            Some(guard) => self.runtime.run(guard.unlock())?,
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the lock is known to be lost right now.
+    pub fn is_lost(&self) -> bool {
+        self.guard.as_ref().is_some_and(LockGuard::is_lost)
+    }
+
+    /// The async guard underneath.
+    pub fn as_async(&self) -> Option<&LockGuard> {
+        self.guard.as_ref()
+    }
+}
+
+impl Drop for BlockingGuard {
+    fn drop(&mut self) {
+        if let Some(guard) = self.guard.take() {
+            // Inside a runtime this falls back to the guard's background release.
+            if let Ok(Err(e)) = self.runtime.run(guard.unlock()) {
+                tracing::warn!(error = %e, "unlock of a dropped blocking guard failed");
+            }
+        }
+    }
+}

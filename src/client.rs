@@ -1,0 +1,272 @@
+//! The client: connections, identity, and the command layer every lock uses.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::interfaces::{ClientLike, KeysInterface, LuaInterface};
+use fred::types::config::{ConnectionConfig, PerformanceConfig, ReconnectPolicy};
+use fred::types::{Key, Value};
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::lock::RLock;
+use crate::owner::Owner;
+use crate::pubsub::Hub;
+use crate::script::Script;
+use crate::watchdog::{self, Holds};
+
+/// A connection to Redis shared by every lock taken through it: one fred
+/// client for commands, one connection for pub/sub, the lock watchdog, and a
+/// random UUID client id (Redisson's `ServiceManager.id`).
+///
+/// Cheap to clone; all clones share the connections. The connections close
+/// when the last clone, lock handle and guard are dropped.
+///
+/// ```no_run
+/// # async fn demo() -> redisson_lock::Result<()> {
+/// let client = redisson_lock::Client::from_url("redis://127.0.0.1:6379").await?;
+/// let guard = client.lock("orders")?.lock().await?;
+/// // ... critical section ...
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    id: Uuid,
+    id_text: String,
+    pub(crate) config: Config,
+    pub(crate) redis: Redis,
+    pub(crate) hub: Hub,
+    pub(crate) holds: Arc<Holds>,
+    pub(crate) runtime: Handle,
+    subscriber: fred::clients::Client,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Client {
+    /// Connect with a full [`Config`]. Fails within `config.timeout` if the
+    /// server cannot be reached.
+    pub async fn connect(config: Config) -> Result<Client> {
+        config.validate()?;
+        let redis = fred_client(&config)?;
+        let subscriber = redis.clone_new();
+        connect_fred(&redis, config.timeout).await?;
+        if let Err(e) = connect_fred(&subscriber, config.timeout).await {
+            let _ = redis.quit().await;
+            return Err(e);
+        }
+        let redis = Redis {
+            client: redis,
+            timeout: config.timeout,
+            retry_attempts: config.retry_attempts,
+            retry_delay: config.retry_delay,
+        };
+        let holds = Arc::new(Holds::default());
+        let (hub, mut tasks) = Hub::start(subscriber.clone(), config.sharded_pubsub, config.timeout);
+        tasks.push(tokio::spawn(watchdog::run(
+            holds.clone(),
+            redis.clone(),
+            config.lock_watchdog_timeout,
+            config.lock_watchdog_batch_size,
+        )));
+        let id = Uuid::new_v4();
+        Ok(Client {
+            inner: Arc::new(Inner {
+                id,
+                id_text: id.hyphenated().to_string(),
+                config,
+                redis,
+                hub,
+                holds,
+                runtime: Handle::current(),
+                subscriber,
+                tasks,
+            }),
+        })
+    }
+
+    /// Connect to a `redis://` or `rediss://` URL with default settings.
+    pub async fn from_url(url: &str) -> Result<Client> {
+        Client::connect(Config::from_url(url)?).await
+    }
+
+    /// This client's id: the `<clientId>` in every owner field it writes.
+    pub fn id(&self) -> Uuid {
+        self.inner.id
+    }
+
+    /// The settings this client runs with.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// A handle to the reentrant lock `name` (Redisson's `getLock(name)`).
+    /// Fails only for an empty name; no command is sent.
+    pub fn lock(&self, name: &str) -> Result<RLock> {
+        RLock::new(self.clone(), name)
+    }
+
+    /// The blocking twin of this client, for threads outside any async runtime.
+    /// Its calls run on this client's runtime, which must be multi-threaded.
+    pub fn blocking(&self) -> Result<crate::blocking::BlockingClient> {
+        crate::blocking::BlockingClient::from_async(self.clone())
+    }
+
+    /// The underlying fred client for commands, for anything this crate does
+    /// not cover. Do not put it into subscriber mode.
+    pub fn redis(&self) -> &fred::clients::Client {
+        &self.inner.redis.client
+    }
+}
+
+impl Inner {
+    /// The hash field of `owner`: `<clientId>:<ownerId>`.
+    pub(crate) fn field(&self, owner: Owner) -> String {
+        format!("{}:{}", self.id_text, owner)
+    }
+
+    /// `PUBLISH` or `SPUBLISH`, as configured.
+    pub(crate) fn publish_command(&self) -> &'static str {
+        if self.config.sharded_pubsub {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        let redis = self.redis.client.clone();
+        let subscriber = self.subscriber.clone();
+        // Closing is best effort: the runtime may already be gone.
+        drop(self.runtime.spawn(async move {
+            let _ = subscriber.quit().await;
+            let _ = redis.quit().await;
+        }));
+    }
+}
+
+fn fred_client(config: &Config) -> Result<fred::clients::Client> {
+    let perf = PerformanceConfig {
+        default_command_timeout: config.timeout,
+        broadcast_channel_capacity: 4096,
+        ..PerformanceConfig::default()
+    };
+    let connection = ConnectionConfig {
+        connection_timeout: config.timeout,
+        internal_command_timeout: config.timeout,
+        // A command whose connection dies in flight is not resent by fred: lock
+        // acquisition is not idempotent; our retry layer resends only what is.
+        max_command_attempts: 1,
+        ..ConnectionConfig::default()
+    };
+    fred::types::Builder::from_config(config.redis.clone())
+        .set_performance_config(perf)
+        .set_connection_config(connection)
+        .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
+        .build()
+        .map_err(|e| Error::Config(e.to_string()))
+}
+
+async fn connect_fred(client: &fred::clients::Client, timeout: Duration) -> Result<()> {
+    // connect() + wait_for_connect() rather than init(): init() would wait
+    // through reconnection attempts when the first connection fails.
+    let _task = client.connect();
+    match tokio::time::timeout(timeout, client.wait_for_connect()).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => {
+            let _ = client.quit().await;
+            Err(Error::Connection(e.to_string()))
+        }
+        Err(_) => {
+            let _ = client.quit().await;
+            Err(Error::Connection(format!(
+                "could not connect within {timeout:?}"
+            )))
+        }
+    }
+}
+
+/// The command layer: scripts by EVALSHA with NOSCRIPT fallback, error
+/// translation, and retries for idempotent commands.
+#[derive(Clone)]
+pub(crate) struct Redis {
+    pub(crate) client: fred::clients::Client,
+    timeout: Duration,
+    retry_attempts: u32,
+    retry_delay: Duration,
+}
+
+impl Redis {
+    /// Run `script` once. `keys[0]` names the key in a WRONGTYPE error.
+    pub(crate) async fn eval(&self, script: &Script, keys: Vec<Key>, args: Vec<Value>) -> Result<Value> {
+        let first_key = keys
+            .first()
+            .and_then(|k| k.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let reply = match self
+            .client
+            .evalsha::<Value, _, _, _>(script.sha(), keys.clone(), args.clone())
+            .await
+        {
+            Err(e) if e.details().starts_with("NOSCRIPT") => {
+                // EVAL runs the script and caches it for the next EVALSHA.
+                self.client.eval::<Value, _, _, _>(script.body, keys, args).await
+            }
+            other => other,
+        };
+        reply.map_err(|e| Error::from_redis(e, &first_key, self.timeout))
+    }
+
+    /// Run an idempotent operation, trying again after transient errors.
+    pub(crate) async fn retrying<T, F, Fut>(&self, mut op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut attempt = 0;
+        loop {
+            match op().await {
+                Err(e) if e.is_transient() && attempt < self.retry_attempts => {
+                    attempt += 1;
+                    tracing::debug!(error = %e, attempt, "retrying Redis command");
+                    tokio::time::sleep(self.retry_delay).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// A plain single-key command, with retries, translating errors.
+    pub(crate) async fn key_command<T, F, Fut>(&self, key: &str, op: F) -> Result<T>
+    where
+        F: Fn(fred::clients::Client) -> Fut,
+        Fut: Future<Output = std::result::Result<T, fred::error::Error>>,
+    {
+        self.retrying(|| {
+            let fut = op(self.client.clone());
+            async move { fut.await.map_err(|e| Error::from_redis(e, key, self.timeout)) }
+        })
+        .await
+    }
+
+    /// Fire-and-forget delete of a key (the unlock latch).
+    pub(crate) fn delete_later(&self, key: String) {
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            let _: std::result::Result<i64, _> = client.del(key).await;
+        });
+    }
+}

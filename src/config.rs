@@ -1,0 +1,137 @@
+//! Client configuration, named after Redisson's `Config` where it has a twin.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// How a [`Client`](crate::Client) connects and how its locks behave.
+///
+/// Field names follow Redisson's configuration (in snake_case) so that a Rust
+/// service can mirror the settings of the Java services it shares locks with.
+///
+/// ```
+/// use std::time::Duration;
+/// use redisson_lock::Config;
+///
+/// let config = Config::from_url("redis://:secret@127.0.0.1:6379/2")?
+///     .lock_watchdog_timeout(Duration::from_secs(10))
+///     .timeout(Duration::from_millis(500));
+/// assert_eq!(config.lock_watchdog_batch_size, 100);
+/// # Ok::<(), redisson_lock::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Where and how to connect: server(s), credentials, database, TLS. This
+    /// is fred's own configuration, so centralized, cluster and sentinel
+    /// set-ups are described the way fred describes them.
+    pub redis: fred::types::config::Config,
+    /// Lease given to locks taken without an explicit lease, renewed every
+    /// third of it while held. Redisson's `lockWatchdogTimeout`. Default 30 s.
+    pub lock_watchdog_timeout: Duration,
+    /// How many held locks one renewal script call renews. Redisson's
+    /// `lockWatchdogBatchSize`. Default 100.
+    pub lock_watchdog_batch_size: usize,
+    /// How long to wait for the reply to one command (also bounds connecting
+    /// and subscribing). Redisson's `timeout`. Default 3 s.
+    pub timeout: Duration,
+    /// How many times an idempotent command (unlock with its latch, renewal,
+    /// queries) is tried again after a timeout or lost connection. Lock
+    /// acquisition is never blindly resent. Redisson's `retryAttempts`. Default 4.
+    pub retry_attempts: u32,
+    /// Pause between those attempts. Redisson's `retryDelay` (base). Default 1 s.
+    pub retry_delay: Duration,
+    /// Use sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`, Redis 7+) instead of
+    /// `PUBLISH`/`SUBSCRIBE`. Java Redisson 3.22+ uses sharded pub/sub on
+    /// Redis 7 clusters; set this to match the Java side. Default off.
+    pub sharded_pubsub: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            redis: fred::types::config::Config::default(),
+            lock_watchdog_timeout: Duration::from_secs(30),
+            lock_watchdog_batch_size: 100,
+            timeout: Duration::from_secs(3),
+            retry_attempts: 4,
+            retry_delay: Duration::from_secs(1),
+            sharded_pubsub: false,
+        }
+    }
+}
+
+impl Config {
+    /// Parse a `redis://` or `rediss://` URL (`redis://[user:password@]host[:port][/db]`),
+    /// keeping every other setting at its default.
+    pub fn from_url(url: &str) -> Result<Config> {
+        let redis = fred::types::config::Config::from_url(url)
+            .map_err(|e| Error::Config(format!("{url:?}: {e}")))?;
+        Ok(Config {
+            redis,
+            ..Config::default()
+        })
+    }
+
+    /// Set [`lock_watchdog_timeout`](Self::lock_watchdog_timeout).
+    pub fn lock_watchdog_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_watchdog_timeout = timeout;
+        self
+    }
+
+    /// Set [`lock_watchdog_batch_size`](Self::lock_watchdog_batch_size).
+    pub fn lock_watchdog_batch_size(mut self, size: usize) -> Self {
+        self.lock_watchdog_batch_size = size;
+        self
+    }
+
+    /// Set [`timeout`](Self::timeout).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Set [`retry_attempts`](Self::retry_attempts).
+    pub fn retry_attempts(mut self, attempts: u32) -> Self {
+        self.retry_attempts = attempts;
+        self
+    }
+
+    /// Set [`retry_delay`](Self::retry_delay).
+    pub fn retry_delay(mut self, delay: Duration) -> Self {
+        self.retry_delay = delay;
+        self
+    }
+
+    /// Set [`sharded_pubsub`](Self::sharded_pubsub).
+    pub fn sharded_pubsub(mut self, on: bool) -> Self {
+        self.sharded_pubsub = on;
+        self
+    }
+
+    /// Check the settings that would make locks misbehave.
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.lock_watchdog_timeout < Duration::from_millis(3) {
+            return Err(Error::Config(
+                "lock_watchdog_timeout must be at least 3 ms".into(),
+            ));
+        }
+        if self.lock_watchdog_batch_size == 0 {
+            return Err(Error::Config(
+                "lock_watchdog_batch_size must be at least 1".into(),
+            ));
+        }
+        if self.timeout.is_zero() {
+            return Err(Error::Config("timeout must be above zero".into()));
+        }
+        Ok(())
+    }
+
+    /// TTL of the unlock idempotency latch: long enough to cover every retry
+    /// of one unlock call (PROTOCOL.md §2.4), at least 1 ms.
+    pub(crate) fn latch_ttl(&self) -> Duration {
+        let per_try = self.timeout.saturating_add(self.retry_delay);
+        per_try
+            .saturating_mul(self.retry_attempts.max(1))
+            .max(Duration::from_millis(1))
+    }
+}

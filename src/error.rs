@@ -1,0 +1,91 @@
+//! The crate's error type.
+
+use std::time::Duration;
+
+/// Everything that can go wrong when talking to a lock.
+///
+/// The variants are stable categories a caller can match on; the text of the
+/// underlying Redis or connection error is kept for logs.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A lock name was empty (or otherwise unusable as a Redis key).
+    #[error("invalid lock name {name:?}: {reason}")]
+    InvalidName {
+        /// The name as given.
+        name: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// A duration or count that makes no sense for the call, such as a zero lease.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The configuration cannot be used (bad URL, zero timeout, ...).
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// Unlock by an owner that does not hold the lock (Redisson's
+    /// `IllegalMonitorStateException`). Also what a holder sees after its lock
+    /// expired or was force-unlocked behind its back.
+    #[error("lock {name:?} is not held by owner {owner}")]
+    NotHeld {
+        /// Lock name.
+        name: String,
+        /// The owner field (`<clientId>:<ownerId>`) that tried to act.
+        owner: String,
+    },
+    /// The lock's key holds another Redis type than the lock needs.
+    #[error("key {key:?} holds a value of the wrong Redis type for this lock (WRONGTYPE)")]
+    WrongType {
+        /// The offending key.
+        key: String,
+    },
+    /// A command got no reply within the configured timeout.
+    #[error("Redis did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The connection to Redis failed or was lost.
+    #[error("Redis connection error: {0}")]
+    Connection(String),
+    /// Redis answered with an error not covered above.
+    #[error("Redis error: {0}")]
+    Redis(String),
+    /// Redis answered with something this crate does not understand.
+    #[error("unexpected reply from Redis: {0}")]
+    Protocol(String),
+    /// A blocking call was made from inside an async runtime, where it would
+    /// stall a worker thread. Use the async API there.
+    #[error("blocking lock call made from inside an async runtime; use the async API instead")]
+    BlockingInAsync,
+}
+
+impl Error {
+    /// Whether the operation may succeed if simply tried again (lost
+    /// connection or timeout), as opposed to a definite answer.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Timeout(_) | Error::Connection(_))
+    }
+
+    /// Translate a fred error, naming `key` when Redis reports WRONGTYPE.
+    pub(crate) fn from_redis(err: fred::error::Error, key: &str, timeout: Duration) -> Error {
+        use fred::error::ErrorKind;
+        let details = err.details();
+        if details.contains("WRONGTYPE") {
+            return Error::WrongType {
+                key: key.to_owned(),
+            };
+        }
+        match err.kind() {
+            ErrorKind::Timeout => Error::Timeout(timeout),
+            ErrorKind::IO | ErrorKind::Canceled | ErrorKind::Backpressure => {
+                Error::Connection(err.to_string())
+            }
+            ErrorKind::Config | ErrorKind::Url | ErrorKind::Auth => {
+                Error::Config(err.to_string())
+            }
+            ErrorKind::Parse | ErrorKind::Protocol => Error::Protocol(err.to_string()),
+            _ => Error::Redis(err.to_string()),
+        }
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

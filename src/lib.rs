@@ -1,0 +1,86 @@
+//! Redisson-compatible distributed locks on Redis for async and blocking
+//! Rust, woken by pub/sub.
+//!
+//! A Rust task and a Java thread using Redisson's `RLock` on the same name
+//! exclude each other, wake each other through Redis pub/sub, and read each
+//! other's state: this crate writes the same hash, fields, TTLs, channels and
+//! messages as Redisson (see the README for the versions covered).
+//!
+//! # Owners
+//!
+//! Redisson names a holder `<clientId>:<threadId>`. Java threads run one thing
+//! at a time; async tasks do not, so this crate's default is safer:
+//!
+//! * **Async, default**: every acquisition gets a fresh [`Owner`]. Two futures
+//!   joined in one task exclude each other. Re-entering goes through the
+//!   guard the first acquisition returned ([`LockGuard::reenter`]).
+//! * **Async, explicit**: [`RLock::with_owner`] fixes the owner, like Redisson's
+//!   `lockAsync(threadId)`; acquiring again with the same owner re-enters.
+//! * **Blocking**: [`blocking`] uses one owner per OS thread, so a thread
+//!   re-enters a lock it holds, as in Java.
+//!
+//! Each successful acquisition returns a guard that releases exactly one hold.
+//!
+//! ```no_run
+//! # async fn demo() -> redisson_lock::Result<()> {
+//! use redisson_lock::{Client, Owner};
+//!
+//! let client = Client::from_url("redis://127.0.0.1:6379").await?;
+//! let lock = client.lock("orders")?;
+//!
+//! // Default: a fresh owner per acquisition; re-enter through the guard.
+//! let outer = lock.lock().await?;
+//! let inner = outer.reenter().await?;
+//! assert_eq!(outer.hold_count().await?, 2);
+//! inner.unlock().await?;
+//! outer.unlock().await?;
+//!
+//! // Explicit owner: the same id re-enters, like a Java thread.
+//! let worker = lock.with_owner(Owner::new(7));
+//! let a = worker.lock().await?;
+//! let b = worker.lock().await?; // re-enters at once
+//! assert_eq!(lock.hold_count(Owner::new(7)).await?, 2);
+//! b.unlock().await?;
+//! a.unlock().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Waiting
+//!
+//! An uncontended acquire is one round trip (one `EVALSHA`). A waiter
+//! subscribes to the lock's channel (one subscription per channel per
+//! client, shared by all local waiters), tries again, then sleeps until an
+//! unlock message, the holder's TTL, or its own deadline; it never polls.
+//!
+//! # Cancellation
+//!
+//! Every future may be dropped at any await point. A lock command already
+//! sent is finished in the background and a hold it took is released; a
+//! subscription is left when its last waiter goes; a dropped guard releases
+//! its hold in the background.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod blocking;
+mod client;
+mod config;
+mod detach;
+mod error;
+mod guard;
+mod lock;
+mod names;
+mod owner;
+mod pubsub;
+mod script;
+mod watchdog;
+
+pub use client::Client;
+pub use config::Config;
+pub use error::{Error, Result};
+pub use guard::LockGuard;
+pub use lock::{RLock, Ttl};
+pub use owner::Owner;
+
+/// Re-export of the Redis client crate, for [`Config::redis`].
+pub use fred;

@@ -1,0 +1,105 @@
+//! Redis key and channel names derived from a lock name (PROTOCOL.md §1.4).
+//!
+//! Both rules only ask whether the name contains `{` anywhere, exactly as
+//! Redisson does, so derived names land in the lock's cluster slot.
+
+use crate::error::{Error, Result};
+
+/// `prefixName(P, N)`: `P:N` if `N` contains `{`, else `P:{N}`.
+pub(crate) fn prefix_name(prefix: &str, name: &str) -> String {
+    if name.contains('{') {
+        format!("{prefix}:{name}")
+    } else {
+        format!("{prefix}:{{{name}}}")
+    }
+}
+
+/// `suffixName(N, S)`: `N:S` if `N` contains `{`, else `{N}:S`.
+#[allow(dead_code)] // used by the fair and read-write locks
+pub(crate) fn suffix_name(name: &str, suffix: &str) -> String {
+    if name.contains('{') {
+        format!("{name}:{suffix}")
+    } else {
+        format!("{{{name}}}:{suffix}")
+    }
+}
+
+/// Refuse names no lock can live under.
+pub(crate) fn validate(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::InvalidName {
+            name: name.to_owned(),
+            reason: "a lock name must not be empty",
+        });
+    }
+    Ok(())
+}
+
+/// The keys and channel of one RLock.
+#[derive(Debug)]
+pub(crate) struct LockKeys {
+    /// `N`, the hash.
+    pub name: String,
+    /// `redisson_lock__channel:{N}`.
+    pub channel: String,
+    /// `redisson_unlock_latch:{N}`, to which `:<requestId>` is appended.
+    pub latch_prefix: String,
+}
+
+impl LockKeys {
+    pub(crate) fn new(name: &str) -> Result<LockKeys> {
+        validate(name)?;
+        Ok(LockKeys {
+            name: name.to_owned(),
+            channel: prefix_name("redisson_lock__channel", name),
+            latch_prefix: prefix_name("redisson_unlock_latch", name),
+        })
+    }
+
+    /// A fresh unlock latch key: the prefix plus 32 random lowercase hex digits.
+    pub(crate) fn new_latch(&self) -> String {
+        format!("{}:{}", self.latch_prefix, uuid::Uuid::new_v4().simple())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_names_get_braces() {
+        assert_eq!(
+            prefix_name("redisson_lock__channel", "orders"),
+            "redisson_lock__channel:{orders}"
+        );
+        assert_eq!(suffix_name("orders", "timeout"), "{orders}:timeout");
+    }
+
+    #[test]
+    fn names_with_a_brace_are_kept() {
+        assert_eq!(
+            prefix_name("redisson_lock__channel", "{shop}:orders"),
+            "redisson_lock__channel:{shop}:orders"
+        );
+        assert_eq!(suffix_name("{shop}:orders", "timeout"), "{shop}:orders:timeout");
+        assert_eq!(
+            prefix_name("redisson_lock__channel", "a{b}c"),
+            "redisson_lock__channel:a{b}c"
+        );
+        assert_eq!(prefix_name("p", "a{b"), "p:a{b");
+    }
+
+    #[test]
+    fn latch_ids_are_32_hex() {
+        let keys = LockKeys::new("orders").unwrap();
+        let latch = keys.new_latch();
+        let id = latch.strip_prefix("redisson_unlock_latch:{orders}:").unwrap();
+        assert_eq!(id.len(), 32);
+        assert!(id.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    }
+
+    #[test]
+    fn empty_name_is_refused() {
+        assert!(matches!(LockKeys::new(""), Err(Error::InvalidName { .. })));
+    }
+}

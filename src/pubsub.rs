@@ -1,0 +1,270 @@
+//! One Redis subscription per channel per client, shared by every local
+//! waiter and reference counted (PROTOCOL.md §3.2, §3.3).
+//!
+//! Waiters hold a [`Subscription`]; the first one for a channel subscribes,
+//! the last one to drop it unsubscribes. Subscribe and unsubscribe commands
+//! go through one task in order, so a leave-and-rejoin can never end up
+//! unsubscribed. Messages wake waiters through a [`Notify`]: `0` wakes one
+//! (a permit is stored if none waits), `1` wakes all. After the subscriber
+//! reconnects, every channel is subscribed again and every waiter woken to
+//! re-check, since messages published during the gap are lost.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::interfaces::{EventInterface, PubsubInterface};
+use parking_lot::Mutex;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::JoinHandle;
+
+use crate::error::{Error, Result};
+
+/// The hub of one client.
+pub(crate) struct Hub {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    channels: Mutex<HashMap<String, Arc<Entry>>>,
+    ops: mpsc::UnboundedSender<Op>,
+    timeout: Duration,
+}
+
+struct Entry {
+    /// Local holders of a [`Subscription`]; changed only under the map lock.
+    refs: Mutex<usize>,
+    ready: watch::Sender<Ready>,
+    notify: Notify,
+}
+
+#[derive(Clone, Debug)]
+enum Ready {
+    Pending,
+    Subscribed,
+    Failed(Error),
+}
+
+enum Op {
+    Subscribe(String),
+    Unsubscribe(String),
+}
+
+/// A waiter's share of a channel subscription. Dropping it leaves the channel.
+pub(crate) struct Subscription {
+    shared: Arc<Shared>,
+    entry: Arc<Entry>,
+    channel: String,
+}
+
+impl Hub {
+    /// Start the hub's tasks on `subscriber`, a connection used for nothing else.
+    pub(crate) fn start(
+        subscriber: fred::clients::Client,
+        sharded: bool,
+        timeout: Duration,
+    ) -> (Hub, Vec<JoinHandle<()>>) {
+        let (ops, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            channels: Mutex::new(HashMap::new()),
+            ops,
+            timeout,
+        });
+        let tasks = vec![
+            tokio::spawn(run_ops(subscriber.clone(), shared.clone(), rx, sharded)),
+            tokio::spawn(run_messages(subscriber, shared.clone())),
+        ];
+        (Hub { shared }, tasks)
+    }
+
+    /// Join `channel`, waiting until the server confirmed the subscription
+    /// (at most the command timeout).
+    pub(crate) async fn subscribe(&self, channel: &str) -> Result<Subscription> {
+        let (entry, first) = {
+            let mut channels = self.shared.channels.lock();
+            let entry = channels
+                .entry(channel.to_owned())
+                .or_insert_with(|| {
+                    Arc::new(Entry {
+                        refs: Mutex::new(0),
+                        ready: watch::Sender::new(Ready::Pending),
+                        notify: Notify::new(),
+                    })
+                })
+                .clone();
+            let mut refs = entry.refs.lock();
+            *refs += 1;
+            let first = *refs == 1;
+            drop(refs);
+            (entry, first)
+        };
+        // From here on, dropping `subscription` (even by cancellation) leaves.
+        let subscription = Subscription {
+            shared: self.shared.clone(),
+            entry,
+            channel: channel.to_owned(),
+        };
+        if first {
+            let _ = self.shared.ops.send(Op::Subscribe(channel.to_owned()));
+        }
+        let mut ready = subscription.entry.ready.subscribe();
+        let outcome = tokio::time::timeout(
+            self.shared.timeout,
+            ready.wait_for(|r| !matches!(r, Ready::Pending)),
+        )
+        .await;
+        match outcome {
+            Err(_) => Err(Error::Timeout(self.shared.timeout)),
+            Ok(Err(_)) => Err(Error::Connection("pub/sub hub stopped".into())),
+            Ok(Ok(r)) => match &*r {
+                Ready::Failed(e) => Err(e.clone()),
+                _ => Ok(()),
+            },
+        }?;
+        Ok(subscription)
+    }
+}
+
+impl Subscription {
+    /// A wake-up from this channel. Create it and call `enable` on it before
+    /// the acquire attempt it follows, so no message between the attempt and
+    /// the wait is missed.
+    pub(crate) fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.entry.notify.notified()
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut channels = self.shared.channels.lock();
+        let mut refs = self.entry.refs.lock();
+        *refs -= 1;
+        if *refs == 0 {
+            drop(refs);
+            channels.remove(&self.channel);
+            let _ = self.shared.ops.send(Op::Unsubscribe(self.channel.clone()));
+        }
+    }
+}
+
+impl Entry {
+    fn wake_all(&self) {
+        self.notify.notify_waiters();
+        // Also leave a permit for a waiter between its attempt and its wait.
+        self.notify.notify_one();
+    }
+}
+
+impl Shared {
+    fn entry(&self, channel: &str) -> Option<Arc<Entry>> {
+        self.channels.lock().get(channel).cloned()
+    }
+
+    fn all(&self) -> Vec<(String, Arc<Entry>)> {
+        self.channels
+            .lock()
+            .iter()
+            .map(|(c, e)| (c.clone(), e.clone()))
+            .collect()
+    }
+}
+
+/// Run subscribe/unsubscribe commands in order, and resubscribe after reconnects.
+async fn run_ops(
+    subscriber: fred::clients::Client,
+    shared: Arc<Shared>,
+    mut ops: mpsc::UnboundedReceiver<Op>,
+    sharded: bool,
+) {
+    let mut reconnects = subscriber.reconnect_rx();
+    let subscribe = |channels: Vec<String>| {
+        let subscriber = subscriber.clone();
+        async move {
+            if sharded {
+                subscriber.ssubscribe(channels).await
+            } else {
+                subscriber.subscribe(channels).await
+            }
+        }
+    };
+    loop {
+        tokio::select! {
+            op = ops.recv() => match op {
+                None => return,
+                Some(Op::Subscribe(channel)) => {
+                    let Some(entry) = shared.entry(&channel) else { continue };
+                    let outcome = match subscribe(vec![channel]).await {
+                        Ok(()) => Ready::Subscribed,
+                        Err(e) => Ready::Failed(Error::Connection(format!("subscribe failed: {e}"))),
+                    };
+                    entry.ready.send_replace(outcome);
+                }
+                Some(Op::Unsubscribe(channel)) => {
+                    if shared.entry(&channel).is_some() {
+                        continue; // rejoined meanwhile; its Subscribe is queued
+                    }
+                    let outcome = if sharded {
+                        subscriber.sunsubscribe(channel).await
+                    } else {
+                        subscriber.unsubscribe(channel).await
+                    };
+                    if let Err(e) = outcome {
+                        tracing::debug!(error = %e, "unsubscribe failed");
+                    }
+                }
+            },
+            event = reconnects.recv() => {
+                if let Err(RecvError::Closed) = event {
+                    return;
+                }
+                let entries = shared.all();
+                if entries.is_empty() {
+                    continue;
+                }
+                let channels = entries.iter().map(|(c, _)| c.clone()).collect();
+                if let Err(e) = subscribe(channels).await {
+                    tracing::warn!(error = %e, "resubscribe after reconnect failed");
+                }
+                for (_, entry) in entries {
+                    entry.ready.send_replace(Ready::Subscribed);
+                    entry.wake_all();
+                }
+            }
+        }
+    }
+}
+
+/// Deliver messages to the waiters of their channel.
+async fn run_messages(subscriber: fred::clients::Client, shared: Arc<Shared>) {
+    let mut messages = subscriber.message_rx();
+    loop {
+        match messages.recv().await {
+            Ok(message) => {
+                let Some(entry) = shared.entry(&message.channel) else {
+                    continue;
+                };
+                match message_code(&message.value) {
+                    Some(0) => entry.notify.notify_one(),
+                    Some(1) => entry.notify.notify_waiters(),
+                    _ => {}
+                }
+            }
+            Err(RecvError::Lagged(_)) => {
+                // Some messages were dropped: wake everyone to re-check.
+                for (_, entry) in shared.all() {
+                    entry.wake_all();
+                }
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Payloads are decimal ASCII numbers (LongCodec).
+fn message_code(value: &fred::types::Value) -> Option<i64> {
+    match value {
+        fred::types::Value::Integer(i) => Some(*i),
+        other => other.as_str().and_then(|s| s.trim().parse().ok()),
+    }
+}

@@ -1,0 +1,273 @@
+//! Local record of held locks, and the watchdog that renews them in batches
+//! (PROTOCOL.md §2.6).
+//!
+//! Every successful acquisition is recorded as a hold of `(name, owner)` with
+//! a count; every unlock attempt takes one away. Holds without an explicit
+//! lease are renewed every third of `lock_watchdog_timeout` by one script call
+//! per `lock_watchdog_batch_size` locks. A hold's status is published on a
+//! `watch` channel so guards can learn the lock was lost: renewal found it
+//! gone, renewal could not reach Redis before the lease ran out, a forced
+//! unlock, or (for explicit leases) the lease deadline passed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::types::{Key, Value};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::client::Redis;
+use crate::error::Error;
+use crate::owner::Owner;
+use crate::script;
+
+/// How a hold's TTL is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lease {
+    /// `lock_watchdog_timeout`, renewed by the watchdog.
+    Watchdog,
+    /// A fixed lease chosen by the caller; the lock expires after it.
+    Fixed(Duration),
+}
+
+/// What a guard can observe about its hold.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Status {
+    pub lost: bool,
+    /// For fixed leases: when the lock expires unless re-entered.
+    pub expires: Option<Instant>,
+}
+
+struct Hold {
+    count: u32,
+    lease: Lease,
+    field: String,
+    status: watch::Sender<Status>,
+    /// The renewal run that has this hold in flight, if any.
+    in_run: Option<u64>,
+    /// When the last successful acquisition or renewal was sent.
+    renewed_at: Instant,
+}
+
+type HoldKey = (String, Owner);
+
+/// The registry of one client.
+#[derive(Default)]
+pub(crate) struct Holds {
+    map: Mutex<HashMap<HoldKey, Hold>>,
+    finished_run: watch::Sender<u64>,
+}
+
+/// What an unlock needs to know from the registry.
+pub(crate) struct Released {
+    /// The TTL to keep if the count stays above zero (Redisson's
+    /// `internalLockLeaseTime`): the hold's lease, else the watchdog timeout.
+    pub lease: Option<Duration>,
+    /// A renewal run that must finish before the unlock is sent.
+    pub wait_for_run: Option<u64>,
+}
+
+impl Holds {
+    /// Record an acquisition made at `sent_at` (when its command was sent).
+    pub(crate) fn acquired(
+        &self,
+        name: &str,
+        owner: Owner,
+        field: &str,
+        lease: Lease,
+        sent_at: Instant,
+    ) -> watch::Receiver<Status> {
+        let mut map = self.map.lock();
+        let hold = map.entry((name.to_owned(), owner)).or_insert_with(|| Hold {
+            count: 0,
+            lease,
+            field: field.to_owned(),
+            status: watch::Sender::new(Status::default()),
+            in_run: None,
+            renewed_at: sent_at,
+        });
+        hold.count += 1;
+        hold.lease = lease;
+        hold.renewed_at = sent_at;
+        let expires = match lease {
+            Lease::Fixed(d) => Some(sent_at + d),
+            Lease::Watchdog => None,
+        };
+        hold.status.send_replace(Status {
+            lost: false,
+            expires,
+        });
+        hold.status.subscribe()
+    }
+
+    /// Take one hold of `(name, owner)` away, stopping its renewal at zero.
+    pub(crate) fn released(&self, name: &str, owner: Owner) -> Released {
+        let mut map = self.map.lock();
+        let key = (name.to_owned(), owner);
+        let Some(hold) = map.get_mut(&key) else {
+            return Released {
+                lease: None,
+                wait_for_run: None,
+            };
+        };
+        hold.count = hold.count.saturating_sub(1);
+        let released = Released {
+            lease: match hold.lease {
+                Lease::Fixed(d) => Some(d),
+                Lease::Watchdog => None,
+            },
+            wait_for_run: hold.in_run,
+        };
+        if hold.count == 0 {
+            map.remove(&key);
+        } else if let Lease::Fixed(d) = hold.lease {
+            // The unlock script resets the TTL to the lease.
+            hold.status.send_modify(|s| s.expires = Some(Instant::now() + d));
+        }
+        released
+    }
+
+    /// How many holds of `(name, owner)` this client has recorded.
+    pub(crate) fn count(&self, name: &str, owner: Owner) -> u32 {
+        self.map
+            .lock()
+            .get(&(name.to_owned(), owner))
+            .map_or(0, |h| h.count)
+    }
+
+    /// Mark every hold of `name` lost (after a forced unlock).
+    pub(crate) fn lose_all(&self, name: &str) {
+        let mut map = self.map.lock();
+        for ((n, _), hold) in map.iter_mut() {
+            if n == name {
+                mark_lost(hold);
+            }
+        }
+    }
+
+    /// Wait until renewal run `run` has finished.
+    pub(crate) async fn wait_for_run(&self, run: u64) {
+        let mut finished = self.finished_run.subscribe();
+        let _ = finished.wait_for(|done| *done >= run).await;
+    }
+
+    /// Pick the holds to renew in run `run` and mark them in flight.
+    fn begin_run(&self, run: u64) -> Vec<(HoldKey, String)> {
+        let mut map = self.map.lock();
+        map.iter_mut()
+            .filter(|(_, h)| h.lease == Lease::Watchdog && !h.status.borrow().lost)
+            .map(|(k, h)| {
+                h.in_run = Some(run);
+                (k.clone(), h.field.clone())
+            })
+            .collect()
+    }
+
+    /// Apply the outcome of renewing `batch`, sent at `sent_at`.
+    fn apply(&self, run: u64, batch: &[(HoldKey, String)], outcome: Result<Vec<bool>, Error>, sent_at: Instant, lease: Duration) {
+        let mut map = self.map.lock();
+        for (i, (key, _)) in batch.iter().enumerate() {
+            let Some(hold) = map.get_mut(key) else { continue };
+            if hold.in_run != Some(run) {
+                continue;
+            }
+            match &outcome {
+                Ok(renewed) if renewed.get(i) == Some(&true) => hold.renewed_at = sent_at,
+                Ok(_) => {
+                    tracing::warn!(lock = %key.0, owner = %key.1, "lock lost: renewal found it gone");
+                    mark_lost(hold);
+                }
+                Err(e) if sent_at.duration_since(hold.renewed_at) >= lease => {
+                    tracing::warn!(lock = %key.0, owner = %key.1, error = %e, "lock lost: could not renew before the lease ran out");
+                    mark_lost(hold);
+                }
+                Err(e) => {
+                    tracing::debug!(lock = %key.0, error = %e, "renewal failed, retrying next period");
+                }
+            }
+        }
+    }
+
+    fn finish_run(&self, run: u64) {
+        let mut map = self.map.lock();
+        for hold in map.values_mut() {
+            if hold.in_run == Some(run) {
+                hold.in_run = None;
+            }
+        }
+        drop(map);
+        self.finished_run.send_replace(run);
+    }
+}
+
+fn mark_lost(hold: &mut Hold) {
+    hold.status.send_modify(|s| s.lost = true);
+}
+
+/// Resolve when the hold observed by `status` is lost; never, if it is
+/// released normally.
+pub(crate) async fn lost(mut status: watch::Receiver<Status>) {
+    loop {
+        let now = *status.borrow_and_update();
+        if now.lost {
+            return;
+        }
+        match now.expires {
+            Some(at) if Instant::now() >= at => return,
+            Some(at) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at) => {}
+                    changed = status.changed() => if changed.is_err() { return std::future::pending().await },
+                }
+            }
+            None => {
+                if status.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+        }
+    }
+}
+
+/// Whether `status` says lost right now.
+pub(crate) fn is_lost(status: &watch::Receiver<Status>) -> bool {
+    let now = *status.borrow();
+    now.lost || now.expires.is_some_and(|at| Instant::now() >= at)
+}
+
+/// The watchdog task: renew every watchdog hold every `lease / 3`.
+pub(crate) async fn run(holds: Arc<Holds>, redis: Redis, lease: Duration, batch_size: usize) {
+    let period = lease / 3;
+    let lease_ms = Value::Integer(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
+    let mut run = 0u64;
+    loop {
+        tokio::time::sleep(period).await;
+        run += 1;
+        let holds_in_run = holds.begin_run(run);
+        for batch in holds_in_run.chunks(batch_size) {
+            let keys: Vec<Key> = batch.iter().map(|((name, _), _)| Key::from(name.as_str())).collect();
+            let mut args = Vec::with_capacity(batch.len() + 1);
+            args.push(lease_ms.clone());
+            args.extend(batch.iter().map(|(_, field)| Value::from(field.as_str())));
+            let sent_at = Instant::now();
+            let outcome = redis
+                .eval(&script::RENEW, keys, args)
+                .await
+                .and_then(|reply| parse_renewed(reply, batch.len()));
+            holds.apply(run, batch, outcome, sent_at, lease);
+        }
+        holds.finish_run(run);
+    }
+}
+
+fn parse_renewed(reply: Value, expected: usize) -> Result<Vec<bool>, Error> {
+    match reply {
+        Value::Array(items) if items.len() == expected => Ok(items
+            .into_iter()
+            .map(|v| matches!(v, Value::Integer(1)))
+            .collect()),
+        other => Err(Error::Protocol(format!("renewal replied {other:?}"))),
+    }
+}

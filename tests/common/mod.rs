@@ -1,0 +1,157 @@
+//! Test harness: a private `redis-server` per test (free loopback port, no
+//! persistence, killed on drop), or the server named by `REDIS_URL`.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fred::prelude::*;
+use redisson_lock::{Client, Config};
+
+pub struct Server {
+    child: Option<Child>,
+    pub url: String,
+    pub port: u16,
+}
+
+impl Server {
+    /// `REDIS_URL` if set, else a private server.
+    pub fn start() -> Server {
+        match std::env::var("REDIS_URL") {
+            Ok(url) if !url.is_empty() => Server {
+                child: None,
+                url,
+                port: 0,
+            },
+            _ => Server::private(),
+        }
+    }
+
+    /// Always a private server (for tests that stop it).
+    pub fn private() -> Server {
+        for _ in 0..10 {
+            let port = free_port();
+            if let Some(child) = spawn(port) {
+                return Server {
+                    child: Some(child),
+                    url: format!("redis://127.0.0.1:{port}"),
+                    port,
+                };
+            }
+        }
+        panic!("could not start redis-server on a free port");
+    }
+
+    pub fn is_private(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Kill the server process (to simulate an outage).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub async fn client(&self) -> Client {
+        self.client_with(|c| c).await
+    }
+
+    pub async fn client_with(&self, f: impl FnOnce(Config) -> Config) -> Client {
+        Client::connect(f(Config::from_url(&self.url).unwrap()))
+            .await
+            .expect("connect to test redis")
+    }
+
+    /// A plain fred client to inspect and poke at Redis state.
+    pub async fn raw(&self) -> fred::clients::Client {
+        let client = fred::clients::Client::new(fred::types::config::Config::from_url(&self.url).unwrap(), None, None, None);
+        client.init().await.expect("raw client connects");
+        client
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn spawn(port: u16) -> Option<Child> {
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+            "redis-server not found on PATH: install it (e.g. `apt-get install -y redis-server`) or set REDIS_URL"
+        ),
+        Err(e) => panic!("cannot start redis-server: {e}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return None; // exited: port taken, try another
+        }
+        if ping(port) {
+            return Some(child);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+fn ping(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+    if s.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 7];
+    s.read(&mut buf).map(|n| buf[..n].starts_with(b"+PONG")).unwrap_or(false)
+}
+
+/// A lock name unique to this test run.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Subscribers of `channel`, per PUBSUB NUMSUB.
+pub async fn numsub(raw: &fred::clients::Client, channel: &str) -> i64 {
+    let reply: Vec<Value> = raw
+        .custom(fred::cmd!("PUBSUB"), vec!["NUMSUB".to_string(), channel.to_string()])
+        .await
+        .unwrap();
+    reply.get(1).and_then(|v| v.as_i64()).unwrap_or(-1)
+}
+
+/// Wait (bounded) until `check` holds; for effects that happen in background
+/// tasks with no event to observe (a fire-and-forget DEL, an UNSUBSCRIBE).
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
