@@ -94,7 +94,10 @@ impl BlockingClient {
         }
         Ok(BlockingClient {
             client,
-            runtime: Arc::new(Driver { handle, owned: None }),
+            runtime: Arc::new(Driver {
+                handle,
+                owned: None,
+            }),
         })
     }
 
@@ -157,7 +160,11 @@ impl BlockingLock {
     }
 
     /// Wait up to `wait`; with `lease`, expire that long after acquisition.
-    pub fn try_lock_for(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<BlockingGuard>> {
+    pub fn try_lock_for(
+        &self,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<BlockingGuard>> {
         let guard = self.runtime.run(self.mine().try_lock_for(wait, lease))??;
         Ok(guard.map(|g| self.guard(g)))
     }
@@ -179,12 +186,14 @@ impl BlockingLock {
 
     /// How many times the calling thread holds the lock.
     pub fn hold_count(&self) -> Result<u32> {
-        self.runtime.run(self.lock.hold_count(Owner::current_thread()))?
+        self.runtime
+            .run(self.lock.hold_count(Owner::current_thread()))?
     }
 
     /// Whether the calling thread holds the lock.
     pub fn is_held_by_current_thread(&self) -> Result<bool> {
-        self.runtime.run(self.lock.is_held_by(Owner::current_thread()))?
+        self.runtime
+            .run(self.lock.is_held_by(Owner::current_thread()))?
     }
 }
 

@@ -70,7 +70,8 @@ impl Client {
             retry_delay: config.retry_delay,
         };
         let holds = Arc::new(Holds::default());
-        let (hub, mut tasks) = Hub::start(subscriber.clone(), config.sharded_pubsub, config.timeout);
+        let (hub, mut tasks) =
+            Hub::start(subscriber.clone(), config.sharded_pubsub, config.timeout);
         tasks.push(tokio::spawn(watchdog::run(
             holds.clone(),
             redis.clone(),
@@ -211,7 +212,12 @@ pub(crate) struct Redis {
 
 impl Redis {
     /// Run `script` once. `keys[0]` names the key in a WRONGTYPE error.
-    pub(crate) async fn eval(&self, script: &Script, keys: Vec<Key>, args: Vec<Value>) -> Result<Value> {
+    pub(crate) async fn eval(
+        &self,
+        script: &Script,
+        keys: Vec<Key>,
+        args: Vec<Value>,
+    ) -> Result<Value> {
         let first_key = keys
             .first()
             .and_then(|k| k.as_str().map(str::to_owned))
@@ -223,7 +229,9 @@ impl Redis {
         {
             Err(e) if e.details().starts_with("NOSCRIPT") => {
                 // EVAL runs the script and caches it for the next EVALSHA.
-                self.client.eval::<Value, _, _, _>(script.body, keys, args).await
+                self.client
+                    .eval::<Value, _, _, _>(script.body, keys, args)
+                    .await
             }
             other => other,
         };
@@ -257,7 +265,10 @@ impl Redis {
     {
         self.retrying(|| {
             let fut = op(self.client.clone());
-            async move { fut.await.map_err(|e| Error::from_redis(e, key, self.timeout)) }
+            async move {
+                fut.await
+                    .map_err(|e| Error::from_redis(e, key, self.timeout))
+            }
         })
         .await
     }

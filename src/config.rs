@@ -64,6 +64,11 @@ impl Config {
     /// Parse a `redis://` or `rediss://` URL (`redis://[user:password@]host[:port][/db]`),
     /// keeping every other setting at its default.
     pub fn from_url(url: &str) -> Result<Config> {
+        if !url.starts_with("redis") {
+            return Err(Error::Config(format!(
+                "{url:?}: expected a redis:// or rediss:// URL"
+            )));
+        }
         let redis = fred::types::config::Config::from_url(url)
             .map_err(|e| Error::Config(format!("{url:?}: {e}")))?;
         Ok(Config {

@@ -71,7 +71,8 @@ where
         if let (Some(fut), Some(on_orphan)) = (self.fut.take(), self.on_orphan.take()) {
             // Safe to call outside the runtime; if it has shut down, the task
             // is dropped and the server-side TTL bounds what is left behind.
-            self.runtime.spawn(async move { on_orphan(fut.await).await });
+            self.runtime
+                .spawn(async move { on_orphan(fut.await).await });
         }
     }
 }

@@ -78,9 +78,7 @@ impl Error {
             ErrorKind::IO | ErrorKind::Canceled | ErrorKind::Backpressure => {
                 Error::Connection(err.to_string())
             }
-            ErrorKind::Config | ErrorKind::Url | ErrorKind::Auth => {
-                Error::Config(err.to_string())
-            }
+            ErrorKind::Config | ErrorKind::Url | ErrorKind::Auth => Error::Config(err.to_string()),
             ErrorKind::Parse | ErrorKind::Protocol => Error::Protocol(err.to_string()),
             _ => Error::Redis(err.to_string()),
         }

@@ -40,7 +40,12 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    pub(crate) fn new(lock: RLock, owner: Owner, lease: Lease, status: watch::Receiver<Status>) -> LockGuard {
+    pub(crate) fn new(
+        lock: RLock,
+        owner: Owner,
+        lease: Lease,
+        status: watch::Receiver<Status>,
+    ) -> LockGuard {
         LockGuard {
             lock,
             owner,
@@ -76,7 +81,10 @@ impl LockGuard {
         let lock = self.lock.clone();
         let owner = self.owner;
         let call = async move { release(lock.inner(), &lock.keys, owner).await.map(drop) };
-        FinishOnDrop::new(self.lock.inner().runtime.clone(), call, |_| async {}.boxed()).await
+        FinishOnDrop::new(self.lock.inner().runtime.clone(), call, |_| {
+            async {}.boxed()
+        })
+        .await
     }
 
     /// Take the lock again with the same owner (hold count + 1), returning a

@@ -84,3 +84,8 @@ pub use owner::Owner;
 
 /// Re-export of the Redis client crate, for [`Config::redis`].
 pub use fred;
+
+/// The README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

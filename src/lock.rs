@@ -99,7 +99,9 @@ impl RLock {
 
     /// Wait as long as it takes; the watchdog keeps the lock while held.
     pub async fn lock(&self) -> Result<LockGuard> {
-        self.acquire(None, Lease::Watchdog).await.and_then(expect_guard)
+        self.acquire(None, Lease::Watchdog)
+            .await
+            .and_then(expect_guard)
     }
 
     /// Wait as long as it takes; the lock expires `lease` after acquisition
@@ -116,7 +118,11 @@ impl RLock {
 
     /// Wait up to `wait` (zero: try once). With `lease`, the lock expires that
     /// long after acquisition; without, the watchdog keeps it while held.
-    pub async fn try_lock_for(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<LockGuard>> {
+    pub async fn try_lock_for(
+        &self,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<LockGuard>> {
         let lease = match lease {
             Some(lease) => fixed_lease(lease)?,
             None => Lease::Watchdog,
@@ -134,7 +140,10 @@ impl RLock {
             .retrying(|| {
                 inner.redis.eval(
                     &script::FORCE_UNLOCK,
-                    vec![Key::from(self.keys.name.as_str()), Key::from(self.keys.channel.as_str())],
+                    vec![
+                        Key::from(self.keys.name.as_str()),
+                        Key::from(self.keys.channel.as_str()),
+                    ],
                     vec![Value::from("0"), Value::from(inner.publish_command())],
                 )
             })
@@ -238,7 +247,9 @@ impl RLock {
                 (Attempt::Busy(ttl), _) => ttl,
             };
             let now = Instant::now();
-            let mut pause = u64::try_from(ttl).map_or(cap, Duration::from_millis).min(cap);
+            let mut pause = u64::try_from(ttl)
+                .map_or(cap, Duration::from_millis)
+                .min(cap);
             if let Some(d) = deadline {
                 if now >= d {
                     return Ok(None);
@@ -263,11 +274,20 @@ impl RLock {
             Lease::Watchdog => inner.config.lock_watchdog_timeout,
         };
         let keys = vec![Key::from(self.keys.name.as_str())];
-        let args = vec![Value::Integer(millis(lease_ms)), Value::from(field.as_str())];
+        let args = vec![
+            Value::Integer(millis(lease_ms)),
+            Value::from(field.as_str()),
+        ];
         let sent_at = Instant::now();
         let call = {
             let inner = inner.clone();
-            async move { inner.redis.eval(&script::LOCK, keys, args).await.and_then(parse_attempt) }
+            async move {
+                inner
+                    .redis
+                    .eval(&script::LOCK, keys, args)
+                    .await
+                    .and_then(parse_attempt)
+            }
         };
         let orphan = {
             let (lock, field) = (self.clone(), field.clone());

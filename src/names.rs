@@ -81,7 +81,10 @@ mod tests {
             prefix_name("redisson_lock__channel", "{shop}:orders"),
             "redisson_lock__channel:{shop}:orders"
         );
-        assert_eq!(suffix_name("{shop}:orders", "timeout"), "{shop}:orders:timeout");
+        assert_eq!(
+            suffix_name("{shop}:orders", "timeout"),
+            "{shop}:orders:timeout"
+        );
         assert_eq!(
             prefix_name("redisson_lock__channel", "a{b}c"),
             "redisson_lock__channel:a{b}c"
@@ -93,9 +96,13 @@ mod tests {
     fn latch_ids_are_32_hex() {
         let keys = LockKeys::new("orders").unwrap();
         let latch = keys.new_latch();
-        let id = latch.strip_prefix("redisson_unlock_latch:{orders}:").unwrap();
+        let id = latch
+            .strip_prefix("redisson_unlock_latch:{orders}:")
+            .unwrap();
         assert_eq!(id.len(), 32);
-        assert!(id.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(id
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
     }
 
     #[test]

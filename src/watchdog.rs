@@ -124,7 +124,8 @@ impl Holds {
             map.remove(&key);
         } else if let Lease::Fixed(d) = hold.lease {
             // The unlock script resets the TTL to the lease.
-            hold.status.send_modify(|s| s.expires = Some(Instant::now() + d));
+            hold.status
+                .send_modify(|s| s.expires = Some(Instant::now() + d));
         }
         released
     }
@@ -166,10 +167,19 @@ impl Holds {
     }
 
     /// Apply the outcome of renewing `batch`, sent at `sent_at`.
-    fn apply(&self, run: u64, batch: &[(HoldKey, String)], outcome: Result<Vec<bool>, Error>, sent_at: Instant, lease: Duration) {
+    fn apply(
+        &self,
+        run: u64,
+        batch: &[(HoldKey, String)],
+        outcome: Result<Vec<bool>, Error>,
+        sent_at: Instant,
+        lease: Duration,
+    ) {
         let mut map = self.map.lock();
         for (i, (key, _)) in batch.iter().enumerate() {
-            let Some(hold) = map.get_mut(key) else { continue };
+            let Some(hold) = map.get_mut(key) else {
+                continue;
+            };
             if hold.in_run != Some(run) {
                 continue;
             }
@@ -247,7 +257,10 @@ pub(crate) async fn run(holds: Arc<Holds>, redis: Redis, lease: Duration, batch_
         run += 1;
         let holds_in_run = holds.begin_run(run);
         for batch in holds_in_run.chunks(batch_size) {
-            let keys: Vec<Key> = batch.iter().map(|((name, _), _)| Key::from(name.as_str())).collect();
+            let keys: Vec<Key> = batch
+                .iter()
+                .map(|((name, _), _)| Key::from(name.as_str()))
+                .collect();
             let mut args = Vec::with_capacity(batch.len() + 1);
             args.push(lease_ms.clone());
             args.extend(batch.iter().map(|(_, field)| Value::from(field.as_str())));

@@ -27,33 +27,57 @@ async fn lock_reenter_unlock_leave_the_spec_state() {
     let outer = lock.lock().await.unwrap();
     let field = format!("{}:{}", client.id().hyphenated(), outer.owner());
     assert_eq!(lock.owner_field(outer.owner()), field);
-    assert_eq!(hgetall(&raw, &name).await, HashMap::from([(field.clone(), "1".to_string())]));
+    assert_eq!(
+        hgetall(&raw, &name).await,
+        HashMap::from([(field.clone(), "1".to_string())])
+    );
     let ttl = pttl(&raw, &name).await;
-    assert!((29_000..=30_000).contains(&ttl), "watchdog lease is 30 000 ms, PTTL {ttl}");
+    assert!(
+        (29_000..=30_000).contains(&ttl),
+        "watchdog lease is 30 000 ms, PTTL {ttl}"
+    );
 
     // Shorten the TTL so the reentry's reset is visible.
     let _: bool = raw.pexpire(&name, 5_000, None).await.unwrap();
     let inner = outer.reenter().await.unwrap();
     assert_eq!(inner.owner(), outer.owner());
-    assert_eq!(hgetall(&raw, &name).await, HashMap::from([(field.clone(), "2".to_string())]));
-    assert!(pttl(&raw, &name).await > 29_000, "re-entry resets the TTL to the lease");
+    assert_eq!(
+        hgetall(&raw, &name).await,
+        HashMap::from([(field.clone(), "2".to_string())])
+    );
+    assert!(
+        pttl(&raw, &name).await > 29_000,
+        "re-entry resets the TTL to the lease"
+    );
     assert_eq!(outer.hold_count().await.unwrap(), 2);
 
     inner.unlock().await.unwrap();
-    assert_eq!(hgetall(&raw, &name).await, HashMap::from([(field.clone(), "1".to_string())]));
+    assert_eq!(
+        hgetall(&raw, &name).await,
+        HashMap::from([(field.clone(), "1".to_string())])
+    );
     assert!(pttl(&raw, &name).await > 29_000);
 
     // Listen on the channel as a Java waiter would.
     let listener = raw.clone_new();
     listener.init().await.unwrap();
     let mut messages = listener.message_rx();
-    listener.subscribe(format!("redisson_lock__channel:{{{name}}}")).await.unwrap();
+    listener
+        .subscribe(format!("redisson_lock__channel:{{{name}}}"))
+        .await
+        .unwrap();
 
     outer.unlock().await.unwrap();
     let exists: i64 = raw.exists(&name).await.unwrap();
     assert_eq!(exists, 0, "full unlock deletes the hash");
-    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv()).await.unwrap().unwrap();
-    assert_eq!(message.channel, format!("redisson_lock__channel:{{{name}}}"));
+    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        message.channel,
+        format!("redisson_lock__channel:{{{name}}}")
+    );
     assert_eq!(message.value.as_string().as_deref(), Some("0"));
 
     // The unlock latch is written by the script and deleted afterwards.
@@ -78,7 +102,12 @@ async fn explicit_lease_sets_pttl_and_busy_reply_is_holder_ttl() {
     let raw = server.raw().await;
     let name = unique("lease");
 
-    let guard = a.lock(&name).unwrap().lock_with_lease(Duration::from_secs(5)).await.unwrap();
+    let guard = a
+        .lock(&name)
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(5))
+        .await
+        .unwrap();
     let ttl = pttl(&raw, &name).await;
     assert!((4_000..=5_000).contains(&ttl), "PTTL {ttl}");
     assert_eq!(guard.lease(), Some(Duration::from_secs(5)));
@@ -90,13 +119,23 @@ async fn explicit_lease_sets_pttl_and_busy_reply_is_holder_ttl() {
     // The acquire script's busy reply is the holder's PTTL (asked the way Java does).
     let script = include_str!("../lua/lock.lua");
     let other_field = format!("{}:1", b.id());
-    let reply: Value = raw.eval(script, vec![name.clone()], vec!["30000".to_string(), other_field]).await.unwrap();
+    let reply: Value = raw
+        .eval(
+            script,
+            vec![name.clone()],
+            vec!["30000".to_string(), other_field],
+        )
+        .await
+        .unwrap();
     let busy = reply.as_i64().expect("an integer TTL");
     assert!((4_000..=5_000).contains(&busy), "busy reply {busy}");
 
     assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_none());
     guard.unlock().await.unwrap();
-    assert_eq!(a.lock(&name).unwrap().remain_time_to_live().await.unwrap(), Ttl::NotLocked);
+    assert_eq!(
+        a.lock(&name).unwrap().remain_time_to_live().await.unwrap(),
+        Ttl::NotLocked
+    );
 }
 
 #[tokio::test]
@@ -106,7 +145,10 @@ async fn names_with_braces_keep_their_hash_tag() {
     let tag = unique("shop");
     let name = format!("{{{tag}}}:orders");
     let lock = client.lock(&name).unwrap();
-    assert_eq!(lock.channel(), format!("redisson_lock__channel:{{{tag}}}:orders"));
+    assert_eq!(
+        lock.channel(),
+        format!("redisson_lock__channel:{{{tag}}}:orders")
+    );
     let plain = client.lock("orders").unwrap();
     assert_eq!(plain.channel(), "redisson_lock__channel:{orders}");
 
@@ -114,9 +156,15 @@ async fn names_with_braces_keep_their_hash_tag() {
     let listener = raw.clone_new();
     listener.init().await.unwrap();
     let mut messages = listener.message_rx();
-    listener.subscribe(lock.channel().to_string()).await.unwrap();
+    listener
+        .subscribe(lock.channel().to_string())
+        .await
+        .unwrap();
     lock.lock().await.unwrap().unlock().await.unwrap();
-    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv()).await.unwrap().unwrap();
+    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(&*message.channel, lock.channel());
 }
 
@@ -155,15 +203,26 @@ async fn force_unlock_deletes_publishes_and_fires_lost() {
     let listener = raw.clone_new();
     listener.init().await.unwrap();
     let mut messages = listener.message_rx();
-    listener.subscribe(lock.channel().to_string()).await.unwrap();
+    listener
+        .subscribe(lock.channel().to_string())
+        .await
+        .unwrap();
 
     assert!(lock.force_unlock().await.unwrap());
     let exists: i64 = raw.exists(&name).await.unwrap();
     assert_eq!(exists, 0);
-    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv()).await.unwrap().unwrap();
+    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(message.value.as_string().as_deref(), Some("0"));
     assert!(guard.is_lost());
-    tokio::time::timeout(Duration::from_secs(1), guard.lost()).await.expect("lost fires");
+    tokio::time::timeout(Duration::from_secs(1), guard.lost())
+        .await
+        .expect("lost fires");
     let err = guard.unlock().await.unwrap_err();
-    assert!(matches!(err, redisson_lock::Error::NotHeld { .. }), "{err:?}");
+    assert!(
+        matches!(err, redisson_lock::Error::NotHeld { .. }),
+        "{err:?}"
+    );
 }

@@ -68,7 +68,12 @@ impl Server {
 
     /// A plain fred client to inspect and poke at Redis state.
     pub async fn raw(&self) -> fred::clients::Client {
-        let client = fred::clients::Client::new(fred::types::config::Config::from_url(&self.url).unwrap(), None, None, None);
+        let client = fred::clients::Client::new(
+            fred::types::config::Config::from_url(&self.url).unwrap(),
+            None,
+            None,
+            None,
+        );
         client.init().await.expect("raw client connects");
         client
     }
@@ -89,7 +94,16 @@ fn free_port() -> u16 {
 
 fn spawn(port: u16) -> Option<Child> {
     let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn();
@@ -116,13 +130,17 @@ fn spawn(port: u16) -> Option<Child> {
 }
 
 fn ping(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
     let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
     if s.write_all(b"PING\r\n").is_err() {
         return false;
     }
     let mut buf = [0u8; 7];
-    s.read(&mut buf).map(|n| buf[..n].starts_with(b"+PONG")).unwrap_or(false)
+    s.read(&mut buf)
+        .map(|n| buf[..n].starts_with(b"+PONG"))
+        .unwrap_or(false)
 }
 
 /// A lock name unique to this test run.
@@ -133,7 +151,10 @@ pub fn unique(prefix: &str) -> String {
 /// Subscribers of `channel`, per PUBSUB NUMSUB.
 pub async fn numsub(raw: &fred::clients::Client, channel: &str) -> i64 {
     let reply: Vec<Value> = raw
-        .custom(fred::cmd!("PUBSUB"), vec!["NUMSUB".to_string(), channel.to_string()])
+        .custom(
+            fred::cmd!("PUBSUB"),
+            vec!["NUMSUB".to_string(), channel.to_string()],
+        )
         .await
         .unwrap();
     reply.get(1).and_then(|v| v.as_i64()).unwrap_or(-1)

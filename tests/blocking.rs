@@ -1,0 +1,109 @@
+//! The blocking API: reentrant per OS thread, refuses to run inside a runtime.
+mod common;
+
+use std::time::Duration;
+
+use common::{unique, Server};
+use redisson_lock::blocking::BlockingClient;
+use redisson_lock::{Config, Error};
+
+#[test]
+fn reentrant_per_thread_and_exclusive_across_threads() {
+    let server = Server::start();
+    let client = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    let name = unique("blocking");
+    let lock = client.lock(&name).unwrap();
+
+    let outer = lock.lock().unwrap();
+    let inner = lock.lock().unwrap();
+    assert_eq!(lock.hold_count().unwrap(), 2);
+    assert!(lock.is_held_by_current_thread().unwrap());
+
+    let other = client.clone();
+    let name2 = name.clone();
+    let (held_elsewhere, got) = std::thread::spawn(move || {
+        let lock = other.lock(&name2).unwrap();
+        let held = lock.is_held_by_current_thread().unwrap();
+        let got = lock
+            .try_lock_for(Duration::from_millis(100), None)
+            .unwrap()
+            .is_some();
+        (held, got)
+    })
+    .join()
+    .unwrap();
+    assert!(!held_elsewhere);
+    assert!(!got, "another thread must not get a held lock");
+
+    drop(inner); // synchronous unlock of one hold
+    assert_eq!(lock.hold_count().unwrap(), 1);
+    outer.unlock().unwrap();
+    assert!(!lock.is_locked().unwrap());
+
+    // Another thread waits and is woken by our unlock.
+    let guard = lock.lock().unwrap();
+    let waiter = std::thread::spawn({
+        let client = client.clone();
+        let name = name.clone();
+        move || {
+            client
+                .lock(&name)
+                .unwrap()
+                .try_lock_for(Duration::from_secs(20), None)
+                .unwrap()
+                .map(|g| g.unlock())
+        }
+    });
+    // Unlock once the waiter is subscribed, so it is woken by the publish.
+    let channel = client.client().lock(&name).unwrap().channel().to_string();
+    let probe = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    probe.block_on(async {
+        let raw = server.raw().await;
+        common::eventually("waiter subscribed", || {
+            let (raw, channel) = (raw.clone(), channel.clone());
+            async move { common::numsub(&raw, &channel).await == 1 }
+        })
+        .await;
+    });
+    guard.unlock().unwrap();
+    assert!(matches!(waiter.join().unwrap(), Some(Ok(()))));
+}
+
+#[test]
+fn refuses_to_block_inside_a_runtime() {
+    let server = Server::start();
+    let client = BlockingClient::from_url(&server.url).unwrap();
+    let lock = client.lock(&unique("in-runtime")).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        assert!(matches!(lock.try_lock(), Err(Error::BlockingInAsync)));
+        assert!(matches!(
+            BlockingClient::from_url(&server.url),
+            Err(Error::BlockingInAsync)
+        ));
+    });
+}
+
+#[test]
+fn async_client_offers_a_blocking_view() {
+    let server = Server::start();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime
+        .block_on(redisson_lock::Client::from_url(&server.url))
+        .unwrap();
+    let blocking = client.blocking().unwrap();
+    let lock = blocking.lock(&unique("view")).unwrap();
+    let guard = lock.lock_with_lease(Duration::from_secs(5)).unwrap();
+    assert!(lock.is_locked().unwrap());
+    guard.unlock().unwrap();
+}

@@ -1,0 +1,364 @@
+//! Mutual exclusion, waking by publish, subscription sharing and cancellation.
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{eventually, numsub, unique, Server};
+use fred::prelude::*;
+use rand::Rng;
+use redisson_lock::{Client, RLock};
+
+/// Non-atomic read-modify-write of a counter under the lock.
+async fn increment(lock: &RLock, raw: &fred::clients::Client, counter: &str, rounds: usize) {
+    for _ in 0..rounds {
+        let guard = lock.lock().await.unwrap();
+        let value: Option<i64> = raw.get(counter).await.unwrap();
+        tokio::task::yield_now().await;
+        let _: () = raw
+            .set(counter, value.unwrap_or(0) + 1, None, None, false)
+            .await
+            .unwrap();
+        guard.unlock().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_owners_lose_no_increment() {
+    let server = Server::start();
+    let client = server.client().await;
+    let name = unique("mutex");
+    let counter = format!("{name}:counter");
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let lock = client.lock(&name).unwrap();
+        let raw = server.raw().await;
+        let counter = counter.clone();
+        tasks.push(tokio::spawn(async move {
+            increment(&lock, &raw, &counter, 25).await
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let raw = server.raw().await;
+    let total: i64 = raw.get(&counter).await.unwrap();
+    assert_eq!(total, 200);
+    let channel = client.lock(&name).unwrap().channel().to_string();
+    eventually("no subscription left", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move { numsub(&raw, &channel).await == 0 }
+    })
+    .await;
+}
+
+/// Counts holders inside a critical section; leaving happens on drop, so a
+/// cancelled holder leaves before its guard releases the lock.
+struct Inside(Arc<AtomicUsize>);
+
+impl Inside {
+    fn enter(count: &Arc<AtomicUsize>) -> Inside {
+        assert_eq!(
+            count.fetch_add(1, Ordering::SeqCst),
+            0,
+            "two holders at once"
+        );
+        Inside(count.clone())
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clients_exclude_each_other() {
+    let server = Server::start();
+    let clients = [server.client().await, server.client().await];
+    assert_ne!(clients[0].id(), clients[1].id());
+    let name = unique("two-clients");
+    let counter = format!("{name}:counter");
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let lock = clients[i % 2].lock(&name).unwrap();
+        let raw = server.raw().await;
+        let counter = counter.clone();
+        tasks.push(tokio::spawn(async move {
+            increment(&lock, &raw, &counter, 20).await
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let total: i64 = server.raw().await.get(&counter).await.unwrap();
+    assert_eq!(total, 160);
+}
+
+#[tokio::test]
+async fn futures_joined_in_one_task_do_not_share_a_hold() {
+    let server = Server::start();
+    let client = server.client().await;
+    let lock = client.lock(&unique("join")).unwrap();
+    let inside = AtomicUsize::new(0);
+    let critical = || async {
+        let guard = lock.lock().await.unwrap();
+        assert_eq!(
+            inside.fetch_add(1, Ordering::SeqCst),
+            0,
+            "two holders at once"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        inside.fetch_sub(1, Ordering::SeqCst);
+        guard.unlock().await.unwrap();
+    };
+    tokio::join!(critical(), critical(), critical());
+}
+
+#[tokio::test]
+async fn waiter_is_woken_by_publish_long_before_the_ttl() {
+    let server = Server::start();
+    let holder_client = server.client().await;
+    let waiter_client = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("wake");
+    let holder = holder_client.lock(&name).unwrap().lock().await.unwrap();
+    let lock = waiter_client.lock(&name).unwrap();
+    let channel = lock.channel().to_string();
+
+    let waiter = tokio::spawn(async move {
+        let guard = lock
+            .try_lock_for(Duration::from_secs(20), None)
+            .await
+            .unwrap();
+        (guard.is_some(), Instant::now(), guard)
+    });
+    // The waiter is waiting once its subscription shows up on the server.
+    eventually("waiter subscribed", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move { numsub(&raw, &channel).await == 1 }
+    })
+    .await;
+    let released_at = Instant::now();
+    holder.unlock().await.unwrap();
+    let (acquired, at, guard) = waiter.await.unwrap();
+    assert!(acquired);
+    // The holder's TTL was ~30 s; a publish wakes the waiter within moments.
+    assert!(
+        at - released_at < Duration::from_secs(2),
+        "woken after {:?}",
+        at - released_at
+    );
+    guard.unwrap().unlock().await.unwrap();
+    eventually("subscription released", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move { numsub(&raw, &channel).await == 0 }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn waiter_gives_up_at_its_deadline_and_leaves_the_channel() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let lock = client.lock(&unique("deadline")).unwrap();
+    let holder = lock.lock().await.unwrap();
+    let started = Instant::now();
+    let got = lock
+        .try_lock_for(Duration::from_millis(300), None)
+        .await
+        .unwrap();
+    assert!(got.is_none());
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    assert!(lock
+        .try_lock_for(Duration::ZERO, None)
+        .await
+        .unwrap()
+        .is_none());
+    let channel = lock.channel().to_string();
+    eventually("no subscription left", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move { numsub(&raw, &channel).await == 0 }
+    })
+    .await;
+    holder.unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn local_waiters_share_one_subscription() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("shared-sub");
+    let lock = client.lock(&name).unwrap();
+    let holder = lock.lock().await.unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut waiters = Vec::new();
+    for _ in 0..10 {
+        let (lock, done) = (lock.clone(), done.clone());
+        waiters.push(tokio::spawn(async move {
+            let guard = lock.lock().await.unwrap();
+            done.fetch_add(1, Ordering::SeqCst);
+            guard.unlock().await.unwrap();
+        }));
+    }
+    let channel = lock.channel().to_string();
+    eventually("one subscription for ten waiters", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move { numsub(&raw, &channel).await == 1 }
+    })
+    .await;
+    // Each unlock publishes once and wakes one waiter, which unlocks in turn.
+    holder.unlock().await.unwrap();
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    assert_eq!(done.load(Ordering::SeqCst), 10);
+    eventually("subscription released", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move { numsub(&raw, &channel).await == 0 }
+    })
+    .await;
+}
+
+/// Drop lock and unlock futures at random points, while others contend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_cancellation_leaks_nothing() {
+    let server = Server::start();
+    let clients = [server.client().await, server.client().await];
+    let raw = server.raw().await;
+    let name = unique("cancel");
+    let channel = clients[0].lock(&name).unwrap().channel().to_string();
+    let counter = format!("{name}:counter");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for t in 0..6 {
+        let lock = clients[t % 2].lock(&name).unwrap();
+        let raw = server.raw().await;
+        let counter = counter.clone();
+        let inside = inside.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut completed = 0;
+            for _ in 0..40 {
+                let cancel_after = Duration::from_micros(rand::rng().random_range(0..3_000));
+                let attempt = async {
+                    let guard = lock.lock().await.unwrap();
+                    let entered = Inside::enter(&inside);
+                    let value: Option<i64> = raw.get(&counter).await.unwrap();
+                    let _: () = raw
+                        .set(&counter, value.unwrap_or(0) + 1, None, None, false)
+                        .await
+                        .unwrap();
+                    drop(entered);
+                    if rand::rng().random_bool(0.5) {
+                        guard.unlock().await.unwrap(); // may be cancelled mid-unlock
+                    } // else: dropped guard releases in the background
+                };
+                if tokio::time::timeout(cancel_after, attempt).await.is_ok() {
+                    completed += 1;
+                }
+            }
+            completed
+        }));
+    }
+    let mut completed = 0;
+    for task in tasks {
+        completed += task.await.unwrap();
+    }
+    // Every hold taken, cancelled or not, is released; nobody stays subscribed.
+    eventually("lock released", || {
+        let (raw, name) = (raw.clone(), name.clone());
+        async move { raw.exists::<i64, _>(&name).await.unwrap() == 0 }
+    })
+    .await;
+    eventually("no subscription left", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move { numsub(&raw, &channel).await == 0 }
+    })
+    .await;
+    // The lock still works, and no increment was lost among completed rounds.
+    let lock = clients[0].lock(&name).unwrap();
+    let guard = tokio::time::timeout(Duration::from_secs(5), lock.lock())
+        .await
+        .expect("lock free")
+        .unwrap();
+    let total: Option<i64> = raw.get(&counter).await.unwrap();
+    assert!(
+        total.unwrap_or(0) >= completed as i64,
+        "{total:?} < {completed}"
+    );
+    guard.unlock().await.unwrap();
+}
+
+/// A waiting lock future dropped before the holder unlocks leaves no hold and
+/// no subscription, and the next waiter is still woken.
+#[tokio::test]
+async fn dropped_waiter_does_not_swallow_the_wakeup() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let lock = client.lock(&unique("dropped-waiter")).unwrap();
+    let holder = lock.lock().await.unwrap();
+    let dropped = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.lock().await.map(drop) }
+    });
+    let survivor = tokio::spawn({
+        let lock = lock.clone();
+        async move {
+            lock.try_lock_for(Duration::from_secs(20), None)
+                .await
+                .unwrap()
+                .map(|g| g.owner())
+        }
+    });
+    let channel = lock.channel().to_string();
+    eventually("both waiting on one subscription", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move { numsub(&raw, &channel).await == 1 }
+    })
+    .await;
+    dropped.abort();
+    let _ = dropped.await;
+    let started = Instant::now();
+    holder.unlock().await.unwrap();
+    let owner = survivor.await.unwrap();
+    assert!(owner.is_some());
+    assert!(started.elapsed() < Duration::from_secs(2));
+    eventually("lock released by the dropped survivor guard", || {
+        let lock = lock.clone();
+        async move { !lock.is_locked().await.unwrap() }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn many_waiters_on_many_names_all_finish() {
+    let server = Server::start();
+    let client: Client = server.client().await;
+    let mut tasks = Vec::new();
+    let base = unique("many");
+    for i in 0..400 {
+        let lock = client.lock(&format!("{base}-{}", i % 40)).unwrap();
+        tasks.push(tokio::spawn(async move {
+            let guard = lock.lock().await.unwrap();
+            guard.unlock().await.unwrap();
+        }));
+    }
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(30), task)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+}

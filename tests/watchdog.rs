@@ -1,0 +1,165 @@
+//! Watchdog renewal, lease expiry and the lost signal.
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{unique, Server};
+use fred::prelude::*;
+use redisson_lock::{Error, Ttl};
+
+#[tokio::test]
+async fn watchdog_keeps_the_lock_past_three_timeouts() {
+    let server = Server::start();
+    let client = server
+        .client_with(|c| c.lock_watchdog_timeout(Duration::from_secs(1)))
+        .await;
+    let raw = server.raw().await;
+    let name = unique("renew");
+    let lock = client.lock(&name).unwrap();
+    let guard = lock.lock().await.unwrap();
+    let ttl: i64 = raw.pttl(&name).await.unwrap();
+    assert!(
+        (0..=1_000).contains(&ttl),
+        "lease is the 1 s watchdog timeout, PTTL {ttl}"
+    );
+
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    assert!(
+        lock.is_locked().await.unwrap(),
+        "renewed past 3x the timeout"
+    );
+    assert!(guard.is_held().await.unwrap());
+    assert!(!guard.is_lost());
+    let ttl: i64 = raw.pttl(&name).await.unwrap();
+    assert!((1..=1_000).contains(&ttl), "PTTL {ttl}");
+
+    // Unlocking stops renewal: a new holder is not kept alive by it.
+    guard.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+#[tokio::test]
+async fn lost_fires_when_the_key_is_deleted_behind_the_holders_back() {
+    let server = Server::start();
+    let client = server
+        .client_with(|c| c.lock_watchdog_timeout(Duration::from_secs(1)))
+        .await;
+    let raw = server.raw().await;
+    let name = unique("lost");
+    let guard = client.lock(&name).unwrap().lock().await.unwrap();
+    assert!(!guard.is_lost());
+    let _: i64 = raw.del(&name).await.unwrap();
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(3), guard.lost())
+        .await
+        .expect("lost within a renewal period or two");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(guard.is_lost());
+    assert!(matches!(guard.unlock().await, Err(Error::NotHeld { .. })));
+}
+
+#[tokio::test]
+async fn lease_expires_and_the_next_waiter_gets_the_lock() {
+    let server = Server::start();
+    let a = server.client().await;
+    let b = server.client().await;
+    let name = unique("expiry");
+    let guard = a
+        .lock(&name)
+        .unwrap()
+        .lock_with_lease(Duration::from_millis(300))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    // Expiry publishes nothing: the waiter is bounded by the holder's TTL.
+    let next = b
+        .lock(&name)
+        .unwrap()
+        .try_lock_for(Duration::from_secs(10), None)
+        .await
+        .unwrap();
+    assert!(next.is_some());
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(2),
+        "woken by the TTL bound, after {waited:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(1), guard.lost())
+        .await
+        .expect("lease ran out");
+    assert!(guard.is_lost());
+    assert!(matches!(guard.unlock().await, Err(Error::NotHeld { .. })));
+    next.unwrap().unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn leased_lock_is_not_renewed() {
+    let server = Server::start();
+    let client = server
+        .client_with(|c| c.lock_watchdog_timeout(Duration::from_millis(300)))
+        .await;
+    let lock = client.lock(&unique("no-renew")).unwrap();
+    let guard = lock
+        .lock_with_lease(Duration::from_millis(600))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(2), guard.lost())
+        .await
+        .expect("lease ran out");
+    assert_eq!(lock.remain_time_to_live().await.unwrap(), Ttl::NotLocked);
+}
+
+#[tokio::test]
+async fn renewal_is_batched() {
+    let server = Server::private();
+    let client = server
+        .client_with(|c| {
+            c.lock_watchdog_timeout(Duration::from_millis(600))
+                .lock_watchdog_batch_size(10)
+        })
+        .await;
+    let raw = server.raw().await;
+    let base = unique("batch");
+    let mut guards = Vec::new();
+    for i in 0..35 {
+        guards.push(
+            client
+                .lock(&format!("{base}-{i}"))
+                .unwrap()
+                .lock()
+                .await
+                .unwrap(),
+        );
+    }
+    let _: () = raw
+        .custom(fred::cmd!("CONFIG"), vec!["RESETSTAT"])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1_100)).await; // about five renewal periods
+    let info: String = raw
+        .custom(fred::cmd!("INFO"), vec!["commandstats"])
+        .await
+        .unwrap();
+    let calls = |cmd: &str| -> u64 {
+        info.lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+            .and_then(|l| l.split("calls=").nth(1))
+            .and_then(|r| r.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let scripts = calls("evalsha") + calls("eval");
+    let pexpires = calls("pexpire");
+    assert!(
+        pexpires >= 35 * 3,
+        "every lock renewed each period: {pexpires} PEXPIREs"
+    );
+    // 35 locks in batches of 10: 4 script calls per period, not 35.
+    assert!(
+        scripts * 35 <= pexpires * 4 + 35 * 4,
+        "{scripts} script calls for {pexpires} renewals"
+    );
+    for guard in guards {
+        guard.unlock().await.unwrap();
+    }
+}
