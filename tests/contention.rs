@@ -362,3 +362,49 @@ async fn many_waiters_on_many_names_all_finish() {
             .unwrap();
     }
 }
+
+/// Messages published while the subscriber is disconnected are lost; after it
+/// reconnects every waiter re-checks at once instead of sleeping out the TTL.
+#[tokio::test]
+async fn waiters_recheck_after_the_subscriber_reconnects() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("reconnect");
+    let lock = client.lock(&name).unwrap();
+    let holder = lock.lock().await.unwrap(); // 30 s watchdog lease
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move {
+            lock.try_lock_for(Duration::from_secs(25), None)
+                .await
+                .unwrap()
+        }
+    });
+    let channel = lock.channel().to_string();
+    eventually("waiter subscribed", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move { numsub(&raw, &channel).await == 1 }
+    })
+    .await;
+    // The lock vanishes without any message (as on expiry), then the
+    // subscriber connection drops.
+    let _: i64 = raw.del(&name).await.unwrap();
+    let started = Instant::now();
+    let _: Value = raw
+        .custom(fred::cmd!("CLIENT"), vec!["KILL", "TYPE", "pubsub"])
+        .await
+        .unwrap();
+    let guard = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("no TTL-long wait")
+        .unwrap();
+    assert!(guard.is_some());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "re-checked after {:?}",
+        started.elapsed()
+    );
+    drop(holder); // its background unlock finds the lock gone: logged, harmless
+    guard.unwrap().unlock().await.unwrap();
+}
