@@ -25,7 +25,7 @@ use crate::client::Client;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
-use crate::lock::{RLock, Ttl};
+use crate::lock::{Kind, Lock, Reentrant, Ttl};
 use crate::owner::Owner;
 
 /// A [`Client`] driven from blocking code. Cheap to clone.
@@ -106,25 +106,40 @@ impl BlockingClient {
         &self.client
     }
 
-    /// A handle to the reentrant lock `name`.
-    pub fn lock(&self, name: &str) -> Result<BlockingLock> {
-        Ok(BlockingLock {
-            lock: self.client.lock(name)?,
+    /// The blocking form of any async lock handle of this client.
+    pub fn wrap<K: Kind>(&self, lock: Lock<K>) -> BlockingLock<K> {
+        BlockingLock {
+            lock,
             runtime: self.runtime.clone(),
-        })
+        }
+    }
+
+    /// A handle to the reentrant lock `name`.
+    pub fn lock(&self, name: &str) -> Result<BlockingLock<Reentrant>> {
+        Ok(self.wrap(self.client.lock(name)?))
+    }
+
+    /// A handle to the spin lock `name`.
+    pub fn spin_lock(&self, name: &str) -> Result<BlockingLock<crate::Spin>> {
+        Ok(self.wrap(self.client.spin_lock(name)?))
     }
 }
 
-/// The blocking twin of [`RLock`]. Every call acts as the calling OS thread's
-/// owner, so a thread that holds the lock re-enters it.
+/// The blocking twin of a [`Lock`] of any kind. Every call acts as the
+/// calling OS thread's owner, so a thread that holds the lock re-enters it.
 #[derive(Clone)]
-pub struct BlockingLock {
-    lock: RLock,
+pub struct BlockingLock<K: Kind> {
+    lock: Lock<K>,
     runtime: Arc<Driver>,
 }
 
-impl BlockingLock {
-    fn mine(&self) -> RLock {
+impl<K: Kind> BlockingLock<K> {
+    /// The async handle underneath.
+    pub fn as_async(&self) -> &Lock<K> {
+        &self.lock
+    }
+
+    fn mine(&self) -> Lock<K> {
         self.lock.with_owner(Owner::current_thread())
     }
 

@@ -115,6 +115,17 @@ impl Client {
         RLock::new(self.clone(), name)
     }
 
+    /// A handle to the spin lock `name` (Redisson's `getSpinLock(name)`),
+    /// waiting with Redisson's default exponential back-off.
+    pub fn spin_lock(&self, name: &str) -> Result<crate::SpinLock> {
+        crate::SpinLock::new(self.clone(), name, crate::BackOff::default())
+    }
+
+    /// A spin lock with a chosen back-off (`getSpinLock(name, backOff)`).
+    pub fn spin_lock_with(&self, name: &str, backoff: crate::BackOff) -> Result<crate::SpinLock> {
+        crate::SpinLock::new(self.clone(), name, backoff)
+    }
+
     /// The blocking twin of this client, for threads outside any async runtime.
     /// Its calls run on this client's runtime, which must be multi-threaded.
     pub fn blocking(&self) -> Result<crate::blocking::BlockingClient> {

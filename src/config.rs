@@ -40,6 +40,10 @@ pub struct Config {
     pub retry_attempts: u32,
     /// Pause between those attempts. Redisson's `retryDelay` (base). Default 1 s.
     pub retry_delay: Duration,
+    /// How long a fair-lock waiter that waits without a time limit stays in
+    /// the queue before other clients may consider it dead. Redisson's
+    /// `fairLockWaitTimeout`. Default 5 min.
+    pub fair_lock_wait_timeout: Duration,
     /// Use sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`, Redis 7+) instead of
     /// `PUBLISH`/`SUBSCRIBE`. Java Redisson 3.22+ uses sharded pub/sub on
     /// Redis 7 clusters; set this to match the Java side. Default off.
@@ -55,6 +59,7 @@ impl Default for Config {
             timeout: Duration::from_secs(3),
             retry_attempts: 4,
             retry_delay: Duration::from_secs(1),
+            fair_lock_wait_timeout: Duration::from_secs(300),
             sharded_pubsub: false,
         }
     }
@@ -104,6 +109,12 @@ impl Config {
     /// Set [`retry_delay`](Self::retry_delay).
     pub fn retry_delay(mut self, delay: Duration) -> Self {
         self.retry_delay = delay;
+        self
+    }
+
+    /// Set [`fair_lock_wait_timeout`](Self::fair_lock_wait_timeout).
+    pub fn fair_lock_wait_timeout(mut self, timeout: Duration) -> Self {
+        self.fair_lock_wait_timeout = timeout;
         self
     }
 

@@ -8,13 +8,13 @@ use tokio::sync::watch;
 
 use crate::detach::FinishOnDrop;
 use crate::error::Result;
-use crate::lock::{release, RLock};
 use crate::owner::Owner;
+use crate::raw::{release, RawLock};
 use crate::watchdog::{self, Lease, Status};
 
-/// One hold of a lock. Release it with [`unlock`](Self::unlock) to learn
-/// whether that worked; a guard dropped without unlocking releases its hold
-/// in the background (errors are logged through `tracing`).
+/// One hold of a lock, of any kind. Release it with [`unlock`](Self::unlock)
+/// to learn whether that worked; a guard dropped without unlocking releases
+/// its hold in the background (errors are logged through `tracing`).
 ///
 /// [`lost`](Self::lost) resolves if the lock is lost while held: the watchdog
 /// found the key gone or could not renew it before it expired, it was
@@ -32,25 +32,31 @@ use crate::watchdog::{self, Lease, Status};
 /// ```
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
-    lock: RLock,
+    raw: RawLock,
     owner: Owner,
+    field: String,
     lease: Lease,
     status: watch::Receiver<Status>,
+    token: Option<i64>,
     armed: bool,
 }
 
 impl LockGuard {
     pub(crate) fn new(
-        lock: RLock,
+        raw: RawLock,
         owner: Owner,
+        field: String,
         lease: Lease,
         status: watch::Receiver<Status>,
+        token: Option<i64>,
     ) -> LockGuard {
         LockGuard {
-            lock,
+            raw,
             owner,
+            field,
             lease,
             status,
+            token,
             armed: true,
         }
     }
@@ -60,9 +66,15 @@ impl LockGuard {
         self.owner
     }
 
-    /// The lock this guard holds (with its owner fixed to [`owner`](Self::owner)).
-    pub fn lock(&self) -> &RLock {
-        &self.lock
+    /// The hash field that records this hold (`<clientId>:<ownerId>`, plus
+    /// `:write` for a write lock).
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// The name of the lock held.
+    pub fn name(&self) -> &str {
+        self.raw.name()
     }
 
     /// The explicit lease, if the lock was taken with one (else watchdog-renewed).
@@ -73,35 +85,40 @@ impl LockGuard {
         }
     }
 
+    /// The fencing token of this acquisition, for a fenced lock.
+    pub fn fencing_token(&self) -> Option<i64> {
+        self.token
+    }
+
     /// Release this hold. Fails with [`Error::NotHeld`](crate::Error::NotHeld)
     /// if the lock was lost meanwhile. Dropping this future part-way still
     /// completes the unlock in the background.
     pub async fn unlock(mut self) -> Result<()> {
         self.armed = false;
-        let lock = self.lock.clone();
-        let owner = self.owner;
-        let call = async move { release(lock.inner(), &lock.keys, owner).await.map(drop) };
-        FinishOnDrop::new(self.lock.inner().runtime.clone(), call, |_| {
-            async {}.boxed()
-        })
-        .await
+        let (raw, field) = (self.raw.clone(), self.field.clone());
+        let call = async move {
+            release(raw.inner(), raw.proto.as_ref(), &field)
+                .await
+                .map(drop)
+        };
+        FinishOnDrop::new(self.raw.inner().runtime.clone(), call, |_| async {}.boxed()).await
     }
 
     /// Take the lock again with the same owner (hold count + 1), returning a
     /// second guard. Never waits: fails with
     /// [`Error::NotHeld`](crate::Error::NotHeld) if this hold was lost.
     pub async fn reenter(&self) -> Result<LockGuard> {
-        self.lock.reenter(self.owner, self.lease).await
+        self.raw.reenter(self.owner, self.lease).await
     }
 
     /// How many holds this guard's owner has on the lock, per Redis.
     pub async fn hold_count(&self) -> Result<u32> {
-        self.lock.hold_count(self.owner).await
+        self.raw.hold_count(&self.field).await
     }
 
     /// Whether this guard's owner still holds the lock, per Redis.
     pub async fn is_held(&self) -> Result<bool> {
-        self.lock.is_held_by(self.owner).await
+        self.raw.is_held(&self.field).await
     }
 
     /// Resolves once the lock is lost while this guard exists; never, if it
@@ -121,11 +138,10 @@ impl Drop for LockGuard {
         if !self.armed {
             return;
         }
-        let lock = self.lock.clone();
-        let owner = self.owner;
-        self.lock.inner().runtime.spawn(async move {
-            if let Err(e) = release(lock.inner(), &lock.keys, owner).await {
-                tracing::warn!(lock = %lock.name(), error = %e, "background unlock of a dropped guard failed");
+        let (raw, field) = (self.raw.clone(), self.field.clone());
+        self.raw.inner().runtime.spawn(async move {
+            if let Err(e) = release(raw.inner(), raw.proto.as_ref(), &field).await {
+                tracing::warn!(lock = %raw.name(), error = %e, "background unlock of a dropped guard failed");
             }
         });
     }
@@ -134,9 +150,10 @@ impl Drop for LockGuard {
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
-            .field("name", &self.lock.name())
-            .field("owner", &self.owner)
+            .field("name", &self.name())
+            .field("field", &self.field)
             .field("lease", &self.lease())
+            .field("fencing_token", &self.token)
             .finish()
     }
 }

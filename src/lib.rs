@@ -72,15 +72,18 @@ mod lock;
 mod names;
 mod owner;
 mod pubsub;
+mod raw;
 mod script;
+mod spin;
 mod watchdog;
 
 pub use client::Client;
 pub use config::Config;
 pub use error::{Error, Result};
 pub use guard::LockGuard;
-pub use lock::{RLock, Ttl};
+pub use lock::{Kind, Lock, RLock, Reentrant, Ttl};
 pub use owner::Owner;
+pub use spin::{BackOff, Spin, SpinLock};
 
 /// Re-export of the Redis client crate, for [`Config::redis`].
 pub use fred;

@@ -55,11 +55,12 @@ impl LockKeys {
             latch_prefix: prefix_name("redisson_unlock_latch", name),
         })
     }
+}
 
-    /// A fresh unlock latch key: the prefix plus 32 random lowercase hex digits.
-    pub(crate) fn new_latch(&self) -> String {
-        format!("{}:{}", self.latch_prefix, uuid::Uuid::new_v4().simple())
-    }
+/// A fresh unlock latch key: `prefix:` plus 32 random lowercase hex digits,
+/// one per logical unlock (PROTOCOL.md §2.4).
+pub(crate) fn latch_key(prefix: &str) -> String {
+    format!("{prefix}:{}", uuid::Uuid::new_v4().simple())
 }
 
 #[cfg(test)]
@@ -95,7 +96,7 @@ mod tests {
     #[test]
     fn latch_ids_are_32_hex() {
         let keys = LockKeys::new("orders").unwrap();
-        let latch = keys.new_latch();
+        let latch = latch_key(&keys.latch_prefix);
         let id = latch
             .strip_prefix("redisson_unlock_latch:{orders}:")
             .unwrap();

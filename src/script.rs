@@ -28,6 +28,9 @@ script!(LOCK, "lock.lua");
 script!(UNLOCK, "unlock.lua");
 script!(FORCE_UNLOCK, "force_unlock.lua");
 script!(RENEW, "renew.lua");
+script!(IS_LOCKED, "is_locked.lua");
+script!(SPIN_UNLOCK, "spin_unlock.lua");
+script!(DELETE, "delete.lua");
 
 impl Script {
     pub(crate) fn sha(&self) -> &str {

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use crate::client::Redis;
 use crate::error::Error;
-use crate::owner::Owner;
+use crate::raw::ScriptCall;
 use crate::script;
 
 /// How a hold's TTL is kept.
@@ -30,6 +30,45 @@ pub(crate) enum Lease {
     Watchdog,
     /// A fixed lease chosen by the caller; the lock expires after it.
     Fixed(Duration),
+}
+
+impl Lease {
+    /// The TTL this lease sets: its own, or the watchdog timeout.
+    pub(crate) fn duration(self, watchdog: Duration) -> Duration {
+        match self {
+            Lease::Fixed(d) => d,
+            Lease::Watchdog => watchdog,
+        }
+    }
+}
+
+/// Which renewal script keeps a watchdog hold alive.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Renewal {
+    /// `HEXISTS N field` then `PEXPIRE N` (RLock, fair, write, spin, fenced).
+    Hash,
+}
+
+impl Renewal {
+    /// The script call renewing `batch` (all of this kind) to `lease_ms`.
+    fn call(&self, batch: &[HoldKey], lease_ms: Value) -> ScriptCall {
+        match self {
+            Renewal::Hash => {
+                let keys = batch
+                    .iter()
+                    .map(|(name, _)| Key::from(name.as_str()))
+                    .collect();
+                let mut args = Vec::with_capacity(batch.len() + 1);
+                args.push(lease_ms);
+                args.extend(batch.iter().map(|(_, field)| Value::from(field.as_str())));
+                ScriptCall {
+                    script: &script::RENEW,
+                    keys,
+                    args,
+                }
+            }
+        }
+    }
 }
 
 /// What a guard can observe about its hold.
@@ -43,7 +82,7 @@ pub(crate) struct Status {
 struct Hold {
     count: u32,
     lease: Lease,
-    field: String,
+    renewal: Renewal,
     status: watch::Sender<Status>,
     /// The renewal run that has this hold in flight, if any.
     in_run: Option<u64>,
@@ -51,7 +90,8 @@ struct Hold {
     renewed_at: Instant,
 }
 
-type HoldKey = (String, Owner);
+/// `(name, field)`: the lock and the owner field that holds it.
+type HoldKey = (String, String);
 
 /// The registry of one client.
 #[derive(Default)]
@@ -74,20 +114,22 @@ impl Holds {
     pub(crate) fn acquired(
         &self,
         name: &str,
-        owner: Owner,
         field: &str,
         lease: Lease,
+        renewal: Renewal,
         sent_at: Instant,
     ) -> watch::Receiver<Status> {
         let mut map = self.map.lock();
-        let hold = map.entry((name.to_owned(), owner)).or_insert_with(|| Hold {
-            count: 0,
-            lease,
-            field: field.to_owned(),
-            status: watch::Sender::new(Status::default()),
-            in_run: None,
-            renewed_at: sent_at,
-        });
+        let hold = map
+            .entry((name.to_owned(), field.to_owned()))
+            .or_insert_with(|| Hold {
+                count: 0,
+                lease,
+                renewal,
+                status: watch::Sender::new(Status::default()),
+                in_run: None,
+                renewed_at: sent_at,
+            });
         hold.count += 1;
         hold.lease = lease;
         hold.renewed_at = sent_at;
@@ -102,10 +144,10 @@ impl Holds {
         hold.status.subscribe()
     }
 
-    /// Take one hold of `(name, owner)` away, stopping its renewal at zero.
-    pub(crate) fn released(&self, name: &str, owner: Owner) -> Released {
+    /// Take one hold of `(name, field)` away, stopping its renewal at zero.
+    pub(crate) fn released(&self, name: &str, field: &str) -> Released {
         let mut map = self.map.lock();
-        let key = (name.to_owned(), owner);
+        let key = (name.to_owned(), field.to_owned());
         let Some(hold) = map.get_mut(&key) else {
             return Released {
                 lease: None,
@@ -130,11 +172,11 @@ impl Holds {
         released
     }
 
-    /// How many holds of `(name, owner)` this client has recorded.
-    pub(crate) fn count(&self, name: &str, owner: Owner) -> u32 {
+    /// How many holds of `(name, field)` this client has recorded.
+    pub(crate) fn count(&self, name: &str, field: &str) -> u32 {
         self.map
             .lock()
-            .get(&(name.to_owned(), owner))
+            .get(&(name.to_owned(), field.to_owned()))
             .map_or(0, |h| h.count)
     }
 
@@ -155,28 +197,33 @@ impl Holds {
     }
 
     /// Pick the holds to renew in run `run` and mark them in flight.
-    fn begin_run(&self, run: u64) -> Vec<(HoldKey, String)> {
+    /// Grouped by renewal kind, so each group is renewed by its own script.
+    fn begin_run(&self, run: u64) -> HashMap<Renewal, Vec<HoldKey>> {
         let mut map = self.map.lock();
-        map.iter_mut()
-            .filter(|(_, h)| h.lease == Lease::Watchdog && !h.status.borrow().lost)
-            .map(|(k, h)| {
-                h.in_run = Some(run);
-                (k.clone(), h.field.clone())
-            })
-            .collect()
+        let mut groups: HashMap<Renewal, Vec<HoldKey>> = HashMap::new();
+        for (key, hold) in map.iter_mut() {
+            if hold.lease == Lease::Watchdog && !hold.status.borrow().lost {
+                hold.in_run = Some(run);
+                groups
+                    .entry(hold.renewal.clone())
+                    .or_default()
+                    .push(key.clone());
+            }
+        }
+        groups
     }
 
     /// Apply the outcome of renewing `batch`, sent at `sent_at`.
     fn apply(
         &self,
         run: u64,
-        batch: &[(HoldKey, String)],
+        batch: &[HoldKey],
         outcome: Result<Vec<bool>, Error>,
         sent_at: Instant,
         lease: Duration,
     ) {
         let mut map = self.map.lock();
-        for (i, (key, _)) in batch.iter().enumerate() {
+        for (i, key) in batch.iter().enumerate() {
             let Some(hold) = map.get_mut(key) else {
                 continue;
             };
@@ -255,21 +302,16 @@ pub(crate) async fn run(holds: Arc<Holds>, redis: Redis, lease: Duration, batch_
     loop {
         tokio::time::sleep(period).await;
         run += 1;
-        let holds_in_run = holds.begin_run(run);
-        for batch in holds_in_run.chunks(batch_size) {
-            let keys: Vec<Key> = batch
-                .iter()
-                .map(|((name, _), _)| Key::from(name.as_str()))
-                .collect();
-            let mut args = Vec::with_capacity(batch.len() + 1);
-            args.push(lease_ms.clone());
-            args.extend(batch.iter().map(|(_, field)| Value::from(field.as_str())));
-            let sent_at = Instant::now();
-            let outcome = redis
-                .eval(&script::RENEW, keys, args)
-                .await
-                .and_then(|reply| parse_renewed(reply, batch.len()));
-            holds.apply(run, batch, outcome, sent_at, lease);
+        for (renewal, in_run) in holds.begin_run(run) {
+            for batch in in_run.chunks(batch_size) {
+                let call = renewal.call(batch, lease_ms.clone());
+                let sent_at = Instant::now();
+                let outcome = redis
+                    .eval(call.script, call.keys, call.args)
+                    .await
+                    .and_then(|reply| parse_renewed(reply, batch.len()));
+                holds.apply(run, batch, outcome, sent_at, lease);
+            }
         }
         holds.finish_run(run);
     }

@@ -1,0 +1,4 @@
+-- Spin lock forceUnlock (PROTOCOL.md §6.1): delete without publishing.
+-- KEYS[1]  N, the lock hash
+-- Returns  1 if N existed, else 0.
+return redis.call('del', KEYS[1])

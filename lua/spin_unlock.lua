@@ -1,0 +1,23 @@
+-- Spin lock unlock (PROTOCOL.md §6.1): like RLock's, but publishes nothing.
+-- KEYS[1]  N, the lock hash
+-- KEYS[2]  latch key, redisson_unlock_latch:{N}:<32 hex request id>
+-- ARGV[1]  lease in milliseconds to keep when the hold count stays above zero
+-- ARGV[2]  owner field "<clientId>:<ownerId>"
+-- ARGV[3]  latch TTL in milliseconds
+-- Returns  nil if the owner does not hold N; 0 if still held; 1 if released.
+local replay = redis.call('get', KEYS[2])
+if replay ~= false then
+    return tonumber(replay)
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    return nil
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+if count > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    redis.call('set', KEYS[2], 0, 'px', ARGV[3])
+    return 0
+end
+redis.call('del', KEYS[1])
+redis.call('set', KEYS[2], 1, 'px', ARGV[3])
+return 1
