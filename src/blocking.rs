@@ -123,6 +123,18 @@ impl BlockingClient {
     pub fn spin_lock(&self, name: &str) -> Result<BlockingLock<crate::Spin>> {
         Ok(self.wrap(self.client.spin_lock(name)?))
     }
+
+    /// The read and write halves of the read-write lock `name` (Redisson's
+    /// `getReadWriteLock(name)`). Both act as the calling thread's owner, so
+    /// a thread holding the write lock may also take the read lock, and
+    /// releasing the write lock then downgrades it to a read lock, as in Java.
+    pub fn read_write_lock(
+        &self,
+        name: &str,
+    ) -> Result<(BlockingLock<crate::Read>, BlockingLock<crate::Write>)> {
+        let rw = self.client.read_write_lock(name)?;
+        Ok((self.wrap(rw.read()), self.wrap(rw.write())))
+    }
 }
 
 /// The blocking twin of a [`Lock`] of any kind. Every call acts as the

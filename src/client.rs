@@ -115,6 +115,25 @@ impl Client {
         RLock::new(self.clone(), name)
     }
 
+    /// A handle to the fair lock `name` (Redisson's `getFairLock(name)`):
+    /// waiters of all clients get it in the order they queued.
+    pub fn fair_lock(&self, name: &str) -> Result<crate::FairLock> {
+        crate::FairLock::new(self.clone(), name, true)
+    }
+
+    /// A fair lock that refuses re-entry with
+    /// [`Error::NotReentrant`](crate::Error::NotReentrant)
+    /// (Redisson 4.7's `getNonReentrantFairLock(name)`).
+    pub fn non_reentrant_fair_lock(&self, name: &str) -> Result<crate::FairLock> {
+        crate::FairLock::new(self.clone(), name, false)
+    }
+
+    /// A handle to the fenced lock `name` (Redisson's `getFencedLock(name)`):
+    /// every acquisition carries a strictly increasing fencing token.
+    pub fn fenced_lock(&self, name: &str) -> Result<crate::FencedLock> {
+        crate::FencedLock::new(self.clone(), name)
+    }
+
     /// A handle to the spin lock `name` (Redisson's `getSpinLock(name)`),
     /// waiting with Redisson's default exponential back-off.
     pub fn spin_lock(&self, name: &str) -> Result<crate::SpinLock> {
@@ -124,6 +143,13 @@ impl Client {
     /// A spin lock with a chosen back-off (`getSpinLock(name, backOff)`).
     pub fn spin_lock_with(&self, name: &str, backoff: crate::BackOff) -> Result<crate::SpinLock> {
         crate::SpinLock::new(self.clone(), name, backoff)
+    }
+
+    /// A handle to the read-write lock `name` (Redisson's
+    /// `getReadWriteLock(name)`): readers share it, a writer excludes
+    /// everyone else. Fails only for an empty name; no command is sent.
+    pub fn read_write_lock(&self, name: &str) -> Result<crate::ReadWriteLock> {
+        crate::ReadWriteLock::new(self.clone(), name)
     }
 
     /// The blocking twin of this client, for threads outside any async runtime.

@@ -33,6 +33,12 @@ pub enum Error {
         /// The owner field (`<clientId>:<ownerId>`) that tried to act.
         owner: String,
     },
+    /// A non-reentrant lock was acquired again by the owner that holds it.
+    #[error("lock {name:?} is not reentrant and is already held by this owner")]
+    NotReentrant {
+        /// Lock name.
+        name: String,
+    },
     /// The lock's key holds another Redis type than the lock needs.
     #[error("key {key:?} holds a value of the wrong Redis type for this lock (WRONGTYPE)")]
     WrongType {
@@ -68,6 +74,11 @@ impl Error {
     pub(crate) fn from_redis(err: fred::error::Error, key: &str, timeout: Duration) -> Error {
         use fred::error::ErrorKind;
         let details = err.details();
+        if details.contains(crate::fair::NON_REENTRANT) {
+            return Error::NotReentrant {
+                name: key.to_owned(),
+            };
+        }
         if details.contains("WRONGTYPE") {
             return Error::WrongType {
                 key: key.to_owned(),

@@ -31,6 +31,21 @@ script!(RENEW, "renew.lua");
 script!(IS_LOCKED, "is_locked.lua");
 script!(SPIN_UNLOCK, "spin_unlock.lua");
 script!(DELETE, "delete.lua");
+script!(FENCED_LOCK, "fenced_lock.lua");
+script!(FAIR_LOCK, "fair_lock.lua");
+script!(FAIR_TRY_LOCK, "fair_try_lock.lua");
+script!(FAIR_LEAVE, "fair_leave.lua");
+script!(FAIR_UNLOCK, "fair_unlock.lua");
+script!(FAIR_FORCE_UNLOCK, "fair_force_unlock.lua");
+script!(RW_READ_LOCK, "rw_read_lock.lua");
+script!(RW_READ_UNLOCK, "rw_read_unlock.lua");
+script!(RW_WRITE_LOCK, "rw_write_lock.lua");
+script!(RW_WRITE_UNLOCK, "rw_write_unlock.lua");
+script!(RW_READ_FORCE_UNLOCK, "rw_read_force_unlock.lua");
+script!(RW_WRITE_FORCE_UNLOCK, "rw_write_force_unlock.lua");
+script!(RW_READ_IS_LOCKED, "rw_read_is_locked.lua");
+script!(RW_WRITE_IS_LOCKED, "rw_write_is_locked.lua");
+script!(RW_RENEW_READ, "rw_renew_read.lua");
 
 impl Script {
     pub(crate) fn sha(&self) -> &str {

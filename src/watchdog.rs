@@ -47,6 +47,10 @@ impl Lease {
 pub(crate) enum Renewal {
     /// `HEXISTS N field` then `PEXPIRE N` (RLock, fair, write, spin, fenced).
     Hash,
+    /// A read hold of a read-write lock (PROTOCOL.md §5.6, Redisson 4.5+):
+    /// `HGET N field`, then `PEXPIRE` the owner's own timeout keys
+    /// `{N}:field:rwlock_timeout:1..count` and `N`.
+    Read,
 }
 
 impl Renewal {
@@ -63,6 +67,24 @@ impl Renewal {
                 args.extend(batch.iter().map(|(_, field)| Value::from(field.as_str())));
                 ScriptCall {
                     script: &script::RENEW,
+                    keys,
+                    args,
+                }
+            }
+            Renewal::Read => {
+                // One pair [N, keyPrefix] per hold; ARGV: lease, then 1 and
+                // the hold's field per pair.
+                let mut keys = Vec::with_capacity(batch.len() * 2);
+                let mut args = Vec::with_capacity(batch.len() * 2 + 1);
+                args.push(lease_ms);
+                for (name, field) in batch {
+                    keys.push(Key::from(name.as_str()));
+                    keys.push(Key::from(crate::rwlock::key_prefix(name)));
+                    args.push(Value::Integer(1));
+                    args.push(Value::from(field.as_str()));
+                }
+                ScriptCall {
+                    script: &script::RW_RENEW_READ,
                     keys,
                     args,
                 }

@@ -93,6 +93,9 @@ fn free_port() -> u16 {
 }
 
 fn spawn(port: u16) -> Option<Child> {
+    // A unique setting tells our server apart from one that another test
+    // started on the same port between picking the port and binding it.
+    let token = format!("harness-{}.rdb", uuid::Uuid::new_v4().simple());
     let child = Command::new("redis-server")
         .args([
             "--port",
@@ -103,6 +106,8 @@ fn spawn(port: u16) -> Option<Child> {
             "",
             "--appendonly",
             "no",
+            "--dbfilename",
+            &token,
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -119,8 +124,10 @@ fn spawn(port: u16) -> Option<Child> {
         if let Ok(Some(_)) = child.try_wait() {
             return None; // exited: port taken, try another
         }
-        if ping(port) {
-            return Some(child);
+        match probe(port, &token) {
+            Probe::Ours => return Some(child),
+            Probe::Other => break, // the port belongs to another server
+            Probe::NotYet => {}
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -129,18 +136,27 @@ fn spawn(port: u16) -> Option<Child> {
     None
 }
 
-fn ping(port: u16) -> bool {
+enum Probe {
+    Ours,
+    Other,
+    NotYet,
+}
+
+/// Ask the server on `port` for its dbfilename: ours carries `token`.
+fn probe(port: u16, token: &str) -> Probe {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
+        return Probe::NotYet;
     };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
-    if s.write_all(b"PING\r\n").is_err() {
-        return false;
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    if s.write_all(b"CONFIG GET dbfilename\r\n").is_err() {
+        return Probe::NotYet;
     }
-    let mut buf = [0u8; 7];
-    s.read(&mut buf)
-        .map(|n| buf[..n].starts_with(b"+PONG"))
-        .unwrap_or(false)
+    let mut buf = [0u8; 256];
+    match s.read(&mut buf) {
+        Ok(n) if n > 0 && String::from_utf8_lossy(&buf[..n]).contains(token) => Probe::Ours,
+        Ok(n) if n > 0 && buf[0] == b'*' => Probe::Other,
+        _ => Probe::NotYet, // not listening yet, or -LOADING
+    }
 }
 
 /// A lock name unique to this test run.

@@ -1,0 +1,31 @@
+-- Fair lock acquireFailed: a waiter gives up and leaves the queue (PROTOCOL.md §4.5).
+-- KEYS[1]  Q, redisson_lock_queue:{N}
+-- KEYS[2]  Z, redisson_lock_timeout:{N}
+-- KEYS[3]  N, the lock hash (addition, see below)
+-- KEYS[4]  channel base, redisson_lock__channel:{N} (addition)
+-- ARGV[1]  owner field "<clientId>:<ownerId>" of the leaving waiter
+-- ARGV[2]  the thread-wait time it enqueued with, in milliseconds
+-- ARGV[3]  publish command, "PUBLISH" or "SPUBLISH" (addition)
+-- Returns  nothing. Idempotent. Beyond Redisson: if the waiter leaving was the head
+--          and the lock is free, the new head is sent `0` on its channel, since an
+--          unlock message may have gone to the waiter that left.
+local queue = redis.call('lrange', KEYS[1], 0, -1)
+local position = #queue + 1
+for i = 1, #queue do
+    if queue[i] == ARGV[1] then
+        position = i
+        break
+    end
+end
+for i = position + 1, #queue do
+    redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), queue[i])
+end
+redis.call('zrem', KEYS[2], ARGV[1])
+redis.call('lrem', KEYS[1], 0, ARGV[1])
+if position == 1 and redis.call('exists', KEYS[3]) == 0 then
+    local head = redis.call('lindex', KEYS[1], 0)
+    if head ~= false then
+        redis.call(ARGV[3], KEYS[4] .. ':' .. head, 0)
+    end
+end
+return nil

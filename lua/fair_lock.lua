@@ -1,0 +1,76 @@
+-- Fair lock: acquire, re-enter, or join the FIFO queue (PROTOCOL.md §4.2-§4.4, §4.8).
+-- KEYS[1]  N, the lock hash
+-- KEYS[2]  Q, redisson_lock_queue:{N} (list of waiting owners, head first)
+-- KEYS[3]  Z, redisson_lock_timeout:{N} (zset: owner -> epoch-ms deadline)
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  owner field "<clientId>:<ownerId>"
+-- ARGV[3]  thread-wait time in milliseconds (how long a queued waiter is presumed alive)
+-- ARGV[4]  now, the caller's epoch milliseconds
+-- ARGV[5]  optional: error text; when given, re-entry is refused with it (non-reentrant fair lock)
+-- Returns  nil when acquired or re-entered; otherwise how long to wait at most, in ms.
+--          A new waiter gets Redisson's reply. Deviation for an already-queued waiter, read
+--          only by this crate: Redisson replies max(0, PTTL N); this script replies the
+--          smaller of PTTL N and the time until the deadline of another waiter at the head,
+--          since an unlock wakes only the head and a dead head would otherwise stall the
+--          queue (Redisson's waiters spin or sleep out the lease). Redis state is changed
+--          exactly as Redisson does.
+local now = tonumber(ARGV[4])
+local wait = tonumber(ARGV[3])
+-- purge waiters at the head whose deadline has passed
+while true do
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head == false then break end
+    local deadline = tonumber(redis.call('zscore', KEYS[3], head))
+    if deadline == nil or deadline > now then break end
+    redis.call('zrem', KEYS[3], head)
+    redis.call('lpop', KEYS[2])
+end
+-- free, and nobody ahead of us: take it, and shift the remaining deadlines
+if redis.call('exists', KEYS[1]) == 0 and
+    (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], ARGV[2])
+    local waiters = redis.call('zrange', KEYS[3], 0, -1)
+    for i = 1, #waiters do
+        redis.call('zincrby', KEYS[3], -wait, waiters[i])
+    end
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    if ARGV[5] then
+        return redis.error_reply(ARGV[5])
+    end
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+-- already queued: wait for the holder's lease, or for a stuck head's deadline
+if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
+    local ttl = redis.call('pttl', KEYS[1])
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head ~= false and head ~= ARGV[2] then
+        -- the next wake-up goes to the head; if it is dead, only its deadline helps
+        local deadline = tonumber(redis.call('zscore', KEYS[3], head))
+        if deadline ~= nil then
+            local until_head = math.max(1, deadline - now)
+            if ttl <= 0 or until_head < ttl then return until_head end
+        end
+    end
+    if ttl > 0 or ttl == -1 then return ttl end
+    return 0
+end
+-- join the queue behind the last waiter
+local last = redis.call('lindex', KEYS[2], -1)
+local ttl
+if last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last) ~= false then
+    ttl = tonumber(redis.call('zscore', KEYS[3], last)) - now
+else
+    ttl = redis.call('pttl', KEYS[1])
+end
+local deadline = ttl + wait + now
+if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
+    redis.call('rpush', KEYS[2], ARGV[2])
+end
+return ttl

@@ -1,0 +1,15 @@
+-- Fenced lock: acquire or re-enter and take a fencing token (PROTOCOL.md §6.2,
+-- Redisson's token-returning variant).
+-- KEYS[1]  N, the lock hash
+-- KEYS[2]  token counter, redisson_lock_token:{N} (string, no TTL, survives unlock)
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  owner field "<clientId>:<ownerId>"
+-- Returns  {-1, token} when acquired or re-entered (INCR of the counter, every time);
+--          otherwise {PTTL N, -1}.
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    local token = redis.call('incr', KEYS[2])
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {-1, token}
+end
+return {redis.call('pttl', KEYS[1]), -1}

@@ -1,0 +1,28 @@
+-- ReadWriteLock read acquire or re-enter (PROTOCOL.md §5.2).
+-- KEYS[1]  N, the lock hash
+-- KEYS[2]  timeout prefix of the owner, {N}:<owner>:rwlock_timeout (suffixName rule)
+-- ARGV[1]  lease in milliseconds (PEXPIRE value)
+-- ARGV[2]  owner field "<clientId>:<ownerId>"
+-- ARGV[3]  the same owner's write field "<clientId>:<ownerId>:write"
+-- Returns  nil when acquired or re-entered: the owner's read count + 1, a timeout
+--          key <prefix>:<count> with the lease, N's TTL at least the lease;
+--          otherwise PTTL of N in milliseconds (held for writing by someone else).
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+    redis.call('hset', KEYS[1], 'mode', 'read')
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('set', KEYS[2] .. ':1', 1)
+    redis.call('pexpire', KEYS[2] .. ':1', ARGV[1])
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
+    local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    local timeout = KEYS[2] .. ':' .. count
+    redis.call('set', timeout, 1)
+    redis.call('pexpire', timeout, ARGV[1])
+    local ttl = redis.call('pttl', KEYS[1])
+    redis.call('pexpire', KEYS[1], math.max(ttl, tonumber(ARGV[1])))
+    return nil
+end
+return redis.call('pttl', KEYS[1])

@@ -1,0 +1,61 @@
+-- ReadWriteLock read unlock with the idempotency latch (PROTOCOL.md §5.3, §2.4).
+-- KEYS[1]  N, the lock hash
+-- KEYS[2]  channel, redisson_rwlock:{N}
+-- KEYS[3]  timeout prefix of the owner, {N}:<owner>:rwlock_timeout
+-- KEYS[4]  key prefix, {N} (N itself if it contains '{')
+-- KEYS[5]  latch key, redisson_unlock_latch:{N}:<32 hex request id>
+-- ARGV[1]  unlock message, "0"
+-- ARGV[2]  owner field "<clientId>:<ownerId>"
+-- ARGV[3]  publish command, "PUBLISH" or "SPUBLISH"
+-- ARGV[4]  latch TTL in milliseconds
+-- Returns  nil if N has no mode (message published and latch 1 written anyway, as
+--          Redisson does) or the owner holds no read lock; 0 if N stays held (its
+--          TTL shrunk to the longest remaining reader timeout key, or the writer
+--          still holds it); 1 if N was deleted and the message published. A
+--          replay of the same request id returns the first result from the latch.
+local replay = redis.call('get', KEYS[5])
+if replay ~= false then
+    return tonumber(replay)
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+    redis.call(ARGV[3], KEYS[2], ARGV[1])
+    redis.call('set', KEYS[5], 1, 'px', ARGV[4])
+    return nil
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    return nil
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+if count == 0 then
+    redis.call('hdel', KEYS[1], ARGV[2])
+end
+redis.call('del', KEYS[3] .. ':' .. (count + 1))
+if redis.call('hlen', KEYS[1]) > 1 then
+    -- Every numeric field (readers, and the writer, whose keys never exist):
+    -- the longest-lived timeout key decides how long N stays.
+    local max_remain = -3
+    local fields = redis.call('hgetall', KEYS[1])
+    for i = 1, #fields, 2 do
+        local held = tonumber(fields[i + 1])
+        if held ~= nil then
+            for k = held, 1, -1 do
+                local remain = redis.call('pttl', KEYS[4] .. ':' .. fields[i] .. ':rwlock_timeout:' .. k)
+                max_remain = math.max(max_remain, remain)
+            end
+        end
+    end
+    if max_remain > 0 then
+        redis.call('pexpire', KEYS[1], max_remain)
+        redis.call('set', KEYS[5], 0, 'px', ARGV[4])
+        return 0
+    end
+    if mode == 'write' then
+        redis.call('set', KEYS[5], 0, 'px', ARGV[4])
+        return 0
+    end
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[3], KEYS[2], ARGV[1])
+redis.call('set', KEYS[5], 1, 'px', ARGV[4])
+return 1

@@ -1,0 +1,35 @@
+-- Batched watchdog renewal of read holds (PROTOCOL.md §5.6, Redisson 4.5+):
+-- each owner's own timeout keys and the hash, never other owners' keys.
+-- KEYS[2i-1]  N_i, a lock hash
+-- KEYS[2i]    its key prefix, {N_i} (N_i itself if it contains '{')
+-- ARGV[1]     lease in milliseconds
+-- ARGV[2..]   per pair i in order: a count c_i, then c_i owner fields
+--             "<clientId>:<ownerId>" of this client holding N_i for reading
+-- Returns     an array with one integer per pair: 1 if one of its owners still
+--             holds N_i (its timeout keys <prefix>:<owner>:rwlock_timeout:1..count
+--             and N_i reset to the lease), 0 if none does (renewal must stop).
+local renewed = {}
+local arg = 2
+for i = 1, #KEYS, 2 do
+    local owners = tonumber(ARGV[arg])
+    arg = arg + 1
+    local alive = false
+    for _ = 1, owners do
+        local owner = ARGV[arg]
+        arg = arg + 1
+        local held = redis.call('hget', KEYS[i], owner)
+        if held ~= false then
+            alive = true
+            for k = tonumber(held) or 0, 1, -1 do
+                redis.call('pexpire', KEYS[i + 1] .. ':' .. owner .. ':rwlock_timeout:' .. k, ARGV[1])
+            end
+        end
+    end
+    if alive then
+        redis.call('pexpire', KEYS[i], ARGV[1])
+        renewed[#renewed + 1] = 1
+    else
+        renewed[#renewed + 1] = 0
+    end
+end
+return renewed

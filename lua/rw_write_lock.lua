@@ -1,0 +1,21 @@
+-- ReadWriteLock write acquire or re-enter (PROTOCOL.md §5.4).
+-- KEYS[1]  N, the lock hash
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  write field "<clientId>:<ownerId>:write"
+-- Returns  nil when acquired (TTL = lease) or re-entered (count + 1, and the lease
+--          is ADDED to the remaining TTL, as Redisson does); otherwise PTTL of N
+--          in milliseconds (held by readers or another writer).
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+    redis.call('hset', KEYS[1], 'mode', 'write')
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    local ttl = redis.call('pttl', KEYS[1])
+    redis.call('pexpire', KEYS[1], ttl + tonumber(ARGV[1]))
+    return nil
+end
+return redis.call('pttl', KEYS[1])

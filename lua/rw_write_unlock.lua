@@ -1,0 +1,48 @@
+-- ReadWriteLock write unlock with the idempotency latch (PROTOCOL.md §5.5, §2.4).
+-- KEYS[1]  N, the lock hash
+-- KEYS[2]  channel, redisson_rwlock:{N}
+-- KEYS[3]  latch key, redisson_unlock_latch:{N}:<32 hex request id>
+-- ARGV[1]  unlock message, "1"
+-- ARGV[2]  lease in milliseconds to keep when the write count stays above zero
+-- ARGV[3]  write field "<clientId>:<ownerId>:write"
+-- ARGV[4]  publish command, "PUBLISH" or "SPUBLISH"
+-- ARGV[5]  latch TTL in milliseconds
+-- Returns  nil if N has no mode (message published and latch 1 written anyway, as
+--          Redisson does), is held for reading, or not by this writer; 0 if the
+--          write count stays above zero; 1 if the write lock was released: N
+--          deleted, or, if the writer still holds read locks, downgraded to
+--          mode "read". A replay of the same request id returns the first result.
+-- Deviation from Redisson: the downgrade ALSO publishes "1" (Redisson publishes
+-- nothing there), so waiting readers re-check at once instead of sleeping out the
+-- TTL. An extra "1" only causes a harmless re-check on Java's side.
+local replay = redis.call('get', KEYS[3])
+if replay ~= false then
+    return tonumber(replay)
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+    redis.call(ARGV[4], KEYS[2], ARGV[1])
+    redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+    return nil
+end
+if mode == 'write' then
+    if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+        return nil
+    end
+    local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+    if count > 0 then
+        redis.call('pexpire', KEYS[1], ARGV[2])
+        redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+        return 0
+    end
+    redis.call('hdel', KEYS[1], ARGV[3])
+    if redis.call('hlen', KEYS[1]) == 1 then
+        redis.call('del', KEYS[1])
+        redis.call(ARGV[4], KEYS[2], ARGV[1])
+    else
+        redis.call('hset', KEYS[1], 'mode', 'read')
+    end
+    redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+    return 1
+end
+return nil

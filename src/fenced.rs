@@ -1,0 +1,124 @@
+//! [`FencedLock`]: Redisson's `RedissonFencedLock` (PROTOCOL.md §6.2). An
+//! RLock (same hash, channel, unlock and watchdog) whose every acquisition,
+//! re-entry included, takes the next value of a counter that never goes back:
+//! the fencing token.
+//!
+//! A lock can be lost while its holder still works (a pause longer than the
+//! lease, a partition). Pass the token to the storage the lock protects and
+//! have it refuse writes carrying a token lower than the highest it has
+//! seen; then a holder that lost the lock cannot overwrite a newer holder's
+//! work.
+//!
+//! ```no_run
+//! # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
+//! let lock = client.fenced_lock("ledger")?;
+//! let guard = lock.lock().await?;
+//! let token = guard.fencing_token().unwrap_or_default();
+//! // e.g. UPDATE ledger SET ..., fence = $token WHERE fence < $token
+//! guard.unlock().await?;
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+use fred::interfaces::KeysInterface;
+use fred::types::Value;
+
+use crate::client::{Client, Inner};
+use crate::error::{Error, Result};
+use crate::lock::{unlock_call, Kind, Lock, ReentrantProtocol};
+use crate::names::{prefix_name, LockKeys};
+use crate::raw::{Attempt, AttemptMode, Protocol, RawLock, ScriptCall, Waiting};
+use crate::script;
+
+/// Redisson's fenced lock (`getFencedLock(name)`).
+pub type FencedLock = Lock<Fenced>;
+
+/// The [`FencedLock`] kind.
+#[derive(Clone)]
+pub struct Fenced {
+    token_key: Arc<str>,
+}
+
+impl crate::lock::sealed::Sealed for Fenced {}
+impl Kind for Fenced {}
+
+impl FencedLock {
+    pub(crate) fn new(client: Client, name: &str) -> Result<FencedLock> {
+        let keys = Arc::new(LockKeys::new(name)?);
+        let token_key: Arc<str> = prefix_name("redisson_lock_token", name).into();
+        let proto = FencedProtocol {
+            rlock: ReentrantProtocol { keys },
+            token_key: token_key.clone(),
+        };
+        Ok(Lock::from_parts(RawLock::new(client, Arc::new(proto)), Fenced { token_key }))
+    }
+
+    /// The token counter's key (`redisson_lock_token:{N}`).
+    pub fn token_key(&self) -> &str {
+        &self.kind.token_key
+    }
+
+    /// The last token handed out, by any client (Redisson's `getToken()`);
+    /// `None` before the first acquisition.
+    pub async fn token(&self) -> Result<Option<i64>> {
+        let key = self.kind.token_key.to_string();
+        self.inner()
+            .redis
+            .key_command(&self.kind.token_key, |c| {
+                let key = key.clone();
+                async move { c.get(key).await }
+            })
+            .await
+    }
+}
+
+struct FencedProtocol {
+    rlock: ReentrantProtocol,
+    token_key: Arc<str>,
+}
+
+impl Protocol for FencedProtocol {
+    fn name(&self) -> &str {
+        self.rlock.name()
+    }
+
+    fn acquire(&self, _inner: &Inner, field: &str, lease_ms: i64, _mode: AttemptMode) -> ScriptCall {
+        ScriptCall::new(
+            &script::FENCED_LOCK,
+            &[self.rlock.name(), &self.token_key],
+            vec![Value::Integer(lease_ms), Value::from(field)],
+        )
+    }
+
+    /// `{-1, token}` acquired, `{ttl, -1}` busy. Success is read from the
+    /// token, so a foreign lock without TTL (PTTL -1) is never taken for ours.
+    fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
+        if let Value::Array(items) = &reply {
+            if let [Value::Integer(ttl), Value::Integer(token)] = items.as_slice() {
+                return Ok(if *token > 0 {
+                    Attempt::Acquired { token: Some(*token) }
+                } else {
+                    Attempt::Busy(*ttl)
+                });
+            }
+        }
+        Err(Error::Protocol(format!("fenced lock replied {reply:?}")))
+    }
+
+    fn waiting(&self, field: &str) -> Waiting {
+        self.rlock.waiting(field)
+    }
+
+    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+        unlock_call(inner, &self.rlock.keys, field, lease_ms, latch)
+    }
+
+    fn latch_prefix(&self) -> &str {
+        self.rlock.latch_prefix()
+    }
+
+    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
+        self.rlock.force_unlock(inner)
+    }
+}

@@ -1,0 +1,303 @@
+//! [`MultiLock`]: several locks taken as one (Redisson's `RedissonMultiLock`),
+//! and its majority form, RedLock (`RedissonRedLock`), over locks on one
+//! client or on several independent Redis servers (PROTOCOL.md §8.1, §8.2).
+//!
+//! Client-side only: each member keeps its own Redis layout, so a member can
+//! be any lock kind. A round tries the members in order; a member that fails
+//! (busy, or its server unreachable) uses up the failure budget (none for a
+//! multi-lock, `n - (n/2 + 1)` for RedLock); once it is spent, every member
+//! taken in that round is released and, while time remains, the round starts
+//! again. A dropped future releases whatever it held.
+//!
+//! ```no_run
+//! # async fn demo(a: redisson_lock::Client, b: redisson_lock::Client, c: redisson_lock::Client) -> redisson_lock::Result<()> {
+//! use std::time::Duration;
+//! use redisson_lock::MultiLock;
+//!
+//! // RedLock over three independent servers: a majority (2 of 3) suffices.
+//! let red = MultiLock::red_lock([a.lock("job")?, b.lock("job")?, c.lock("job")?])?;
+//! if let Some(guard) = red.try_lock_for(Duration::from_secs(1), Some(Duration::from_secs(10))).await? {
+//!     // ... at least 2 of 3 members held for at least 10 s ...
+//!     guard.unlock().await?;
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::lock::{Kind, Lock};
+use crate::raw::RawLock;
+use crate::watchdog::Lease;
+
+/// A member of a [`MultiLock`]: any lock handle, of any kind and client.
+#[derive(Clone)]
+pub struct AnyLock {
+    raw: RawLock,
+}
+
+impl<K: Kind> From<Lock<K>> for AnyLock {
+    fn from(lock: Lock<K>) -> AnyLock {
+        AnyLock { raw: lock.raw }
+    }
+}
+
+impl<K: Kind> From<&Lock<K>> for AnyLock {
+    fn from(lock: &Lock<K>) -> AnyLock {
+        AnyLock { raw: lock.raw.clone() }
+    }
+}
+
+/// Several locks acquired as one: all of them (multi-lock) or a majority
+/// (RedLock). Cheap to clone.
+#[derive(Clone)]
+pub struct MultiLock {
+    members: Arc<[RawLock]>,
+    /// How many members may fail in a successful round.
+    failures_allowed: usize,
+    majority: bool,
+}
+
+impl MultiLock {
+    /// All-or-nothing over `locks` (Redisson's `RedissonMultiLock`).
+    pub fn new<L: Into<AnyLock>>(locks: impl IntoIterator<Item = L>) -> Result<MultiLock> {
+        MultiLock::build(locks, false)
+    }
+
+    /// A majority (`n/2 + 1`) of `locks`, each usually on its own independent
+    /// server (Redisson's `RedissonRedLock`).
+    pub fn red_lock<L: Into<AnyLock>>(locks: impl IntoIterator<Item = L>) -> Result<MultiLock> {
+        MultiLock::build(locks, true)
+    }
+
+    fn build<L: Into<AnyLock>>(locks: impl IntoIterator<Item = L>, majority: bool) -> Result<MultiLock> {
+        let members: Arc<[RawLock]> = locks.into_iter().map(|l| l.into().raw).collect();
+        if members.is_empty() {
+            return Err(Error::InvalidArgument("a multi-lock needs at least one lock".into()));
+        }
+        let n = members.len();
+        Ok(MultiLock {
+            failures_allowed: if majority { n - (n / 2 + 1) } else { 0 },
+            majority,
+            members,
+        })
+    }
+
+    /// How many members a successful acquisition holds at least.
+    pub fn quorum(&self) -> usize {
+        self.members.len() - self.failures_allowed
+    }
+
+    /// The members' names, in acquisition order.
+    pub fn names(&self) -> Vec<&str> {
+        self.members.iter().map(RawLock::name).collect()
+    }
+
+    /// Wait as long as it takes; members are watchdog-renewed while held.
+    pub async fn lock(&self) -> Result<MultiGuard> {
+        let round = self.base_wait();
+        loop {
+            if let Some(guard) = self.try_lock_for(round, None).await? {
+                return Ok(guard);
+            }
+        }
+    }
+
+    /// Wait as long as it takes; every member lives at least `lease` after
+    /// the acquisition completes (see [`try_lock_for`](Self::try_lock_for)).
+    pub async fn lock_with_lease(&self, lease: Duration) -> Result<MultiGuard> {
+        // Redisson's rounds: a random wait below the lease, so contenders desynchronize.
+        let base = self.base_wait();
+        let (low, high) = if lease <= base { (lease / 2, lease) } else { (base, lease) };
+        loop {
+            let span = millis_u64(high.saturating_sub(low)).max(1);
+            let round = low + Duration::from_millis(random_below(span));
+            if let Some(guard) = self.try_lock_for(round, Some(lease)).await? {
+                return Ok(guard);
+            }
+        }
+    }
+
+    /// Try each member once, without waiting.
+    pub async fn try_lock(&self) -> Result<Option<MultiGuard>> {
+        self.try_lock_for(Duration::ZERO, None).await
+    }
+
+    /// Acquire within `wait`. With `lease`, members are taken with a lease of
+    /// `lease + wait`, so each lives at least `lease` after the whole
+    /// acquisition completes and at most `lease + wait` (Redisson takes them
+    /// with `2 × wait` and shortens them afterwards, an extra round trip per
+    /// member); without, the watchdog renews them. Returns `None` when the
+    /// time is up; an error only when no member was merely busy.
+    pub async fn try_lock_for(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<MultiGuard>> {
+        if lease.is_some_and(|l| l < Duration::from_millis(1)) {
+            return Err(Error::InvalidArgument("lease must be at least 1 ms".into()));
+        }
+        let member_lease = match lease {
+            Some(l) => Lease::Fixed(l.saturating_add(wait)),
+            None => Lease::Watchdog,
+        };
+        let deadline = Instant::now() + wait;
+        loop {
+            match self.round(wait, deadline, member_lease).await {
+                Round::Acquired(guards) => return Ok(Some(self.guard(guards))),
+                Round::Failed { error } => {
+                    if Instant::now() >= deadline {
+                        return match error {
+                            Some(e) => Err(e),
+                            None => Ok(None),
+                        };
+                    }
+                }
+            }
+        }
+    }
+
+    /// One pass over the members.
+    async fn round(&self, wait: Duration, deadline: Instant, lease: Lease) -> Round {
+        let n = self.members.len();
+        let mut held: Vec<LockGuard> = Vec::with_capacity(n);
+        let mut budget = self.failures_allowed;
+        let mut busy = false;
+        let mut error = None;
+        for member in self.members.iter() {
+            let remain = deadline.saturating_duration_since(Instant::now());
+            let member_wait = if wait.is_zero() {
+                Duration::ZERO
+            } else if self.majority {
+                (remain / n as u32).max(Duration::from_millis(1)).min(remain)
+            } else {
+                remain
+            };
+            let acquired = match member.acquire(Some(member_wait), lease).await {
+                Ok(Some(guard)) => {
+                    held.push(guard);
+                    true
+                }
+                Ok(None) => {
+                    busy = true;
+                    false
+                }
+                Err(e) => {
+                    tracing::debug!(lock = %member.name(), error = %e, "multi-lock member failed");
+                    error = Some(e);
+                    false
+                }
+            };
+            if !acquired {
+                if n - held.len() == self.failures_allowed {
+                    break; // the rest may all fail and a majority is still held
+                }
+                if budget == 0 {
+                    release_all(held).await;
+                    return Round::Failed {
+                        error: if busy { None } else { error },
+                    };
+                }
+                budget -= 1;
+            }
+            if !wait.is_zero() && Instant::now() >= deadline && held.len() < self.quorum() {
+                release_all(held).await;
+                return Round::Failed {
+                    error: if busy { None } else { error },
+                };
+            }
+        }
+        if held.len() >= self.quorum() {
+            Round::Acquired(held)
+        } else {
+            release_all(held).await;
+            Round::Failed {
+                error: if busy { None } else { error },
+            }
+        }
+    }
+
+    fn guard(&self, guards: Vec<LockGuard>) -> MultiGuard {
+        MultiGuard {
+            may_lose: guards.len() - self.quorum(),
+            majority: self.majority,
+            guards,
+        }
+    }
+
+    /// Redisson's base round for an unbounded wait: 1.5 s per member.
+    fn base_wait(&self) -> Duration {
+        Duration::from_millis(1_500).saturating_mul(u32::try_from(self.members.len()).unwrap_or(u32::MAX))
+    }
+}
+
+enum Round {
+    Acquired(Vec<LockGuard>),
+    Failed { error: Option<Error> },
+}
+
+/// Unlock members in parallel, ignoring errors (a lost member is simply gone).
+async fn release_all(guards: Vec<LockGuard>) {
+    futures::future::join_all(guards.into_iter().map(LockGuard::unlock)).await;
+}
+
+/// The members held by one multi-lock or RedLock acquisition. Dropping it
+/// releases them in the background.
+#[must_use = "dropping the guard releases the locks at once"]
+#[derive(Debug)]
+pub struct MultiGuard {
+    guards: Vec<LockGuard>,
+    /// How many members may be lost before the whole is lost.
+    may_lose: usize,
+    majority: bool,
+}
+
+impl MultiGuard {
+    /// The member guards, in acquisition order.
+    pub fn guards(&self) -> &[LockGuard] {
+        &self.guards
+    }
+
+    /// Release every member, in parallel. A multi-lock reports the first
+    /// member's error; RedLock, like Redisson's, ignores member errors.
+    pub async fn unlock(self) -> Result<()> {
+        let results = futures::future::join_all(self.guards.into_iter().map(LockGuard::unlock)).await;
+        if self.majority {
+            return Ok(());
+        }
+        results.into_iter().collect()
+    }
+
+    /// Resolves once too many members are lost: any one for a multi-lock,
+    /// enough to fall below the majority for RedLock.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut lost: FuturesUnordered<_> = self.guards.iter().map(LockGuard::lost).collect();
+        let may_lose = self.may_lose;
+        async move {
+            let mut count = 0;
+            while lost.next().await.is_some() {
+                count += 1;
+                if count > may_lose {
+                    return;
+                }
+            }
+            std::future::pending().await
+        }
+    }
+
+    /// Whether too many members are known to be lost right now.
+    pub fn is_lost(&self) -> bool {
+        self.guards.iter().filter(|g| g.is_lost()).count() > self.may_lose
+    }
+}
+
+fn millis_u64(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn random_below(bound: u64) -> u64 {
+    let random = uuid::Uuid::new_v4().as_u128();
+    u64::try_from(random % u128::from(bound.max(1))).unwrap_or(0)
+}

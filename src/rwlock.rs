@@ -1,0 +1,351 @@
+//! [`ReadWriteLock`]: Redisson's `RedissonReadWriteLock` (PROTOCOL.md §5).
+//!
+//! One hash `N` shared by both halves: field `mode` (`read` or `write`), one
+//! field per reader `<clientId>:<ownerId>` holding its read count, and at most
+//! one writer field `<clientId>:<ownerId>:write`. Each read acquisition also
+//! writes a timeout key `{N}:<owner>:rwlock_timeout:<k>` with the lease, so a
+//! reader's unlock can shrink the hash's TTL to the longest-lived remaining
+//! reader and drop the hash when every other reader is dead. Both halves
+//! publish on `redisson_rwlock:{N}`: `0` from a read release (wakes one local
+//! waiter), `1` from a write release (wakes all).
+//!
+//! Deviation from Redisson, deliberately: when a write unlock downgrades the
+//! lock to `read` (the writer still holds read locks), this crate also
+//! publishes `1`, so waiting readers (Rust and Java) re-check at once instead
+//! of sleeping until the writer's TTL; on Java's side the extra message only
+//! causes a harmless re-check.
+
+use std::sync::Arc;
+
+use fred::types::Value;
+
+use crate::client::{Client, Inner};
+use crate::error::Result;
+use crate::lock::{millis, sealed, Kind, Lock};
+use crate::names::{prefix_name, suffix_name, validate};
+use crate::raw::{AttemptMode, Protocol, RawLock, ScriptCall, Waiting};
+use crate::script;
+use crate::watchdog::Renewal;
+
+/// The read half of a [`ReadWriteLock`] (Redisson's `readLock()`): shared
+/// among readers, excluded by a writer other than the reader itself.
+pub type ReadLock = Lock<Read>;
+
+/// The write half of a [`ReadWriteLock`] (Redisson's `writeLock()`):
+/// exclusive, reentrant per owner.
+pub type WriteLock = Lock<Write>;
+
+/// Redisson's read-write lock (`getReadWriteLock(name)`): a handle that hands
+/// out its [`read`](Self::read) and [`write`](Self::write) halves. Cheap to
+/// clone; no command is sent until a half is used.
+///
+/// Acquisitions follow the crate's owner model: each gets a fresh
+/// [`Owner`](crate::Owner) unless the half was made with
+/// [`with_owner`](Lock::with_owner). A writer that wants to read (re-entry
+/// across halves, and the downgrade write → read) must therefore use the
+/// same owner on both halves, as a Java thread does:
+///
+/// ```no_run
+/// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
+/// use redisson_lock::Owner;
+///
+/// let rw = client.read_write_lock("catalog")?;
+/// let me = Owner::new(1);
+/// let write = rw.write().with_owner(me).lock().await?;
+/// let read = rw.read().with_owner(me).lock().await?; // the writer may read
+/// write.unlock().await?; // downgrade: now held for reading only
+/// read.unlock().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ReadWriteLock {
+    client: Client,
+    keys: Arc<RwKeys>,
+}
+
+impl ReadWriteLock {
+    pub(crate) fn new(client: Client, name: &str) -> Result<ReadWriteLock> {
+        Ok(ReadWriteLock {
+            client,
+            keys: Arc::new(RwKeys::new(name)?),
+        })
+    }
+
+    /// The lock's name (the Redis key of its hash).
+    pub fn name(&self) -> &str {
+        &self.keys.name
+    }
+
+    /// The channel both halves publish on (`redisson_rwlock:{N}`).
+    pub fn channel(&self) -> &str {
+        &self.keys.channel
+    }
+
+    /// The read half.
+    pub fn read(&self) -> ReadLock {
+        let proto = ReadProtocol {
+            keys: self.keys.clone(),
+        };
+        Lock::from_parts(
+            RawLock::new(self.client.clone(), Arc::new(proto)),
+            Read {
+                keys: self.keys.clone(),
+            },
+        )
+    }
+
+    /// The write half.
+    pub fn write(&self) -> WriteLock {
+        let proto = WriteProtocol {
+            keys: self.keys.clone(),
+        };
+        Lock::from_parts(
+            RawLock::new(self.client.clone(), Arc::new(proto)),
+            Write {
+                keys: self.keys.clone(),
+            },
+        )
+    }
+}
+
+/// The [`ReadLock`] kind.
+#[derive(Clone)]
+pub struct Read {
+    keys: Arc<RwKeys>,
+}
+
+impl sealed::Sealed for Read {}
+impl Kind for Read {}
+
+/// The [`WriteLock`] kind.
+#[derive(Clone)]
+pub struct Write {
+    keys: Arc<RwKeys>,
+}
+
+impl sealed::Sealed for Write {}
+impl Kind for Write {}
+
+impl ReadLock {
+    /// The channel read and write releases are published on (`redisson_rwlock:{N}`).
+    pub fn channel(&self) -> &str {
+        &self.kind.keys.channel
+    }
+}
+
+impl WriteLock {
+    /// The channel read and write releases are published on (`redisson_rwlock:{N}`).
+    pub fn channel(&self) -> &str {
+        &self.kind.keys.channel
+    }
+}
+
+/// The names derived from `N` (PROTOCOL.md §5.1, §1.4).
+struct RwKeys {
+    /// `N`, the hash.
+    name: String,
+    /// `redisson_rwlock:{N}`.
+    channel: String,
+    /// `redisson_unlock_latch:{N}`, to which `:<requestId>` is appended.
+    latch_prefix: String,
+    /// `{N}` (or `N` if it contains `{`): the start of every timeout key.
+    key_prefix: String,
+}
+
+impl RwKeys {
+    fn new(name: &str) -> Result<RwKeys> {
+        validate(name)?;
+        Ok(RwKeys {
+            name: name.to_owned(),
+            channel: prefix_name("redisson_rwlock", name),
+            latch_prefix: prefix_name("redisson_unlock_latch", name),
+            key_prefix: key_prefix(name),
+        })
+    }
+
+    /// `sfx(N, field) + ":rwlock_timeout"`; the read count `:<k>` follows.
+    fn timeout_prefix(&self, field: &str) -> String {
+        format!("{}:rwlock_timeout", suffix_name(&self.name, field))
+    }
+}
+
+/// The prefix of `N`'s reader timeout keys: `N` if it contains `{`, else
+/// `{N}` (what Redisson gets by cutting `":" + owner` off the timeout prefix).
+pub(crate) fn key_prefix(name: &str) -> String {
+    if name.contains('{') {
+        name.to_owned()
+    } else {
+        format!("{{{name}}}")
+    }
+}
+
+/// The read half's scripts (PROTOCOL.md §5.2, §5.3, §5.6, §5.7).
+struct ReadProtocol {
+    keys: Arc<RwKeys>,
+}
+
+impl Protocol for ReadProtocol {
+    fn name(&self) -> &str {
+        &self.keys.name
+    }
+
+    fn acquire(
+        &self,
+        _inner: &Inner,
+        field: &str,
+        lease_ms: i64,
+        _mode: AttemptMode,
+    ) -> ScriptCall {
+        ScriptCall::new(
+            &script::RW_READ_LOCK,
+            &[&self.keys.name, &self.keys.timeout_prefix(field)],
+            vec![
+                Value::Integer(lease_ms),
+                Value::from(field),
+                Value::from(write_field(field)),
+            ],
+        )
+    }
+
+    fn waiting(&self, _field: &str) -> Waiting {
+        Waiting::Channel(self.keys.channel.clone())
+    }
+
+    fn release(&self, inner: &Inner, field: &str, _lease_ms: i64, latch: &str) -> ScriptCall {
+        ScriptCall::new(
+            &script::RW_READ_UNLOCK,
+            &[
+                &self.keys.name,
+                &self.keys.channel,
+                &self.keys.timeout_prefix(field),
+                &self.keys.key_prefix,
+                latch,
+            ],
+            vec![
+                Value::from("0"),
+                Value::from(field),
+                Value::from(inner.publish_command()),
+                Value::Integer(millis(inner.config.latch_ttl())),
+            ],
+        )
+    }
+
+    fn latch_prefix(&self) -> &str {
+        &self.keys.latch_prefix
+    }
+
+    fn is_locked(&self) -> ScriptCall {
+        ScriptCall::new(&script::RW_READ_IS_LOCKED, &[&self.keys.name], Vec::new())
+    }
+
+    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
+        ScriptCall::new(
+            &script::RW_READ_FORCE_UNLOCK,
+            &[&self.keys.name, &self.keys.channel],
+            vec![Value::from("0"), Value::from(inner.publish_command())],
+        )
+    }
+
+    fn renewal(&self) -> Renewal {
+        Renewal::Read
+    }
+}
+
+/// The write half's scripts (PROTOCOL.md §5.4, §5.5, §5.7); renewed like an
+/// RLock, with the `:write` field.
+struct WriteProtocol {
+    keys: Arc<RwKeys>,
+}
+
+impl Protocol for WriteProtocol {
+    fn name(&self) -> &str {
+        &self.keys.name
+    }
+
+    fn field(&self, inner: &Inner, owner: crate::Owner) -> String {
+        write_field(&inner.field(owner))
+    }
+
+    fn acquire(
+        &self,
+        _inner: &Inner,
+        field: &str,
+        lease_ms: i64,
+        _mode: AttemptMode,
+    ) -> ScriptCall {
+        ScriptCall::new(
+            &script::RW_WRITE_LOCK,
+            &[&self.keys.name],
+            vec![Value::Integer(lease_ms), Value::from(field)],
+        )
+    }
+
+    fn waiting(&self, _field: &str) -> Waiting {
+        Waiting::Channel(self.keys.channel.clone())
+    }
+
+    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+        ScriptCall::new(
+            &script::RW_WRITE_UNLOCK,
+            &[&self.keys.name, &self.keys.channel, latch],
+            vec![
+                Value::from("1"),
+                Value::Integer(lease_ms),
+                Value::from(field),
+                Value::from(inner.publish_command()),
+                Value::Integer(millis(inner.config.latch_ttl())),
+            ],
+        )
+    }
+
+    fn latch_prefix(&self) -> &str {
+        &self.keys.latch_prefix
+    }
+
+    fn is_locked(&self) -> ScriptCall {
+        ScriptCall::new(&script::RW_WRITE_IS_LOCKED, &[&self.keys.name], Vec::new())
+    }
+
+    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
+        ScriptCall::new(
+            &script::RW_WRITE_FORCE_UNLOCK,
+            &[&self.keys.name, &self.keys.channel],
+            vec![Value::from("1"), Value::from(inner.publish_command())],
+        )
+    }
+}
+
+/// The write field of the owner whose read field is `field`.
+fn write_field(field: &str) -> String {
+    format!("{field}:write")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_brace_rule() {
+        let keys = RwKeys::new("orders").unwrap();
+        assert_eq!(keys.channel, "redisson_rwlock:{orders}");
+        assert_eq!(keys.latch_prefix, "redisson_unlock_latch:{orders}");
+        assert_eq!(keys.key_prefix, "{orders}");
+        assert_eq!(
+            keys.timeout_prefix("u:57"),
+            "{orders}:u:57:rwlock_timeout"
+        );
+
+        let keys = RwKeys::new("{shop}:orders").unwrap();
+        assert_eq!(keys.channel, "redisson_rwlock:{shop}:orders");
+        assert_eq!(keys.key_prefix, "{shop}:orders");
+        assert_eq!(
+            keys.timeout_prefix("u:57"),
+            "{shop}:orders:u:57:rwlock_timeout"
+        );
+    }
+
+    #[test]
+    fn empty_name_is_refused() {
+        assert!(RwKeys::new("").is_err());
+    }
+}

@@ -1,0 +1,239 @@
+//! Fair lock (PROTOCOL.md §4): queue state, FIFO across clients, dead waiters.
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::{eventually, numsub, unique, Server};
+use fred::prelude::*;
+use parking_lot::Mutex;
+use redisson_lock::{Error, FairLock, Owner};
+
+fn now_ms() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as f64
+}
+
+async fn queue(raw: &fred::clients::Client, lock: &FairLock) -> Vec<String> {
+    raw.lrange(lock.queue_key(), 0, -1).await.unwrap()
+}
+
+async fn wait_for_queue_len(raw: &fred::clients::Client, lock: &FairLock, len: usize) {
+    eventually("queue length", || {
+        let (raw, key) = (raw.clone(), lock.queue_key().to_string());
+        async move { raw.llen::<usize, _>(key).await.unwrap() == len }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn keys_and_queue_state_follow_the_spec() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("fair-state");
+    let lock = client.fair_lock(&name).unwrap();
+    assert_eq!(lock.queue_key(), format!("redisson_lock_queue:{{{name}}}"));
+    assert_eq!(lock.timeout_key(), format!("redisson_lock_timeout:{{{name}}}"));
+
+    let holder = lock.lock().await.unwrap();
+    let fields: HashMap<String, String> = raw.hgetall(&name).await.unwrap();
+    assert_eq!(fields, HashMap::from([(holder.field().to_string(), "1".to_string())]));
+    let reentered = holder.reenter().await.unwrap();
+    assert_eq!(holder.hold_count().await.unwrap(), 2);
+    reentered.unlock().await.unwrap();
+
+    // A waiter with a 10 s wait queues with deadline now + holder TTL + 10 s.
+    let before = now_ms();
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.try_lock_for(Duration::from_secs(10), None).await.unwrap() }
+    });
+    wait_for_queue_len(&raw, &lock, 1).await;
+    let queued = queue(&raw, &lock).await;
+    let waiter_field = queued[0].clone();
+    assert!(waiter_field.starts_with(&client.id().to_string()));
+    let deadline: f64 = raw.zscore(lock.timeout_key(), &waiter_field).await.unwrap();
+    let expected = before + 30_000.0 + 10_000.0;
+    assert!((deadline - expected).abs() < 2_000.0, "deadline {deadline} vs {expected}");
+    let channel = lock.waiter_channel(&waiter_field);
+    eventually("waiter listens on its own channel", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move { numsub(&raw, &channel).await == 1 }
+    })
+    .await;
+
+    let released = Instant::now();
+    holder.unlock().await.unwrap();
+    let next = waiter.await.unwrap().expect("the head gets the lock");
+    assert!(released.elapsed() < Duration::from_secs(2), "woken by its channel");
+    assert_eq!(next.field(), waiter_field);
+    assert!(queue(&raw, &lock).await.is_empty());
+    let waiting: i64 = raw.zcard(lock.timeout_key()).await.unwrap();
+    assert_eq!(waiting, 0);
+    next.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_waiters_on_two_clients_get_it_in_queue_order() {
+    let server = Server::start();
+    let clients = [server.client().await, server.client().await];
+    let raw = server.raw().await;
+    let name = unique("fifo");
+    let first = clients[0].fair_lock(&name).unwrap();
+    let holder = first.lock().await.unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut waiters = Vec::new();
+    for i in 0..10 {
+        let lock = clients[i % 2].fair_lock(&name).unwrap();
+        let order = order.clone();
+        waiters.push(tokio::spawn(async move {
+            let guard = lock.lock().await.unwrap();
+            order.lock().push(i);
+            guard.unlock().await.unwrap();
+        }));
+        // The next waiter starts only once this one is queued.
+        wait_for_queue_len(&raw, &first, i + 1).await;
+    }
+    holder.unlock().await.unwrap();
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(20), waiter).await.unwrap().unwrap();
+    }
+    assert_eq!(*order.lock(), (0..10).collect::<Vec<_>>());
+    assert!(queue(&raw, &first).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_dropped_waiter_leaves_the_queue_and_the_next_one_is_woken() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let lock = client.fair_lock(&unique("fair-drop")).unwrap();
+    let holder = lock.lock().await.unwrap();
+    let dropped = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.lock().await.map(drop) }
+    });
+    wait_for_queue_len(&raw, &lock, 1).await;
+    let survivor = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.try_lock_for(Duration::from_secs(20), None).await.unwrap() }
+    });
+    wait_for_queue_len(&raw, &lock, 2).await;
+    let head = queue(&raw, &lock).await[0].clone();
+    dropped.abort();
+    let _ = dropped.await;
+    eventually("the dropped waiter left the queue", || {
+        let (raw, lock, head) = (raw.clone(), lock.clone(), head.clone());
+        async move { !queue(&raw, &lock).await.contains(&head) }
+    })
+    .await;
+    let released = Instant::now();
+    holder.unlock().await.unwrap();
+    let guard = survivor.await.unwrap().expect("the next waiter acquires");
+    assert!(released.elapsed() < Duration::from_secs(2));
+    guard.unlock().await.unwrap();
+    let channels: Vec<String> = raw
+        .custom(fred::cmd!("PUBSUB"), vec!["CHANNELS".to_string(), format!("{}*", lock.waiter_channel(""))])
+        .await
+        .unwrap();
+    assert!(channels.is_empty(), "{channels:?}");
+}
+
+/// A dead head (a Java client that crashed while queued) does not stall the
+/// queue past its deadline: our waiter sleeps until then, not for minutes.
+#[tokio::test]
+async fn a_dead_queue_head_stalls_nobody_past_its_deadline() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("fair-dead");
+    let lock = client.fair_lock(&name).unwrap();
+    let holder = lock.lock().await.unwrap();
+    let dead = format!("{}:1", uuid::Uuid::new_v4());
+    let _: i64 = raw.rpush(lock.queue_key(), dead.clone()).await.unwrap();
+    let _: i64 = raw.zadd(lock.timeout_key(), None, None, false, false, (now_ms() + 1_500.0, dead.as_str())).await.unwrap();
+
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.try_lock_for(Duration::from_secs(60), None).await.unwrap() }
+    });
+    wait_for_queue_len(&raw, &lock, 2).await;
+    let started = Instant::now();
+    holder.unlock().await.unwrap(); // wakes the dead head's channel only
+    let guard = waiter.await.unwrap().expect("acquired after the dead head's deadline");
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(5), "waited {waited:?}");
+    assert!(!queue(&raw, &lock).await.contains(&dead), "the dead head was purged");
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn non_reentrant_fair_lock_refuses_reentry() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("fair-nonreentrant");
+    let lock = client.non_reentrant_fair_lock(&name).unwrap();
+    assert!(!lock.is_reentrant());
+    let owned = lock.with_owner(Owner::new(5));
+    let guard = owned.lock().await.unwrap();
+    assert!(matches!(owned.try_lock().await, Err(Error::NotReentrant { .. })));
+    assert!(matches!(guard.reenter().await, Err(Error::NotReentrant { .. })));
+    assert!(matches!(owned.try_lock_for(Duration::from_millis(200), None).await, Err(Error::NotReentrant { .. })));
+    assert_eq!(owned.hold_count(Owner::new(5)).await.unwrap(), 1);
+    assert!(queue(&raw, &lock).await.is_empty(), "a refused owner leaves no queue entry");
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_lock_excludes_across_clients_and_survives_cancellation() {
+    let server = Server::start();
+    let clients = [server.client().await, server.client().await];
+    let raw = server.raw().await;
+    let name = unique("fair-mutex");
+    let counter = format!("{name}:counter");
+    let mut tasks = Vec::new();
+    for t in 0..6 {
+        let lock = clients[t % 2].fair_lock(&name).unwrap();
+        let raw = server.raw().await;
+        let counter = counter.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut done = 0;
+            for round in 0..20 {
+                let work = async {
+                    let guard = lock.lock().await.unwrap();
+                    let v: Option<i64> = raw.get(&counter).await.unwrap();
+                    let _: () = raw.set(&counter, v.unwrap_or(0) + 1, None, None, false).await.unwrap();
+                    guard.unlock().await.unwrap();
+                };
+                if round % 4 == 3 {
+                    // cancel every fourth round at a pseudo-random point
+                    let _ = tokio::time::timeout(Duration::from_micros(((t * 7 + round) % 5) as u64 * 400), work).await;
+                } else {
+                    work.await;
+                    done += 1;
+                }
+            }
+            done
+        }));
+    }
+    let mut completed = 0;
+    for task in tasks {
+        completed += task.await.unwrap();
+    }
+    let lock = clients[0].fair_lock(&name).unwrap();
+    eventually("nothing held or queued", || {
+        let (raw, lock) = (raw.clone(), lock.clone());
+        async move { !lock.is_locked().await.unwrap() && queue(&raw, &lock).await.is_empty() }
+    })
+    .await;
+    let total: i64 = raw.get(&counter).await.unwrap();
+    assert!(total >= completed, "{total} < {completed}");
+    let channels: Vec<String> = raw
+        .custom(fred::cmd!("PUBSUB"), vec!["CHANNELS".to_string(), format!("{}*", lock.waiter_channel(""))])
+        .await
+        .unwrap();
+    assert!(channels.is_empty(), "{channels:?}");
+}

@@ -1,0 +1,232 @@
+//! Spin lock, fenced lock, multi-lock and RedLock.
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{eventually, numsub, unique, Server};
+use fred::prelude::*;
+use parking_lot::Mutex;
+use redisson_lock::{BackOff, Client, Config, MultiLock, Ttl};
+
+#[tokio::test]
+async fn spin_lock_shares_rlocks_layout_and_publishes_nothing() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("spin");
+    let spin = client.spin_lock(&name).unwrap();
+    let rlock = client.lock(&name).unwrap();
+
+    let held = rlock.lock().await.unwrap();
+    assert!(spin.try_lock().await.unwrap().is_none(), "an RLock holder excludes the spin lock");
+    held.unlock().await.unwrap();
+
+    let listener = raw.clone_new();
+    listener.init().await.unwrap();
+    let mut messages = listener.message_rx();
+    listener.subscribe(rlock.channel().to_string()).await.unwrap();
+
+    let guard = spin.lock().await.unwrap();
+    assert_eq!(guard.hold_count().await.unwrap(), 1);
+    let fields: std::collections::HashMap<String, String> = raw.hgetall(&name).await.unwrap();
+    assert_eq!(fields.get(guard.field()).map(String::as_str), Some("1"));
+    assert!(rlock.try_lock().await.unwrap().is_none(), "a spin holder excludes RLocks");
+    guard.unlock().await.unwrap();
+    let _: i64 = raw.publish(rlock.channel(), "marker").await.unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(5), messages.recv()).await.unwrap().unwrap();
+    assert_eq!(first.value.as_string().as_deref(), Some("marker"), "spin unlock published nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spin_lock_excludes_across_clients_without_subscribing() {
+    let server = Server::start();
+    let clients = [server.client().await, server.client().await];
+    let raw = server.raw().await;
+    let name = unique("spin-mutex");
+    let counter = format!("{name}:counter");
+    let channel = clients[0].lock(&name).unwrap().channel().to_string();
+    let mut tasks = Vec::new();
+    for t in 0..6 {
+        let lock = if t % 3 == 0 {
+            clients[t % 2].spin_lock_with(&name, BackOff::Constant(Duration::from_millis(2))).unwrap()
+        } else {
+            clients[t % 2].spin_lock(&name).unwrap()
+        };
+        let raw = server.raw().await;
+        let counter = counter.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..15 {
+                let guard = lock.lock().await.unwrap();
+                let v: Option<i64> = raw.get(&counter).await.unwrap();
+                let _: () = raw.set(&counter, v.unwrap_or(0) + 1, None, None, false).await.unwrap();
+                guard.unlock().await.unwrap();
+            }
+        }));
+    }
+    let mut subscribed = 0;
+    while tasks.iter().any(|t| !t.is_finished()) {
+        subscribed = subscribed.max(numsub(&raw, &channel).await);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let total: i64 = raw.get(&counter).await.unwrap();
+    assert_eq!(total, 90);
+    assert_eq!(subscribed, 0, "spin waiters never subscribe");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_strictly_increase_across_owners_and_clients() {
+    let server = Server::start();
+    let clients = [server.client().await, server.client().await];
+    let raw = server.raw().await;
+    let name = unique("fenced");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for t in 0..4 {
+        let lock = clients[t % 2].fenced_lock(&name).unwrap();
+        let seen = seen.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..250 {
+                let guard = lock.lock().await.unwrap();
+                // recorded while holding the lock, so the order is acquisition order
+                seen.lock().push(guard.fencing_token().unwrap());
+                guard.unlock().await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let seen = seen.lock().clone();
+    assert_eq!(seen.len(), 1000);
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing");
+
+    let lock = clients[0].fenced_lock(&name).unwrap();
+    assert_eq!(lock.token_key(), format!("redisson_lock_token:{{{name}}}"));
+    assert_eq!(lock.token().await.unwrap(), seen.last().copied());
+    let ttl: i64 = raw.pttl(lock.token_key()).await.unwrap();
+    assert_eq!(ttl, -1, "the token counter never expires");
+
+    // Re-entry takes a new token too (Redisson does the same).
+    let outer = lock.lock().await.unwrap();
+    let inner = outer.reenter().await.unwrap();
+    assert!(inner.fencing_token() > outer.fencing_token());
+    assert!(!clients[1].fenced_lock(&name).unwrap().try_lock().await.unwrap().is_some());
+    inner.unlock().await.unwrap();
+    outer.unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn multi_lock_is_all_or_nothing() {
+    let server = Server::start();
+    let client = server.client().await;
+    let other = server.client().await;
+    let base = unique("multi");
+    let names = [format!("{base}-a"), format!("{base}-b"), format!("{base}-c")];
+    let multi = MultiLock::new(names.iter().map(|n| client.lock(n).unwrap())).unwrap();
+    assert_eq!(multi.quorum(), 3);
+
+    let blocker = other.lock(&names[1]).unwrap().lock().await.unwrap();
+    assert!(multi.try_lock().await.unwrap().is_none());
+    for name in [&names[0], &names[2]] {
+        assert!(!client.lock(name).unwrap().is_locked().await.unwrap(), "partial hold of {name} released");
+    }
+
+    // A waiting multi-lock gets all members once the blocker goes.
+    let waiting = tokio::spawn({
+        let multi = multi.clone();
+        async move { multi.try_lock_for(Duration::from_secs(10), Some(Duration::from_secs(5))).await.unwrap() }
+    });
+    let raw = server.raw().await;
+    let channel = client.lock(&names[1]).unwrap().channel().to_string();
+    eventually("the multi-lock waits on the blocked member", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move { numsub(&raw, &channel).await == 1 }
+    })
+    .await;
+    blocker.unlock().await.unwrap();
+    let guard = waiting.await.unwrap().expect("all three acquired");
+    assert_eq!(guard.guards().len(), 3);
+    for name in &names {
+        match client.lock(name).unwrap().remain_time_to_live().await.unwrap() {
+            Ttl::Expires(d) => assert!(d <= Duration::from_secs(15), "{d:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(!guard.is_lost());
+    guard.unlock().await.unwrap();
+    for name in &names {
+        assert!(!client.lock(name).unwrap().is_locked().await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn a_dropped_multi_lock_future_holds_nothing() {
+    let server = Server::start();
+    let client = server.client().await;
+    let base = unique("multi-cancel");
+    let names: Vec<String> = (0..4).map(|i| format!("{base}-{i}")).collect();
+    let blocker = client.lock(&names[3]).unwrap().lock().await.unwrap();
+    let multi = MultiLock::new(names.iter().map(|n| client.lock(n).unwrap())).unwrap();
+    for micros in [0, 100, 300, 1_000, 3_000, 20_000] {
+        let _ = tokio::time::timeout(Duration::from_micros(micros), multi.lock()).await;
+    }
+    blocker.unlock().await.unwrap();
+    for name in &names {
+        let lock = client.lock(name).unwrap();
+        eventually("member released", || {
+            let lock = lock.clone();
+            async move { !lock.is_locked().await.unwrap() }
+        })
+        .await;
+    }
+}
+
+/// Three independent servers, one of them stopped: RedLock still acquires by
+/// majority, and two contenders are never inside at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn red_lock_acquires_by_majority_with_a_server_down() {
+    let mut servers = [Server::private(), Server::private(), Server::private()];
+    let quick = |c: Config| c.timeout(Duration::from_millis(250)).retry_attempts(0);
+    let name = unique("redlock");
+    let mut contenders = Vec::new();
+    for _ in 0..2 {
+        let mut clients: Vec<Client> = Vec::new();
+        for server in &servers {
+            clients.push(server.client_with(quick).await);
+        }
+        contenders.push(MultiLock::red_lock(clients.iter().map(|c| c.lock(&name).unwrap())).unwrap());
+    }
+    assert_eq!(contenders[0].quorum(), 2);
+    servers[2].kill();
+
+    let inside = Arc::new(AtomicUsize::new(0));
+    let acquisitions = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for red in contenders {
+        let (inside, acquisitions) = (inside.clone(), acquisitions.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..8 {
+                let guard = red
+                    .try_lock_for(Duration::from_secs(10), Some(Duration::from_secs(5)))
+                    .await
+                    .unwrap()
+                    .expect("a majority is reachable");
+                assert!(guard.guards().len() >= 2);
+                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two RedLock holders at once");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                acquisitions.fetch_add(1, Ordering::SeqCst);
+                guard.unlock().await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(120), task).await.unwrap().unwrap();
+    }
+    assert_eq!(acquisitions.load(Ordering::SeqCst), 16);
+}
