@@ -41,6 +41,7 @@ if mode == 'write' then
         redis.call(ARGV[4], KEYS[2], ARGV[1])
     else
         redis.call('hset', KEYS[1], 'mode', 'read')
+        redis.call(ARGV[4], KEYS[2], ARGV[1])
     end
     redis.call('set', KEYS[3], 1, 'px', ARGV[5])
     return 1

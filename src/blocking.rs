@@ -124,6 +124,31 @@ impl BlockingClient {
         Ok(self.wrap(self.client.spin_lock(name)?))
     }
 
+    /// A handle to the fair lock `name`.
+    pub fn fair_lock(&self, name: &str) -> Result<BlockingLock<crate::Fair>> {
+        Ok(self.wrap(self.client.fair_lock(name)?))
+    }
+
+    /// A handle to the non-reentrant fair lock `name`.
+    pub fn non_reentrant_fair_lock(&self, name: &str) -> Result<BlockingLock<crate::Fair>> {
+        Ok(self.wrap(self.client.non_reentrant_fair_lock(name)?))
+    }
+
+    /// A handle to the fenced lock `name`; guards carry the fencing token.
+    pub fn fenced_lock(&self, name: &str) -> Result<BlockingLock<crate::Fenced>> {
+        Ok(self.wrap(self.client.fenced_lock(name)?))
+    }
+
+    /// The blocking form of a multi-lock or RedLock (its members may belong
+    /// to other clients). Unlike single locks, its holds are not per thread:
+    /// every acquisition takes fresh owners, so it never re-enters.
+    pub fn wrap_multi(&self, lock: crate::MultiLock) -> BlockingMultiLock {
+        BlockingMultiLock {
+            lock,
+            runtime: self.runtime.clone(),
+        }
+    }
+
     /// The read and write halves of the read-write lock `name` (Redisson's
     /// `getReadWriteLock(name)`). Both act as the calling thread's owner, so
     /// a thread holding the write lock may also take the read lock, and
@@ -259,6 +284,77 @@ impl Drop for BlockingGuard {
             // Inside a runtime this falls back to the guard's background release.
             if let Ok(Err(e)) = self.runtime.run(guard.unlock()) {
                 tracing::warn!(error = %e, "unlock of a dropped blocking guard failed");
+            }
+        }
+    }
+}
+
+/// The blocking twin of a [`MultiLock`](crate::MultiLock).
+#[derive(Clone)]
+pub struct BlockingMultiLock {
+    lock: crate::MultiLock,
+    runtime: Arc<Driver>,
+}
+
+impl BlockingMultiLock {
+    fn guard(&self, guard: crate::MultiGuard) -> BlockingMultiGuard {
+        BlockingMultiGuard {
+            guard: Some(guard),
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// Wait as long as it takes; members are watchdog-renewed while held.
+    pub fn lock(&self) -> Result<BlockingMultiGuard> {
+        let guard = self.runtime.run(self.lock.lock())??;
+        Ok(self.guard(guard))
+    }
+
+    /// Try each member once.
+    pub fn try_lock(&self) -> Result<Option<BlockingMultiGuard>> {
+        let guard = self.runtime.run(self.lock.try_lock())??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// Acquire within `wait`; see [`MultiLock::try_lock_for`](crate::MultiLock::try_lock_for).
+    pub fn try_lock_for(
+        &self,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<BlockingMultiGuard>> {
+        let guard = self.runtime.run(self.lock.try_lock_for(wait, lease))??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+}
+
+/// The members held by one blocking multi-lock acquisition; dropping it
+/// unlocks them synchronously.
+#[must_use = "dropping the guard releases the locks at once"]
+pub struct BlockingMultiGuard {
+    guard: Option<crate::MultiGuard>,
+    runtime: Arc<Driver>,
+}
+
+impl BlockingMultiGuard {
+    /// Release every member.
+    pub fn unlock(mut self) -> Result<()> {
+        match self.guard.take() {
+            Some(guard) => self.runtime.run(guard.unlock())?,
+            None => Ok(()),
+        }
+    }
+
+    /// Whether too many members are known to be lost right now.
+    pub fn is_lost(&self) -> bool {
+        self.guard.as_ref().is_some_and(crate::MultiGuard::is_lost)
+    }
+}
+
+impl Drop for BlockingMultiGuard {
+    fn drop(&mut self) {
+        if let Some(guard) = self.guard.take() {
+            if let Ok(Err(e)) = self.runtime.run(guard.unlock()) {
+                tracing::warn!(error = %e, "unlock of a dropped blocking multi-lock guard failed");
             }
         }
     }

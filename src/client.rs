@@ -77,6 +77,7 @@ impl Client {
             redis.clone(),
             config.lock_watchdog_timeout,
             config.lock_watchdog_batch_size,
+            config.redis.server.is_clustered(),
         )));
         let id = Uuid::new_v4();
         Ok(Client {

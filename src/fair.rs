@@ -101,7 +101,7 @@ impl FairProtocol {
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| millis(d))
+        .map_or(0, millis)
 }
 
 impl Protocol for FairProtocol {

@@ -51,7 +51,10 @@ impl FencedLock {
             rlock: ReentrantProtocol { keys },
             token_key: token_key.clone(),
         };
-        Ok(Lock::from_parts(RawLock::new(client, Arc::new(proto)), Fenced { token_key }))
+        Ok(Lock::from_parts(
+            RawLock::new(client, Arc::new(proto)),
+            Fenced { token_key },
+        ))
     }
 
     /// The token counter's key (`redisson_lock_token:{N}`).
@@ -83,7 +86,13 @@ impl Protocol for FencedProtocol {
         self.rlock.name()
     }
 
-    fn acquire(&self, _inner: &Inner, field: &str, lease_ms: i64, _mode: AttemptMode) -> ScriptCall {
+    fn acquire(
+        &self,
+        _inner: &Inner,
+        field: &str,
+        lease_ms: i64,
+        _mode: AttemptMode,
+    ) -> ScriptCall {
         ScriptCall::new(
             &script::FENCED_LOCK,
             &[self.rlock.name(), &self.token_key],
@@ -97,7 +106,9 @@ impl Protocol for FencedProtocol {
         if let Value::Array(items) = &reply {
             if let [Value::Integer(ttl), Value::Integer(token)] = items.as_slice() {
                 return Ok(if *token > 0 {
-                    Attempt::Acquired { token: Some(*token) }
+                    Attempt::Acquired {
+                        token: Some(*token),
+                    }
                 } else {
                     Attempt::Busy(*ttl)
                 });

@@ -85,6 +85,17 @@ impl LockGuard {
         }
     }
 
+    /// When the lock expires unless unlocked or re-entered first, for a lock
+    /// taken with an explicit lease (measured from when its command was
+    /// sent, so never later than the server's expiry); `None` while the
+    /// watchdog renews it.
+    pub fn expires_at(&self) -> Option<std::time::Instant> {
+        self.status
+            .borrow()
+            .expires
+            .map(tokio::time::Instant::into_std)
+    }
+
     /// The fencing token of this acquisition, for a fenced lock.
     pub fn fencing_token(&self) -> Option<i64> {
         self.token
@@ -106,9 +117,12 @@ impl LockGuard {
 
     /// Take the lock again with the same owner (hold count + 1), returning a
     /// second guard. Never waits: fails with
-    /// [`Error::NotHeld`](crate::Error::NotHeld) if this hold was lost.
+    /// [`Error::NotHeld`](crate::Error::NotHeld) if this hold was lost. One
+    /// more round trip than an acquisition: it first checks the hold exists.
     pub async fn reenter(&self) -> Result<LockGuard> {
-        self.raw.reenter(self.owner, self.lease).await
+        self.raw
+            .reenter(self.owner, self.lease, self.is_lost())
+            .await
     }
 
     /// How many holds this guard's owner has on the lock, per Redis.

@@ -6,6 +6,16 @@
 //! other's state: this crate writes the same hash, fields, TTLs, channels and
 //! messages as Redisson (see the README for the versions covered).
 //!
+//! # Lock types
+//!
+//! Every kind is a [`Lock<K>`](Lock) with the same methods and the same
+//! [`LockGuard`]: [`RLock`] (`client.lock`), [`FairLock`] (`client.fair_lock`,
+//! `client.non_reentrant_fair_lock`), [`ReadLock`] and [`WriteLock`]
+//! (`client.read_write_lock(name).read()` / `.write()`), [`SpinLock`]
+//! (`client.spin_lock`) and [`FencedLock`] (`client.fenced_lock`). [`MultiLock`]
+//! takes several of them, on one client or on independent servers, as one
+//! (all of them, or a majority for RedLock).
+//!
 //! # Owners
 //!
 //! Redisson names a holder `<clientId>:<threadId>`. Java threads run one thing
@@ -86,9 +96,9 @@ pub use config::Config;
 pub use error::{Error, Result};
 pub use fair::{Fair, FairLock};
 pub use fenced::{Fenced, FencedLock};
-pub use multi::{AnyLock, MultiGuard, MultiLock};
 pub use guard::LockGuard;
 pub use lock::{Kind, Lock, RLock, Reentrant, Ttl};
+pub use multi::{AnyLock, MultiGuard, MultiLock};
 pub use owner::Owner;
 pub use rwlock::{Read, ReadLock, ReadWriteLock, Write, WriteLock};
 pub use spin::{BackOff, Spin, SpinLock};

@@ -50,7 +50,9 @@ impl<K: Kind> From<Lock<K>> for AnyLock {
 
 impl<K: Kind> From<&Lock<K>> for AnyLock {
     fn from(lock: &Lock<K>) -> AnyLock {
-        AnyLock { raw: lock.raw.clone() }
+        AnyLock {
+            raw: lock.raw.clone(),
+        }
     }
 }
 
@@ -76,10 +78,15 @@ impl MultiLock {
         MultiLock::build(locks, true)
     }
 
-    fn build<L: Into<AnyLock>>(locks: impl IntoIterator<Item = L>, majority: bool) -> Result<MultiLock> {
+    fn build<L: Into<AnyLock>>(
+        locks: impl IntoIterator<Item = L>,
+        majority: bool,
+    ) -> Result<MultiLock> {
         let members: Arc<[RawLock]> = locks.into_iter().map(|l| l.into().raw).collect();
         if members.is_empty() {
-            return Err(Error::InvalidArgument("a multi-lock needs at least one lock".into()));
+            return Err(Error::InvalidArgument(
+                "a multi-lock needs at least one lock".into(),
+            ));
         }
         let n = members.len();
         Ok(MultiLock {
@@ -114,7 +121,11 @@ impl MultiLock {
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<MultiGuard> {
         // Redisson's rounds: a random wait below the lease, so contenders desynchronize.
         let base = self.base_wait();
-        let (low, high) = if lease <= base { (lease / 2, lease) } else { (base, lease) };
+        let (low, high) = if lease <= base {
+            (lease / 2, lease)
+        } else {
+            (base, lease)
+        };
         loop {
             let span = millis_u64(high.saturating_sub(low)).max(1);
             let round = low + Duration::from_millis(random_below(span));
@@ -135,7 +146,11 @@ impl MultiLock {
     /// with `2 × wait` and shortens them afterwards, an extra round trip per
     /// member); without, the watchdog renews them. Returns `None` when the
     /// time is up; an error only when no member was merely busy.
-    pub async fn try_lock_for(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<MultiGuard>> {
+    pub async fn try_lock_for(
+        &self,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<MultiGuard>> {
         if lease.is_some_and(|l| l < Duration::from_millis(1)) {
             return Err(Error::InvalidArgument("lease must be at least 1 ms".into()));
         }
@@ -171,7 +186,9 @@ impl MultiLock {
             let member_wait = if wait.is_zero() {
                 Duration::ZERO
             } else if self.majority {
-                (remain / n as u32).max(Duration::from_millis(1)).min(remain)
+                (remain / n as u32)
+                    .max(Duration::from_millis(1))
+                    .min(remain)
             } else {
                 remain
             };
@@ -229,7 +246,8 @@ impl MultiLock {
 
     /// Redisson's base round for an unbounded wait: 1.5 s per member.
     fn base_wait(&self) -> Duration {
-        Duration::from_millis(1_500).saturating_mul(u32::try_from(self.members.len()).unwrap_or(u32::MAX))
+        Duration::from_millis(1_500)
+            .saturating_mul(u32::try_from(self.members.len()).unwrap_or(u32::MAX))
     }
 }
 
@@ -260,10 +278,29 @@ impl MultiGuard {
         &self.guards
     }
 
+    /// Until when enough members are certainly held, for members taken with
+    /// a lease: the expiry of the member whose loss would break the whole
+    /// (the earliest for a multi-lock, the quorum-th latest for RedLock),
+    /// less Redlock's clock-drift allowance (1 % of the remaining time + 2 ms).
+    /// `None` while the watchdog renews the members.
+    pub fn valid_until(&self) -> Option<std::time::Instant> {
+        let mut expiries: Vec<std::time::Instant> = self
+            .guards
+            .iter()
+            .map(LockGuard::expires_at)
+            .collect::<Option<_>>()?;
+        expiries.sort();
+        let expiry = *expiries.get(self.may_lose)?;
+        let now = std::time::Instant::now();
+        let drift = expiry.saturating_duration_since(now) / 100 + Duration::from_millis(2);
+        Some(expiry.checked_sub(drift).unwrap_or(now))
+    }
+
     /// Release every member, in parallel. A multi-lock reports the first
     /// member's error; RedLock, like Redisson's, ignores member errors.
     pub async fn unlock(self) -> Result<()> {
-        let results = futures::future::join_all(self.guards.into_iter().map(LockGuard::unlock)).await;
+        let results =
+            futures::future::join_all(self.guards.into_iter().map(LockGuard::unlock)).await;
         if self.majority {
             return Ok(());
         }

@@ -348,18 +348,29 @@ impl RawLock {
         )
     }
 
-    /// Re-enter with `owner`'s existing hold: try once, never wait.
-    pub(crate) async fn reenter(&self, owner: Owner, lease: Lease) -> Result<LockGuard> {
+    /// Re-enter with `owner`'s existing hold: try once, never wait. A hold
+    /// known lost, or no longer in Redis, is refused rather than taken
+    /// afresh (the acquire script would take a free lock).
+    pub(crate) async fn reenter(
+        &self,
+        owner: Owner,
+        lease: Lease,
+        lost: bool,
+    ) -> Result<LockGuard> {
         let field = self.proto.field(self.inner(), owner);
+        let not_held = || Error::NotHeld {
+            name: self.name().to_owned(),
+            owner: field.clone(),
+        };
+        if lost || !self.is_held(&field).await? {
+            return Err(not_held());
+        }
         match self
             .try_acquire(owner, &field, lease, AttemptMode::Once)
             .await?
         {
             Some(guard) => Ok(guard),
-            None => Err(Error::NotHeld {
-                name: self.name().to_owned(),
-                owner: field,
-            }),
+            None => Err(not_held()),
         }
     }
 
@@ -391,10 +402,11 @@ impl RawLock {
             .await
     }
 
-    /// Unlock whoever holds it; local holders see their lost signal fire.
+    /// Unlock whoever holds it; if something was unlocked, local holders
+    /// see their lost signal fire. (A read-lock force unlock of a lock held
+    /// for writing unlocks nothing, and the writer keeps its hold.)
     pub(crate) async fn force_unlock(&self) -> Result<bool> {
         let inner = self.inner();
-        inner.holds.lose_all(self.name());
         let reply = inner
             .redis
             .retrying(|| {
@@ -402,7 +414,11 @@ impl RawLock {
                 inner.redis.eval(call.script, call.keys, call.args)
             })
             .await?;
-        Ok(matches!(reply, Value::Integer(1)))
+        let unlocked = matches!(reply, Value::Integer(1));
+        if unlocked {
+            inner.holds.lose_all(self.name());
+        }
+        Ok(unlocked)
     }
 }
 

@@ -330,10 +330,7 @@ mod tests {
         assert_eq!(keys.channel, "redisson_rwlock:{orders}");
         assert_eq!(keys.latch_prefix, "redisson_unlock_latch:{orders}");
         assert_eq!(keys.key_prefix, "{orders}");
-        assert_eq!(
-            keys.timeout_prefix("u:57"),
-            "{orders}:u:57:rwlock_timeout"
-        );
+        assert_eq!(keys.timeout_prefix("u:57"), "{orders}:u:57:rwlock_timeout");
 
         let keys = RwKeys::new("{shop}:orders").unwrap();
         assert_eq!(keys.channel, "redisson_rwlock:{shop}:orders");

@@ -219,15 +219,22 @@ impl Holds {
     }
 
     /// Pick the holds to renew in run `run` and mark them in flight.
-    /// Grouped by renewal kind, so each group is renewed by its own script.
-    fn begin_run(&self, run: u64) -> HashMap<Renewal, Vec<HoldKey>> {
+    /// Grouped by renewal kind, so each group is renewed by its own script,
+    /// and on a cluster also by hash slot, since one script may only touch
+    /// keys of one slot (PROTOCOL.md §2.6).
+    fn begin_run(&self, run: u64, by_slot: bool) -> HashMap<(Renewal, u16), Vec<HoldKey>> {
         let mut map = self.map.lock();
-        let mut groups: HashMap<Renewal, Vec<HoldKey>> = HashMap::new();
+        let mut groups: HashMap<(Renewal, u16), Vec<HoldKey>> = HashMap::new();
         for (key, hold) in map.iter_mut() {
             if hold.lease == Lease::Watchdog && !hold.status.borrow().lost {
                 hold.in_run = Some(run);
+                let slot = if by_slot {
+                    fred::util::redis_keyslot(key.0.as_bytes())
+                } else {
+                    0
+                };
                 groups
-                    .entry(hold.renewal.clone())
+                    .entry((hold.renewal.clone(), slot))
                     .or_default()
                     .push(key.clone());
             }
@@ -316,15 +323,22 @@ pub(crate) fn is_lost(status: &watch::Receiver<Status>) -> bool {
     now.lost || now.expires.is_some_and(|at| Instant::now() >= at)
 }
 
-/// The watchdog task: renew every watchdog hold every `lease / 3`.
-pub(crate) async fn run(holds: Arc<Holds>, redis: Redis, lease: Duration, batch_size: usize) {
+/// The watchdog task: renew every watchdog hold every `lease / 3`, in
+/// batches of `batch_size` (of one hash slot each when `by_slot`).
+pub(crate) async fn run(
+    holds: Arc<Holds>,
+    redis: Redis,
+    lease: Duration,
+    batch_size: usize,
+    by_slot: bool,
+) {
     let period = lease / 3;
     let lease_ms = Value::Integer(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
     let mut run = 0u64;
     loop {
         tokio::time::sleep(period).await;
         run += 1;
-        for (renewal, in_run) in holds.begin_run(run) {
+        for ((renewal, _slot), in_run) in holds.begin_run(run, by_slot) {
             for batch in in_run.chunks(batch_size) {
                 let call = renewal.call(batch, lease_ms.clone());
                 let sent_at = Instant::now();

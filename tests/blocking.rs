@@ -107,3 +107,49 @@ fn async_client_offers_a_blocking_view() {
     assert!(lock.is_locked().unwrap());
     guard.unlock().unwrap();
 }
+
+#[test]
+fn every_kind_has_a_blocking_form() {
+    let server = Server::start();
+    let client = BlockingClient::from_url(&server.url).unwrap();
+    let base = unique("kinds");
+
+    let fair = client.fair_lock(&format!("{base}-fair")).unwrap();
+    let a = fair.lock().unwrap();
+    let b = fair.lock().unwrap(); // same thread re-enters
+    assert_eq!(fair.hold_count().unwrap(), 2);
+    drop(b);
+    a.unlock().unwrap();
+
+    let fenced = client.fenced_lock(&format!("{base}-fenced")).unwrap();
+    let g1 = fenced.lock().unwrap();
+    let t1 = g1.as_async().and_then(|g| g.fencing_token()).unwrap();
+    g1.unlock().unwrap();
+    let g2 = fenced.try_lock().unwrap().unwrap();
+    assert!(g2.as_async().and_then(|g| g.fencing_token()).unwrap() > t1);
+    drop(g2);
+
+    let spin = client.spin_lock(&format!("{base}-spin")).unwrap();
+    spin.try_lock_for(Duration::from_millis(50), None)
+        .unwrap()
+        .unwrap()
+        .unlock()
+        .unwrap();
+
+    let members: Vec<_> = (0..3)
+        .map(|i| client.client().lock(&format!("{base}-m{i}")).unwrap())
+        .collect();
+    let multi = client.wrap_multi(redisson_lock::MultiLock::new(members.clone()).unwrap());
+    let guard = multi.lock().unwrap();
+    assert!(client
+        .lock(&format!("{base}-m1"))
+        .unwrap()
+        .is_locked()
+        .unwrap());
+    guard.unlock().unwrap();
+    assert!(!client
+        .lock(&format!("{base}-m2"))
+        .unwrap()
+        .is_locked()
+        .unwrap());
+}

@@ -11,7 +11,10 @@ use parking_lot::Mutex;
 use redisson_lock::{Error, FairLock, Owner};
 
 fn now_ms() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as f64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as f64
 }
 
 async fn queue(raw: &fred::clients::Client, lock: &FairLock) -> Vec<String> {
@@ -34,11 +37,17 @@ async fn keys_and_queue_state_follow_the_spec() {
     let name = unique("fair-state");
     let lock = client.fair_lock(&name).unwrap();
     assert_eq!(lock.queue_key(), format!("redisson_lock_queue:{{{name}}}"));
-    assert_eq!(lock.timeout_key(), format!("redisson_lock_timeout:{{{name}}}"));
+    assert_eq!(
+        lock.timeout_key(),
+        format!("redisson_lock_timeout:{{{name}}}")
+    );
 
     let holder = lock.lock().await.unwrap();
     let fields: HashMap<String, String> = raw.hgetall(&name).await.unwrap();
-    assert_eq!(fields, HashMap::from([(holder.field().to_string(), "1".to_string())]));
+    assert_eq!(
+        fields,
+        HashMap::from([(holder.field().to_string(), "1".to_string())])
+    );
     let reentered = holder.reenter().await.unwrap();
     assert_eq!(holder.hold_count().await.unwrap(), 2);
     reentered.unlock().await.unwrap();
@@ -47,7 +56,11 @@ async fn keys_and_queue_state_follow_the_spec() {
     let before = now_ms();
     let waiter = tokio::spawn({
         let lock = lock.clone();
-        async move { lock.try_lock_for(Duration::from_secs(10), None).await.unwrap() }
+        async move {
+            lock.try_lock_for(Duration::from_secs(10), None)
+                .await
+                .unwrap()
+        }
     });
     wait_for_queue_len(&raw, &lock, 1).await;
     let queued = queue(&raw, &lock).await;
@@ -55,7 +68,10 @@ async fn keys_and_queue_state_follow_the_spec() {
     assert!(waiter_field.starts_with(&client.id().to_string()));
     let deadline: f64 = raw.zscore(lock.timeout_key(), &waiter_field).await.unwrap();
     let expected = before + 30_000.0 + 10_000.0;
-    assert!((deadline - expected).abs() < 2_000.0, "deadline {deadline} vs {expected}");
+    assert!(
+        (deadline - expected).abs() < 2_000.0,
+        "deadline {deadline} vs {expected}"
+    );
     let channel = lock.waiter_channel(&waiter_field);
     eventually("waiter listens on its own channel", || {
         let (raw, channel) = (raw.clone(), channel.clone());
@@ -66,7 +82,10 @@ async fn keys_and_queue_state_follow_the_spec() {
     let released = Instant::now();
     holder.unlock().await.unwrap();
     let next = waiter.await.unwrap().expect("the head gets the lock");
-    assert!(released.elapsed() < Duration::from_secs(2), "woken by its channel");
+    assert!(
+        released.elapsed() < Duration::from_secs(2),
+        "woken by its channel"
+    );
     assert_eq!(next.field(), waiter_field);
     assert!(queue(&raw, &lock).await.is_empty());
     let waiting: i64 = raw.zcard(lock.timeout_key()).await.unwrap();
@@ -98,7 +117,10 @@ async fn ten_waiters_on_two_clients_get_it_in_queue_order() {
     }
     holder.unlock().await.unwrap();
     for waiter in waiters {
-        tokio::time::timeout(Duration::from_secs(20), waiter).await.unwrap().unwrap();
+        tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .unwrap()
+            .unwrap();
     }
     assert_eq!(*order.lock(), (0..10).collect::<Vec<_>>());
     assert!(queue(&raw, &first).await.is_empty());
@@ -118,7 +140,11 @@ async fn a_dropped_waiter_leaves_the_queue_and_the_next_one_is_woken() {
     wait_for_queue_len(&raw, &lock, 1).await;
     let survivor = tokio::spawn({
         let lock = lock.clone();
-        async move { lock.try_lock_for(Duration::from_secs(20), None).await.unwrap() }
+        async move {
+            lock.try_lock_for(Duration::from_secs(20), None)
+                .await
+                .unwrap()
+        }
     });
     wait_for_queue_len(&raw, &lock, 2).await;
     let head = queue(&raw, &lock).await[0].clone();
@@ -135,7 +161,13 @@ async fn a_dropped_waiter_leaves_the_queue_and_the_next_one_is_woken() {
     assert!(released.elapsed() < Duration::from_secs(2));
     guard.unlock().await.unwrap();
     let channels: Vec<String> = raw
-        .custom(fred::cmd!("PUBSUB"), vec!["CHANNELS".to_string(), format!("{}*", lock.waiter_channel(""))])
+        .custom(
+            fred::cmd!("PUBSUB"),
+            vec![
+                "CHANNELS".to_string(),
+                format!("{}*", lock.waiter_channel("")),
+            ],
+        )
         .await
         .unwrap();
     assert!(channels.is_empty(), "{channels:?}");
@@ -153,19 +185,39 @@ async fn a_dead_queue_head_stalls_nobody_past_its_deadline() {
     let holder = lock.lock().await.unwrap();
     let dead = format!("{}:1", uuid::Uuid::new_v4());
     let _: i64 = raw.rpush(lock.queue_key(), dead.clone()).await.unwrap();
-    let _: i64 = raw.zadd(lock.timeout_key(), None, None, false, false, (now_ms() + 1_500.0, dead.as_str())).await.unwrap();
+    let _: i64 = raw
+        .zadd(
+            lock.timeout_key(),
+            None,
+            None,
+            false,
+            false,
+            (now_ms() + 1_500.0, dead.as_str()),
+        )
+        .await
+        .unwrap();
 
     let waiter = tokio::spawn({
         let lock = lock.clone();
-        async move { lock.try_lock_for(Duration::from_secs(60), None).await.unwrap() }
+        async move {
+            lock.try_lock_for(Duration::from_secs(60), None)
+                .await
+                .unwrap()
+        }
     });
     wait_for_queue_len(&raw, &lock, 2).await;
     let started = Instant::now();
     holder.unlock().await.unwrap(); // wakes the dead head's channel only
-    let guard = waiter.await.unwrap().expect("acquired after the dead head's deadline");
+    let guard = waiter
+        .await
+        .unwrap()
+        .expect("acquired after the dead head's deadline");
     let waited = started.elapsed();
     assert!(waited < Duration::from_secs(5), "waited {waited:?}");
-    assert!(!queue(&raw, &lock).await.contains(&dead), "the dead head was purged");
+    assert!(
+        !queue(&raw, &lock).await.contains(&dead),
+        "the dead head was purged"
+    );
     guard.unlock().await.unwrap();
 }
 
@@ -179,11 +231,23 @@ async fn non_reentrant_fair_lock_refuses_reentry() {
     assert!(!lock.is_reentrant());
     let owned = lock.with_owner(Owner::new(5));
     let guard = owned.lock().await.unwrap();
-    assert!(matches!(owned.try_lock().await, Err(Error::NotReentrant { .. })));
-    assert!(matches!(guard.reenter().await, Err(Error::NotReentrant { .. })));
-    assert!(matches!(owned.try_lock_for(Duration::from_millis(200), None).await, Err(Error::NotReentrant { .. })));
+    assert!(matches!(
+        owned.try_lock().await,
+        Err(Error::NotReentrant { .. })
+    ));
+    assert!(matches!(
+        guard.reenter().await,
+        Err(Error::NotReentrant { .. })
+    ));
+    assert!(matches!(
+        owned.try_lock_for(Duration::from_millis(200), None).await,
+        Err(Error::NotReentrant { .. })
+    ));
     assert_eq!(owned.hold_count(Owner::new(5)).await.unwrap(), 1);
-    assert!(queue(&raw, &lock).await.is_empty(), "a refused owner leaves no queue entry");
+    assert!(
+        queue(&raw, &lock).await.is_empty(),
+        "a refused owner leaves no queue entry"
+    );
     guard.unlock().await.unwrap();
 }
 
@@ -205,12 +269,19 @@ async fn fair_lock_excludes_across_clients_and_survives_cancellation() {
                 let work = async {
                     let guard = lock.lock().await.unwrap();
                     let v: Option<i64> = raw.get(&counter).await.unwrap();
-                    let _: () = raw.set(&counter, v.unwrap_or(0) + 1, None, None, false).await.unwrap();
+                    let _: () = raw
+                        .set(&counter, v.unwrap_or(0) + 1, None, None, false)
+                        .await
+                        .unwrap();
                     guard.unlock().await.unwrap();
                 };
                 if round % 4 == 3 {
                     // cancel every fourth round at a pseudo-random point
-                    let _ = tokio::time::timeout(Duration::from_micros(((t * 7 + round) % 5) as u64 * 400), work).await;
+                    let _ = tokio::time::timeout(
+                        Duration::from_micros(((t * 7 + round) % 5) as u64 * 400),
+                        work,
+                    )
+                    .await;
                 } else {
                     work.await;
                     done += 1;
@@ -232,7 +303,13 @@ async fn fair_lock_excludes_across_clients_and_survives_cancellation() {
     let total: i64 = raw.get(&counter).await.unwrap();
     assert!(total >= completed, "{total} < {completed}");
     let channels: Vec<String> = raw
-        .custom(fred::cmd!("PUBSUB"), vec!["CHANNELS".to_string(), format!("{}*", lock.waiter_channel(""))])
+        .custom(
+            fred::cmd!("PUBSUB"),
+            vec![
+                "CHANNELS".to_string(),
+                format!("{}*", lock.waiter_channel("")),
+            ],
+        )
         .await
         .unwrap();
     assert!(channels.is_empty(), "{channels:?}");

@@ -20,23 +20,39 @@ async fn spin_lock_shares_rlocks_layout_and_publishes_nothing() {
     let rlock = client.lock(&name).unwrap();
 
     let held = rlock.lock().await.unwrap();
-    assert!(spin.try_lock().await.unwrap().is_none(), "an RLock holder excludes the spin lock");
+    assert!(
+        spin.try_lock().await.unwrap().is_none(),
+        "an RLock holder excludes the spin lock"
+    );
     held.unlock().await.unwrap();
 
     let listener = raw.clone_new();
     listener.init().await.unwrap();
     let mut messages = listener.message_rx();
-    listener.subscribe(rlock.channel().to_string()).await.unwrap();
+    listener
+        .subscribe(rlock.channel().to_string())
+        .await
+        .unwrap();
 
     let guard = spin.lock().await.unwrap();
     assert_eq!(guard.hold_count().await.unwrap(), 1);
     let fields: std::collections::HashMap<String, String> = raw.hgetall(&name).await.unwrap();
     assert_eq!(fields.get(guard.field()).map(String::as_str), Some("1"));
-    assert!(rlock.try_lock().await.unwrap().is_none(), "a spin holder excludes RLocks");
+    assert!(
+        rlock.try_lock().await.unwrap().is_none(),
+        "a spin holder excludes RLocks"
+    );
     guard.unlock().await.unwrap();
     let _: i64 = raw.publish(rlock.channel(), "marker").await.unwrap();
-    let first = tokio::time::timeout(Duration::from_secs(5), messages.recv()).await.unwrap().unwrap();
-    assert_eq!(first.value.as_string().as_deref(), Some("marker"), "spin unlock published nothing");
+    let first = tokio::time::timeout(Duration::from_secs(5), messages.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        first.value.as_string().as_deref(),
+        Some("marker"),
+        "spin unlock published nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,7 +66,9 @@ async fn spin_lock_excludes_across_clients_without_subscribing() {
     let mut tasks = Vec::new();
     for t in 0..6 {
         let lock = if t % 3 == 0 {
-            clients[t % 2].spin_lock_with(&name, BackOff::Constant(Duration::from_millis(2))).unwrap()
+            clients[t % 2]
+                .spin_lock_with(&name, BackOff::Constant(Duration::from_millis(2)))
+                .unwrap()
         } else {
             clients[t % 2].spin_lock(&name).unwrap()
         };
@@ -60,7 +78,10 @@ async fn spin_lock_excludes_across_clients_without_subscribing() {
             for _ in 0..15 {
                 let guard = lock.lock().await.unwrap();
                 let v: Option<i64> = raw.get(&counter).await.unwrap();
-                let _: () = raw.set(&counter, v.unwrap_or(0) + 1, None, None, false).await.unwrap();
+                let _: () = raw
+                    .set(&counter, v.unwrap_or(0) + 1, None, None, false)
+                    .await
+                    .unwrap();
                 guard.unlock().await.unwrap();
             }
         }));
@@ -103,7 +124,10 @@ async fn fencing_tokens_strictly_increase_across_owners_and_clients() {
     }
     let seen = seen.lock().clone();
     assert_eq!(seen.len(), 1000);
-    assert!(seen.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing");
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "tokens not strictly increasing"
+    );
 
     let lock = clients[0].fenced_lock(&name).unwrap();
     assert_eq!(lock.token_key(), format!("redisson_lock_token:{{{name}}}"));
@@ -115,7 +139,13 @@ async fn fencing_tokens_strictly_increase_across_owners_and_clients() {
     let outer = lock.lock().await.unwrap();
     let inner = outer.reenter().await.unwrap();
     assert!(inner.fencing_token() > outer.fencing_token());
-    assert!(!clients[1].fenced_lock(&name).unwrap().try_lock().await.unwrap().is_some());
+    assert!(clients[1]
+        .fenced_lock(&name)
+        .unwrap()
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
     inner.unlock().await.unwrap();
     outer.unlock().await.unwrap();
 }
@@ -126,20 +156,32 @@ async fn multi_lock_is_all_or_nothing() {
     let client = server.client().await;
     let other = server.client().await;
     let base = unique("multi");
-    let names = [format!("{base}-a"), format!("{base}-b"), format!("{base}-c")];
+    let names = [
+        format!("{base}-a"),
+        format!("{base}-b"),
+        format!("{base}-c"),
+    ];
     let multi = MultiLock::new(names.iter().map(|n| client.lock(n).unwrap())).unwrap();
     assert_eq!(multi.quorum(), 3);
 
     let blocker = other.lock(&names[1]).unwrap().lock().await.unwrap();
     assert!(multi.try_lock().await.unwrap().is_none());
     for name in [&names[0], &names[2]] {
-        assert!(!client.lock(name).unwrap().is_locked().await.unwrap(), "partial hold of {name} released");
+        assert!(
+            !client.lock(name).unwrap().is_locked().await.unwrap(),
+            "partial hold of {name} released"
+        );
     }
 
     // A waiting multi-lock gets all members once the blocker goes.
     let waiting = tokio::spawn({
         let multi = multi.clone();
-        async move { multi.try_lock_for(Duration::from_secs(10), Some(Duration::from_secs(5))).await.unwrap() }
+        async move {
+            multi
+                .try_lock_for(Duration::from_secs(10), Some(Duration::from_secs(5)))
+                .await
+                .unwrap()
+        }
     });
     let raw = server.raw().await;
     let channel = client.lock(&names[1]).unwrap().channel().to_string();
@@ -152,7 +194,13 @@ async fn multi_lock_is_all_or_nothing() {
     let guard = waiting.await.unwrap().expect("all three acquired");
     assert_eq!(guard.guards().len(), 3);
     for name in &names {
-        match client.lock(name).unwrap().remain_time_to_live().await.unwrap() {
+        match client
+            .lock(name)
+            .unwrap()
+            .remain_time_to_live()
+            .await
+            .unwrap()
+        {
             Ttl::Expires(d) => assert!(d <= Duration::from_secs(15), "{d:?}"),
             other => panic!("{other:?}"),
         }
@@ -199,7 +247,8 @@ async fn red_lock_acquires_by_majority_with_a_server_down() {
         for server in &servers {
             clients.push(server.client_with(quick).await);
         }
-        contenders.push(MultiLock::red_lock(clients.iter().map(|c| c.lock(&name).unwrap())).unwrap());
+        contenders
+            .push(MultiLock::red_lock(clients.iter().map(|c| c.lock(&name).unwrap())).unwrap());
     }
     assert_eq!(contenders[0].quorum(), 2);
     servers[2].kill();
@@ -217,7 +266,17 @@ async fn red_lock_acquires_by_majority_with_a_server_down() {
                     .unwrap()
                     .expect("a majority is reachable");
                 assert!(guard.guards().len() >= 2);
-                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two RedLock holders at once");
+                let valid = guard.valid_until().expect("leased members");
+                let left = valid.saturating_duration_since(std::time::Instant::now());
+                assert!(
+                    left > Duration::from_secs(4) && left <= Duration::from_secs(15),
+                    "{left:?}"
+                );
+                assert_eq!(
+                    inside.fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two RedLock holders at once"
+                );
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 inside.fetch_sub(1, Ordering::SeqCst);
                 acquisitions.fetch_add(1, Ordering::SeqCst);
@@ -226,7 +285,10 @@ async fn red_lock_acquires_by_majority_with_a_server_down() {
         }));
     }
     for task in tasks {
-        tokio::time::timeout(Duration::from_secs(120), task).await.unwrap().unwrap();
+        tokio::time::timeout(Duration::from_secs(120), task)
+            .await
+            .unwrap()
+            .unwrap();
     }
     assert_eq!(acquisitions.load(Ordering::SeqCst), 16);
 }

@@ -292,7 +292,10 @@ async fn write_then_read_and_downgrade_state() {
         map(&[("mode", "write"), (&fw, "1"), (&fr, "1")])
     );
     assert!(exists(&raw, &tr1).await);
-    assert!(rw.read().is_locked().await.unwrap(), "HLEN > 2 in write mode");
+    assert!(
+        rw.read().is_locked().await.unwrap(),
+        "HLEN > 2 in write mode"
+    );
     r.unlock().await.unwrap();
     assert_eq!(
         hgetall(&raw, &name).await,
@@ -301,7 +304,11 @@ async fn write_then_read_and_downgrade_state() {
     assert!(!exists(&raw, &tr1).await);
     w.unlock().await.unwrap();
     assert!(!exists(&raw, &name).await);
-    assert_eq!(listener.next().await, "1", "first message: the write release");
+    assert_eq!(
+        listener.next().await,
+        "1",
+        "first message: the write release"
+    );
 
     // Downgrade: write, read, release the write → mode read, and (beyond
     // Redisson) 1 is published so waiting readers re-check.
@@ -316,7 +323,13 @@ async fn write_then_read_and_downgrade_state() {
     assert!(rw.read().is_locked().await.unwrap());
     assert!(!rw.write().is_locked().await.unwrap());
     // A read holder cannot upgrade, and nobody else may write.
-    assert!(rw.write().with_owner(me).try_lock().await.unwrap().is_none());
+    assert!(rw
+        .write()
+        .with_owner(me)
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
     assert!(rw.write().try_lock().await.unwrap().is_none());
     // Other readers may join.
     let other = rw.read().try_lock().await.unwrap().expect("readers share");
@@ -344,6 +357,14 @@ async fn force_unlock_only_the_matching_mode() {
 
     let w = rw_a.write().lock().await.unwrap();
     assert!(!rw_b.read().force_unlock().await.unwrap(), "mode is write");
+    assert!(
+        !rw_a.read().force_unlock().await.unwrap(),
+        "same client, mode is write"
+    );
+    assert!(
+        !w.is_lost(),
+        "a force unlock that unlocked nothing leaves our writer alone"
+    );
     assert!(exists(&raw, &name).await);
     assert!(rw_b.write().force_unlock().await.unwrap());
     assert!(!exists(&raw, &name).await);
@@ -448,10 +469,11 @@ async fn a_writer_excludes_readers_and_its_release_wakes_them_all() {
         assert!(read.try_lock().await.unwrap().is_none());
     }
     let holding = Arc::new(Barrier::new(7));
+    let release = Arc::new(Barrier::new(7));
     let mut readers = Vec::new();
     for i in 0..6 {
         let read = clients[i % 2].read_write_lock(&name).unwrap().read();
-        let holding = holding.clone();
+        let (holding, release) = (holding.clone(), release.clone());
         readers.push(tokio::spawn(async move {
             let guard = read
                 .try_lock_for(Duration::from_secs(20), None)
@@ -460,6 +482,7 @@ async fn a_writer_excludes_readers_and_its_release_wakes_them_all() {
                 .expect("reader gets the lock");
             let at = Instant::now();
             holding.wait().await;
+            release.wait().await;
             guard.unlock().await.unwrap();
             at
         }));
@@ -472,6 +495,7 @@ async fn a_writer_excludes_readers_and_its_release_wakes_them_all() {
         .await
         .expect("all six readers hold together");
     assert_eq!(hgetall(&raw, &name).await.len(), 7);
+    release.wait().await;
     for reader in readers {
         let at = reader.await.unwrap();
         assert!(
@@ -606,7 +630,11 @@ async fn downgrade_wakes_a_waiting_reader_long_before_the_ttl() {
     assert_eq!(listener.next().await, "1");
     assert_eq!(
         hgetall(&raw, &name).await,
-        map(&[("mode", "read"), (&field(&writer_client, me), "1"), (guard.field(), "1")])
+        map(&[
+            ("mode", "read"),
+            (&field(&writer_client, me), "1"),
+            (guard.field(), "1")
+        ])
     );
     guard.unlock().await.unwrap();
     r.unlock().await.unwrap();
@@ -636,7 +664,13 @@ async fn dead_readers_do_not_keep_the_lock_alive() {
         .await
         .unwrap();
     let live_key = timeout_key(&name, live.field(), 1);
-    let renewed = b.read_write_lock(&name).unwrap().read().lock().await.unwrap();
+    let renewed = b
+        .read_write_lock(&name)
+        .unwrap()
+        .read()
+        .lock()
+        .await
+        .unwrap();
     assert_ttl(pttl(&raw, &name).await, 29_000..=30_000, "hash");
 
     eventually("the dead reader's timeout key expired", || {
@@ -692,13 +726,7 @@ async fn watchdog_renews_read_hashes_and_own_timeout_keys_only() {
     let foreign_key = timeout_key(&plain, foreign, 1);
     let _: i64 = raw.hset(&plain, (foreign, "1")).await.unwrap();
     let _: () = raw
-        .set(
-            &foreign_key,
-            "1",
-            Some(Expiration::PX(1_000)),
-            None,
-            false,
-        )
+        .set(&foreign_key, "1", Some(Expiration::PX(1_000)), None, false)
         .await
         .unwrap();
 
@@ -918,7 +946,11 @@ async fn interop_with_a_simulated_java_reader() {
     let java_prefix = format!("{{{name}}}:{java}:rwlock_timeout");
     let eval = |script: &'static str, keys: Vec<String>, args: Vec<String>| {
         let raw = raw.clone();
-        async move { raw.eval::<Value, _, _, _>(script, keys, args).await.unwrap() }
+        async move {
+            raw.eval::<Value, _, _, _>(script, keys, args)
+                .await
+                .unwrap()
+        }
     };
 
     // The Java thread takes the read lock.
@@ -943,7 +975,10 @@ async fn interop_with_a_simulated_java_reader() {
     let busy = eval(
         JAVA_WRITE_LOCK,
         vec![name.clone()],
-        vec!["30000".into(), "3f1c2a9e-8d7b-4c1e-9a55-0e4b2f6d7c11:58:write".into()],
+        vec![
+            "30000".into(),
+            "3f1c2a9e-8d7b-4c1e-9a55-0e4b2f6d7c11:58:write".into(),
+        ],
     )
     .await;
     assert!(busy.as_i64().is_some_and(|t| t > 0), "{busy:?}");

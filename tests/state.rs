@@ -226,3 +226,23 @@ async fn force_unlock_deletes_publishes_and_fires_lost() {
         "{err:?}"
     );
 }
+
+#[tokio::test]
+async fn reenter_refuses_a_hold_that_vanished() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("reenter-gone");
+    let lock = client.lock(&name).unwrap();
+    let guard = lock.lock().await.unwrap();
+    // Gone behind our back, before the watchdog could notice.
+    let _: i64 = raw.del(&name).await.unwrap();
+    assert!(matches!(
+        guard.reenter().await,
+        Err(redisson_lock::Error::NotHeld { .. })
+    ));
+    assert!(
+        !lock.is_locked().await.unwrap(),
+        "the free lock was not taken afresh"
+    );
+}
