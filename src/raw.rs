@@ -202,22 +202,19 @@ impl RawLock {
         // Never wait longer than one watchdog period without re-checking: a
         // message can be lost (reconnect gap, PUBLISH/SPUBLISH mismatch).
         let cap = self.inner().config.lock_watchdog_timeout;
-        let subscription = match self.proto.waiting(field) {
+        let (subscription, mut backoff) = match self.proto.waiting(field) {
             Waiting::Channel(channel) => {
                 let subscribing = self.inner().hub.subscribe(&channel);
-                Some(match deadline {
+                let subscription = match deadline {
                     None => subscribing.await?,
                     Some(d) => match tokio::time::timeout_at(d, subscribing).await {
                         Ok(subscription) => subscription?,
                         Err(_) => return Ok(None),
                     },
-                })
+                };
+                (Some(subscription), None)
             }
-            Waiting::Backoff(_) => None,
-        };
-        let mut backoff = match self.proto.waiting(field) {
-            Waiting::Backoff(b) => Some(b),
-            Waiting::Channel(_) => None,
+            Waiting::Backoff(backoff) => (None, Some(backoff)),
         };
         loop {
             let notified = subscription.as_ref().map(|s| s.notified());

@@ -408,3 +408,46 @@ async fn waiters_recheck_after_the_subscriber_reconnects() {
     drop(holder); // its background unlock finds the lock gone: logged, harmless
     guard.unwrap().unlock().await.unwrap();
 }
+
+/// With `sharded_pubsub`, unlocks go out by SPUBLISH and waiters listen by
+/// SSUBSCRIBE (Java Redisson 3.22+ on Redis 7 clusters); Redis 7 accepts both
+/// on a single server too.
+#[tokio::test]
+async fn sharded_pubsub_wakes_waiters() {
+    let server = Server::start();
+    let holder_client = server.client_with(|c| c.sharded_pubsub(true)).await;
+    let waiter_client = server.client_with(|c| c.sharded_pubsub(true)).await;
+    let raw = server.raw().await;
+    let name = unique("sharded");
+    let holder = holder_client.lock(&name).unwrap().lock().await.unwrap();
+    let lock = waiter_client.lock(&name).unwrap();
+    let channel = lock.channel().to_string();
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move {
+            lock.try_lock_for(Duration::from_secs(20), None)
+                .await
+                .unwrap()
+        }
+    });
+    eventually("waiter subscribed by SSUBSCRIBE", || {
+        let (raw, channel) = (raw.clone(), channel.clone());
+        async move {
+            let reply: Vec<Value> = raw
+                .custom(
+                    fred::cmd!("PUBSUB"),
+                    vec!["SHARDNUMSUB".to_string(), channel],
+                )
+                .await
+                .unwrap();
+            reply.get(1).and_then(|v| v.as_i64()) == Some(1)
+        }
+    })
+    .await;
+    assert_eq!(numsub(&raw, &channel).await, 0, "no classic subscription");
+    let released = Instant::now();
+    holder.unlock().await.unwrap();
+    let guard = waiter.await.unwrap().expect("woken by SPUBLISH");
+    assert!(released.elapsed() < Duration::from_secs(2));
+    guard.unlock().await.unwrap();
+}
