@@ -63,15 +63,22 @@ impl Client {
             let _ = redis.quit().await;
             return Err(e);
         }
+        let (latches, latch_rx) = tokio::sync::mpsc::unbounded_channel();
         let redis = Redis {
             client: redis,
             timeout: config.timeout,
             retry_attempts: config.retry_attempts,
             retry_delay: config.retry_delay,
+            latches,
         };
         let holds = Arc::new(Holds::default());
         let (hub, mut tasks) =
             Hub::start(subscriber.clone(), config.sharded_pubsub, config.timeout);
+        tasks.push(tokio::spawn(delete_latches(
+            redis.client.clone(),
+            latch_rx,
+            config.redis.server.is_clustered(),
+        )));
         tasks.push(tokio::spawn(watchdog::run(
             holds.clone(),
             redis.clone(),
@@ -246,6 +253,8 @@ pub(crate) struct Redis {
     timeout: Duration,
     retry_attempts: u32,
     retry_delay: Duration,
+    /// Unlock latch keys to delete, for [`delete_latches`].
+    latches: tokio::sync::mpsc::UnboundedSender<String>,
 }
 
 impl Redis {
@@ -256,10 +265,8 @@ impl Redis {
         keys: Vec<Key>,
         args: Vec<Value>,
     ) -> Result<Value> {
-        let first_key = keys
-            .first()
-            .and_then(|k| k.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        // A cheap handle (reference counted), named in a WRONGTYPE error.
+        let first_key = keys.first().cloned();
         let reply = match self
             .client
             .evalsha::<Value, _, _, _>(script.sha(), keys.clone(), args.clone())
@@ -273,7 +280,10 @@ impl Redis {
             }
             other => other,
         };
-        reply.map_err(|e| Error::from_redis(e, &first_key, self.timeout))
+        reply.map_err(|e| {
+            let key = first_key.as_ref().and_then(Key::as_str).unwrap_or_default();
+            Error::from_redis(e, key, self.timeout)
+        })
     }
 
     /// Run an idempotent operation, trying again after transient errors.
@@ -311,11 +321,39 @@ impl Redis {
         .await
     }
 
-    /// Fire-and-forget delete of a key (the unlock latch).
+    /// Delete an unlock latch soon, without waiting for it.
     pub(crate) fn delete_later(&self, key: String) {
-        let client = self.client.clone();
-        tokio::spawn(async move {
-            let _: std::result::Result<i64, _> = client.del(key).await;
-        });
+        // The latch expires by itself if the client is gone.
+        let _ = self.latches.send(key);
+    }
+}
+
+/// Delete unlock latches (PROTOCOL.md §2.4: the client deletes its latch once
+/// it has the unlock's reply). One task, so an unlock costs a channel send,
+/// not a task; latches queued while a DEL is in flight go out together in
+/// the next one (per hash slot on a cluster, where a DEL spans one slot).
+async fn delete_latches(
+    client: fred::clients::Client,
+    mut latches: tokio::sync::mpsc::UnboundedReceiver<String>,
+    by_slot: bool,
+) {
+    const MAX_BATCH: usize = 512;
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while latches.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        if by_slot {
+            let mut by_slots: std::collections::HashMap<u16, Vec<String>> = Default::default();
+            for key in batch.drain(..) {
+                by_slots
+                    .entry(fred::util::redis_keyslot(key.as_bytes()))
+                    .or_default()
+                    .push(key);
+            }
+            for keys in by_slots.into_values() {
+                let _: std::result::Result<i64, _> = client.del(keys).await;
+            }
+        } else {
+            let keys = std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH));
+            let _: std::result::Result<i64, _> = client.del(keys).await;
+        }
     }
 }
