@@ -1,4 +1,4 @@
--- Fair lock forceUnlock (PROTOCOL.md §4.7).
+-- Fair lock forceUnlock (PROTOCOL.md §4.7). Runs after fair_purge.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  Q, redisson_lock_queue:{N}
 -- KEYS[3]  Z, redisson_lock_timeout:{N}
@@ -8,14 +8,7 @@
 -- ARGV[3]  publish command, "PUBLISH" or "SPUBLISH"
 -- Returns  1 if N existed and was deleted (the queue head is sent `0`), else 0.
 local now = tonumber(ARGV[2])
-while true do
-    local head = redis.call('lindex', KEYS[2], 0)
-    if head == false then break end
-    local deadline = tonumber(redis.call('zscore', KEYS[3], head))
-    if deadline == nil or deadline > now then break end
-    redis.call('zrem', KEYS[3], head)
-    redis.call('lpop', KEYS[2])
-end
+purge_stale_head(KEYS[2], KEYS[3], now)
 if redis.call('del', KEYS[1]) == 1 then
     local head = redis.call('lindex', KEYS[2], 0)
     if head ~= false then

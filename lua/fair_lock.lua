@@ -1,30 +1,28 @@
--- Fair lock: acquire, re-enter, or join the FIFO queue (PROTOCOL.md §4.2-§4.4, §4.8).
+-- Fair lock: acquire or re-enter, or else join the FIFO queue or just report
+-- (PROTOCOL.md §4.2-§4.4, §4.8). Runs after fair_purge.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  Q, redisson_lock_queue:{N} (list of waiting owners, head first)
 -- KEYS[3]  Z, redisson_lock_timeout:{N} (zset: owner -> epoch-ms deadline)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field "<clientId>:<ownerId>"
--- ARGV[3]  thread-wait time in milliseconds (how long a queued waiter is presumed alive)
+-- ARGV[3]  thread-wait time in milliseconds (how long a queued waiter is presumed
+--          alive; also what an acquisition takes off the other waiters' deadlines)
 -- ARGV[4]  now, the caller's epoch milliseconds
--- ARGV[5]  optional: error text; when given, re-entry is refused with it (non-reentrant fair lock)
--- Returns  nil when acquired or re-entered; otherwise how long to wait at most, in ms.
---          A new waiter gets Redisson's reply. Deviation for an already-queued waiter, read
---          only by this crate: Redisson replies max(0, PTTL N); this script replies the
---          smaller of PTTL N and the time until the deadline of another waiter at the head,
---          since an unlock wakes only the head and a dead head would otherwise stall the
---          queue (Redisson's waiters spin or sleep out the lease). Redis state is changed
+-- ARGV[5]  "1" to join the queue when busy (lock, tryLock with a wait: §4.4);
+--          "0" to only try (tryLock(): §4.3, never enqueues, replies 1 when busy)
+-- ARGV[6]  optional: error text; when given, re-entry is refused with it
+--          (non-reentrant fair lock, §4.8)
+-- Returns  nil when acquired or re-entered. When busy and only trying: 1. When busy
+--          and queueing, how long to wait at most, in ms: a new waiter gets Redisson's
+--          reply. Deviation for an already-queued waiter, read only by this crate:
+--          Redisson replies max(0, PTTL N); this script replies the smaller of PTTL N
+--          and the time until the deadline of another waiter at the head, since an
+--          unlock wakes only the head and a dead head would otherwise stall the queue
+--          (Redisson's waiters spin or sleep out the lease). Redis state is changed
 --          exactly as Redisson does.
 local now = tonumber(ARGV[4])
 local wait = tonumber(ARGV[3])
--- purge waiters at the head whose deadline has passed
-while true do
-    local head = redis.call('lindex', KEYS[2], 0)
-    if head == false then break end
-    local deadline = tonumber(redis.call('zscore', KEYS[3], head))
-    if deadline == nil or deadline > now then break end
-    redis.call('zrem', KEYS[3], head)
-    redis.call('lpop', KEYS[2])
-end
+purge_stale_head(KEYS[2], KEYS[3], now)
 -- free, and nobody ahead of us: take it, and shift the remaining deadlines
 if redis.call('exists', KEYS[1]) == 0 and
     (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
@@ -39,12 +37,15 @@ if redis.call('exists', KEYS[1]) == 0 and
     return nil
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    if ARGV[5] then
-        return redis.error_reply(ARGV[5])
+    if ARGV[6] then
+        return redis.error_reply(ARGV[6])
     end
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
+end
+if ARGV[5] ~= '1' then
+    return 1
 end
 -- already queued: wait for the holder's lease, or for a stuck head's deadline
 if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then

@@ -1,4 +1,4 @@
--- Fair lock unlock with the idempotency latch (PROTOCOL.md §4.6).
+-- Fair lock unlock with the idempotency latch (PROTOCOL.md §4.6). Runs after fair_purge.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  Q, redisson_lock_queue:{N}
 -- KEYS[3]  Z, redisson_lock_timeout:{N}
@@ -19,14 +19,7 @@ if replay ~= false then
     return tonumber(replay)
 end
 local now = tonumber(ARGV[4])
-while true do
-    local head = redis.call('lindex', KEYS[2], 0)
-    if head == false then break end
-    local deadline = tonumber(redis.call('zscore', KEYS[3], head))
-    if deadline == nil or deadline > now then break end
-    redis.call('zrem', KEYS[3], head)
-    redis.call('lpop', KEYS[2])
-end
+purge_stale_head(KEYS[2], KEYS[3], now)
 if redis.call('exists', KEYS[1]) == 0 then
     local head = redis.call('lindex', KEYS[2], 0)
     if head ~= false then

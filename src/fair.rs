@@ -89,12 +89,6 @@ impl FairProtocol {
     fn keys(&self) -> [&str; 3] {
         [&self.keys.lock.name, &self.keys.queue, &self.keys.timeouts]
     }
-
-    fn non_reentrant_arg(&self, args: &mut Vec<Value>) {
-        if !self.keys.reentrant {
-            args.push(Value::from(NON_REENTRANT));
-        }
-    }
 }
 
 /// The caller's wall clock in epoch milliseconds, as Redisson's `now`.
@@ -110,22 +104,22 @@ impl Protocol for FairProtocol {
     }
 
     fn acquire(&self, inner: &Inner, field: &str, lease_ms: i64, mode: AttemptMode) -> ScriptCall {
-        let mut args = vec![Value::Integer(lease_ms), Value::from(field)];
-        let call = match mode {
-            AttemptMode::Once => {
-                // try-once shifts deadlines by the default wait, as Redisson's tryLock() does
-                args.push(Value::Integer(now_ms()));
-                args.push(Value::Integer(millis(inner.config.fair_lock_wait_timeout)));
-                &script::FAIR_TRY_LOCK
-            }
-            AttemptMode::Waiting { wait } => {
-                args.push(Value::Integer(millis(wait)));
-                args.push(Value::Integer(now_ms()));
-                &script::FAIR_LOCK
-            }
+        // Trying once shifts deadlines by the default wait, as Redisson's tryLock() does.
+        let (wait, queue) = match mode {
+            AttemptMode::Once => (inner.config.fair_lock_wait_timeout, "0"),
+            AttemptMode::Waiting { wait } => (wait, "1"),
         };
-        self.non_reentrant_arg(&mut args);
-        ScriptCall::new(call, &self.keys(), args)
+        let mut args = vec![
+            Value::Integer(lease_ms),
+            Value::from(field),
+            Value::Integer(millis(wait)),
+            Value::Integer(now_ms()),
+            Value::from(queue),
+        ];
+        if !self.keys.reentrant {
+            args.push(Value::from(NON_REENTRANT));
+        }
+        ScriptCall::new(&script::FAIR_LOCK, &self.keys(), args)
     }
 
     fn waiting(&self, field: &str) -> Waiting {

@@ -9,16 +9,18 @@ pub(crate) struct Script {
     sha: LazyLock<String>,
 }
 
+/// `script!(NAME, "a.lua", "b.lua", ...)`: the files concatenated, in order
+/// (a shared fragment first, then the script that uses it).
 macro_rules! script {
-    ($name:ident, $file:literal) => {
+    ($name:ident, $($file:literal),+) => {
         pub(crate) static $name: Script = Script {
-            body: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file)),
+            body: concat!($(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file))),+),
             sha: LazyLock::new(|| {
-                fred::util::sha1_hash(include_str!(concat!(
+                fred::util::sha1_hash(concat!($(include_str!(concat!(
                     env!("CARGO_MANIFEST_DIR"),
                     "/lua/",
                     $file
-                )))
+                ))),+))
             }),
         };
     };
@@ -32,11 +34,10 @@ script!(IS_LOCKED, "is_locked.lua");
 script!(SPIN_UNLOCK, "spin_unlock.lua");
 script!(DELETE, "delete.lua");
 script!(FENCED_LOCK, "fenced_lock.lua");
-script!(FAIR_LOCK, "fair_lock.lua");
-script!(FAIR_TRY_LOCK, "fair_try_lock.lua");
+script!(FAIR_LOCK, "fair_purge.lua", "fair_lock.lua");
 script!(FAIR_LEAVE, "fair_leave.lua");
-script!(FAIR_UNLOCK, "fair_unlock.lua");
-script!(FAIR_FORCE_UNLOCK, "fair_force_unlock.lua");
+script!(FAIR_UNLOCK, "fair_purge.lua", "fair_unlock.lua");
+script!(FAIR_FORCE_UNLOCK, "fair_purge.lua", "fair_force_unlock.lua");
 script!(RW_READ_LOCK, "rw_read_lock.lua");
 script!(RW_READ_UNLOCK, "rw_read_unlock.lua");
 script!(RW_WRITE_LOCK, "rw_write_lock.lua");

@@ -3,7 +3,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{unique, Server};
+use common::{unique, wait_numsub, Server};
 use redisson_lock::blocking::BlockingClient;
 use redisson_lock::{Config, Error};
 
@@ -62,11 +62,7 @@ fn reentrant_per_thread_and_exclusive_across_threads() {
         .unwrap();
     probe.block_on(async {
         let raw = server.raw().await;
-        common::eventually("waiter subscribed", || {
-            let (raw, channel) = (raw.clone(), channel.clone());
-            async move { common::numsub(&raw, &channel).await == 1 }
-        })
-        .await;
+        wait_numsub(&raw, &channel, 1).await;
     });
     guard.unlock().unwrap();
     assert!(matches!(waiter.join().unwrap(), Some(Ok(()))));

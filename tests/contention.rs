@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, numsub, unique, Server};
+use common::{eventually, numsub, unique, wait_numsub, Server};
 use fred::prelude::*;
 use rand::Rng;
 use redisson_lock::{Client, RLock};
@@ -46,11 +46,7 @@ async fn eight_owners_lose_no_increment() {
     let total: i64 = raw.get(&counter).await.unwrap();
     assert_eq!(total, 200);
     let channel = client.lock(&name).unwrap().channel().to_string();
-    eventually("no subscription left", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 0 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 0).await;
 }
 
 /// Counts holders inside a critical section; leaving happens on drop, so a
@@ -136,11 +132,7 @@ async fn waiter_is_woken_by_publish_long_before_the_ttl() {
         (guard.is_some(), Instant::now(), guard)
     });
     // The waiter is waiting once its subscription shows up on the server.
-    eventually("waiter subscribed", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 1 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 1).await;
     let released_at = Instant::now();
     holder.unlock().await.unwrap();
     let (acquired, at, guard) = waiter.await.unwrap();
@@ -152,11 +144,7 @@ async fn waiter_is_woken_by_publish_long_before_the_ttl() {
         at - released_at
     );
     guard.unwrap().unlock().await.unwrap();
-    eventually("subscription released", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 0 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 0).await;
 }
 
 #[tokio::test]
@@ -183,11 +171,7 @@ async fn waiter_gives_up_at_its_deadline_and_leaves_the_channel() {
         .unwrap()
         .is_none());
     let channel = lock.channel().to_string();
-    eventually("no subscription left", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 0 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 0).await;
     holder.unlock().await.unwrap();
 }
 
@@ -210,11 +194,7 @@ async fn local_waiters_share_one_subscription() {
         }));
     }
     let channel = lock.channel().to_string();
-    eventually("one subscription for ten waiters", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 1 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 1).await;
     // Each unlock publishes once and wakes one waiter, which unlocks in turn.
     holder.unlock().await.unwrap();
     for waiter in waiters {
@@ -224,11 +204,7 @@ async fn local_waiters_share_one_subscription() {
             .unwrap();
     }
     assert_eq!(done.load(Ordering::SeqCst), 10);
-    eventually("subscription released", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 0 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 0).await;
 }
 
 /// Drop lock and unlock futures at random points, while others contend.
@@ -281,11 +257,7 @@ async fn random_cancellation_leaks_nothing() {
         async move { raw.exists::<i64, _>(&name).await.unwrap() == 0 }
     })
     .await;
-    eventually("no subscription left", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 0 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 0).await;
     // The lock still works, and no increment was lost among completed rounds.
     let lock = clients[0].lock(&name).unwrap();
     let guard = tokio::time::timeout(Duration::from_secs(5), lock.lock())
@@ -323,11 +295,7 @@ async fn dropped_waiter_does_not_swallow_the_wakeup() {
         }
     });
     let channel = lock.channel().to_string();
-    eventually("both waiting on one subscription", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 1 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 1).await;
     dropped.abort();
     let _ = dropped.await;
     let started = Instant::now();
@@ -382,11 +350,7 @@ async fn waiters_recheck_after_the_subscriber_reconnects() {
         }
     });
     let channel = lock.channel().to_string();
-    eventually("waiter subscribed", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 1 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 1).await;
     // The lock vanishes without any message (as on expiry), then the
     // subscriber connection drops.
     let _: i64 = raw.del(&name).await.unwrap();

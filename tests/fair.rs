@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{eventually, numsub, unique, Server};
+use common::{eventually, unique, wait_numsub, Server};
 use fred::prelude::*;
 use parking_lot::Mutex;
 use redisson_lock::{Error, FairLock, Owner};
@@ -73,11 +73,7 @@ async fn keys_and_queue_state_follow_the_spec() {
         "deadline {deadline} vs {expected}"
     );
     let channel = lock.waiter_channel(&waiter_field);
-    eventually("waiter listens on its own channel", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 1 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 1).await;
 
     let released = Instant::now();
     holder.unlock().await.unwrap();

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eventually, numsub, unique, Server};
+use common::{eventually, numsub, unique, wait_numsub, Server};
 use fred::prelude::*;
 use parking_lot::Mutex;
 use redisson_lock::{BackOff, Client, Config, MultiLock, Ttl};
@@ -185,11 +185,7 @@ async fn multi_lock_is_all_or_nothing() {
     });
     let raw = server.raw().await;
     let channel = client.lock(&names[1]).unwrap().channel().to_string();
-    eventually("the multi-lock waits on the blocked member", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 1 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 1).await;
     blocker.unlock().await.unwrap();
     let guard = waiting.await.unwrap().expect("all three acquired");
     assert_eq!(guard.guards().len(), 3);

@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use common::{eventually, numsub, unique, Server};
+use common::{unique, wait_numsub, Server};
 use fred::prelude::*;
 
 /// Redisson 3.8.x acquire: HSET on a free lock, HINCRBY on re-entry.
@@ -122,11 +122,7 @@ async fn java_holder_excludes_and_wakes_a_rust_waiter() {
         }
     });
     let channel = lock.channel().to_string();
-    eventually("rust waiter subscribed", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 1 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 1).await;
     assert_eq!(
         java.unlock_new(&name).await.as_i64(),
         Some(0),

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, numsub, unique, Server};
+use common::{eventually, numsub, unique, wait_numsub, Server};
 use fred::prelude::*;
 use rand::Rng;
 use redisson_lock::blocking::BlockingClient;
@@ -836,11 +836,7 @@ async fn random_cancellation_leaks_nothing() {
         async move { !exists(&raw, &name).await }
     })
     .await;
-    eventually("no subscription left", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move { numsub(&raw, &channel).await == 0 }
-    })
-    .await;
+    wait_numsub(&raw, &channel, 0).await;
     let pattern = format!("{{{name}}}:*");
     eventually("no timeout key left", || {
         let (raw, pattern) = (raw.clone(), pattern.clone());

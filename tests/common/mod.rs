@@ -192,3 +192,12 @@ where
     }
     panic!("timed out waiting for: {what}");
 }
+
+/// Wait (bounded) until `channel` has exactly `n` subscribers: how a test
+/// knows a waiter is waiting (it subscribes first) or has left.
+pub async fn wait_numsub(raw: &fred::clients::Client, channel: &str, n: i64) {
+    eventually(&format!("{n} subscriber(s) on {channel}"), || async move {
+        numsub(raw, channel).await == n
+    })
+    .await;
+}
