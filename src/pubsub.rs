@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fred::interfaces::{EventInterface, PubsubInterface};
+use fred::interfaces::{ClientLike, EventInterface, PubsubInterface};
 use parking_lot::Mutex;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, watch, Notify};
@@ -178,14 +178,20 @@ async fn run_ops(
     sharded: bool,
 ) {
     let mut reconnects = subscriber.reconnect_rx();
+    // fred resolves (S)SUBSCRIBE once it is written, not when the server has
+    // processed it. A PING on the same connection is answered only after
+    // everything sent before it, so its reply proves the subscription is
+    // active; only then may a waiter re-check the lock, or an unlock
+    // published between its re-check and its subscription would be lost.
     let subscribe = |channels: Vec<String>| {
         let subscriber = subscriber.clone();
         async move {
             if sharded {
-                subscriber.ssubscribe(channels).await
+                subscriber.ssubscribe(channels).await?;
             } else {
-                subscriber.subscribe(channels).await
+                subscriber.subscribe(channels).await?;
             }
+            subscriber.ping::<fred::types::Value>(None).await.map(drop)
         }
     };
     loop {
