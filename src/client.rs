@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::lock::RLock;
 use crate::owner::Owner;
 use crate::pubsub::Hub;
-use crate::script::Script;
+use crate::raw::ScriptCall;
 use crate::watchdog::{self, Holds};
 
 /// A connection to Redis shared by every lock taken through it: one fred
@@ -259,23 +259,21 @@ pub(crate) struct Redis {
 
 impl Redis {
     /// Run `script` once. `keys[0]` names the key in a WRONGTYPE error.
-    pub(crate) async fn eval(
-        &self,
-        script: &Script,
-        keys: Vec<Key>,
-        args: Vec<Value>,
-    ) -> Result<Value> {
+    pub(crate) async fn eval(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
+        let call = build();
         // A cheap handle (reference counted), named in a WRONGTYPE error.
-        let first_key = keys.first().cloned();
+        let first_key = call.keys.first().cloned();
         let reply = match self
             .client
-            .evalsha::<Value, _, _, _>(script.sha(), keys.clone(), args.clone())
+            .evalsha::<Value, _, _, _>(call.script.sha(), call.keys, call.args)
             .await
         {
             Err(e) if e.details().starts_with("NOSCRIPT") => {
-                // EVAL runs the script and caches it for the next EVALSHA.
+                // EVAL runs the script and caches it for the next EVALSHA;
+                // the arguments are built again rather than kept for this.
+                let call = build();
                 self.client
-                    .eval::<Value, _, _, _>(script.body, keys, args)
+                    .eval::<Value, _, _, _>(call.script.body, call.keys, call.args)
                     .await
             }
             other => other,

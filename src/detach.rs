@@ -12,42 +12,49 @@ use std::task::{Context, Poll};
 use futures::future::BoxFuture;
 use tokio::runtime::Handle;
 
-type Orphan<T> = Box<dyn FnOnce(T) -> BoxFuture<'static, ()> + Send>;
-
 /// A future that, if dropped before it completes, is completed in the
-/// background and its output handed to `on_orphan`.
-pub(crate) struct FinishOnDrop<F>
+/// background and its output handed to `on_orphan`. Costs one allocation
+/// (the pinned call) until then.
+pub(crate) struct FinishOnDrop<F, C>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
+    C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
 {
     fut: Option<Pin<Box<F>>>,
-    on_orphan: Option<Orphan<F::Output>>,
+    on_orphan: Option<C>,
     runtime: Handle,
 }
 
-impl<F> FinishOnDrop<F>
+impl<F, C> FinishOnDrop<F, C>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
+    C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
 {
-    pub(crate) fn new(
-        runtime: Handle,
-        fut: F,
-        on_orphan: impl FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
-    ) -> Self {
+    pub(crate) fn new(runtime: Handle, fut: F, on_orphan: C) -> Self {
         FinishOnDrop {
             fut: Some(Box::pin(fut)),
-            on_orphan: Some(Box::new(on_orphan)),
+            on_orphan: Some(on_orphan),
             runtime,
         }
     }
 }
 
-impl<F> Future for FinishOnDrop<F>
+// Nothing is pinned in place: the call lives in its own box.
+impl<F, C> Unpin for FinishOnDrop<F, C>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
+    C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
+{
+}
+
+impl<F, C> Future for FinishOnDrop<F, C>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
 {
     type Output = F::Output;
 
@@ -62,10 +69,11 @@ where
     }
 }
 
-impl<F> Drop for FinishOnDrop<F>
+impl<F, C> Drop for FinishOnDrop<F, C>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
+    C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
 {
     fn drop(&mut self) {
         if let (Some(fut), Some(on_orphan)) = (self.fut.take(), self.on_orphan.take()) {

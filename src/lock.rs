@@ -142,10 +142,7 @@ impl<K: Kind> Lock<K> {
         let inner = self.inner();
         let reply = inner
             .redis
-            .retrying(|| {
-                let call = self.raw.proto.is_locked();
-                inner.redis.eval(call.script, call.keys, call.args)
-            })
+            .retrying(|| inner.redis.eval(|| self.raw.proto.is_locked()))
             .await?;
         Ok(matches!(reply, Value::Integer(1)))
     }

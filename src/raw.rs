@@ -25,6 +25,7 @@ use crate::script::Script;
 use crate::watchdog::{Lease, Renewal};
 
 /// One script invocation.
+#[derive(Clone)]
 pub(crate) struct ScriptCall {
     pub script: &'static Script,
     pub keys: Vec<Key>,
@@ -280,12 +281,12 @@ impl RawLock {
     ) -> Result<(Attempt, Instant)> {
         let inner = self.inner().clone();
         let lease_ms = crate::lock::millis(lease.duration(inner.config.lock_watchdog_timeout));
-        let call = self.proto.acquire(&inner, field, lease_ms, mode);
         let sent_at = Instant::now();
         let fut = {
-            let (inner, proto) = (inner.clone(), self.proto.clone());
+            let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.to_owned());
             async move {
-                let reply = inner.redis.eval(call.script, call.keys, call.args).await?;
+                let build = || proto.acquire(&inner, &field, lease_ms, mode);
+                let reply = inner.redis.eval(build).await?;
                 proto.parse_acquire(reply)
             }
         };
@@ -406,10 +407,7 @@ impl RawLock {
         let inner = self.inner();
         let reply = inner
             .redis
-            .retrying(|| {
-                let call = self.proto.force_unlock(inner);
-                inner.redis.eval(call.script, call.keys, call.args)
-            })
+            .retrying(|| inner.redis.eval(|| self.proto.force_unlock(inner)))
             .await?;
         let unlocked = matches!(reply, Value::Integer(1));
         if unlocked {
@@ -445,11 +443,7 @@ impl GiveUp {
         if let Some((inner, call)) = self.pending.take() {
             let outcome = inner
                 .redis
-                .retrying(|| {
-                    inner
-                        .redis
-                        .eval(call.script, call.keys.clone(), call.args.clone())
-                })
+                .retrying(|| inner.redis.eval(|| call.clone()))
                 .await;
             if let Err(e) = outcome {
                 tracing::warn!(error = %e, "leaving the wait queue failed");
@@ -498,8 +492,9 @@ pub(crate) async fn release(
     let reply = inner
         .redis
         .retrying(|| {
-            let call = proto.release(inner, field, lease_ms, &latch);
-            inner.redis.eval(call.script, call.keys, call.args)
+            inner
+                .redis
+                .eval(|| proto.release(inner, field, lease_ms, &latch))
         })
         .await?;
     inner.redis.delete_later(latch);

@@ -115,10 +115,14 @@ struct Hold {
 /// `(name, field)`: the lock and the owner field that holds it.
 type HoldKey = (String, String);
 
+/// Holds by lock name, then by owner field (usually one per name). Lookups
+/// borrow the caller's strings: no allocation on the lock/unlock path.
+type HoldMap = HashMap<String, Vec<(String, Hold)>>;
+
 /// The registry of one client.
 #[derive(Default)]
 pub(crate) struct Holds {
-    map: Mutex<HashMap<HoldKey, Hold>>,
+    map: Mutex<HoldMap>,
     finished_run: watch::Sender<u64>,
 }
 
@@ -129,6 +133,13 @@ pub(crate) struct Released {
     pub lease: Option<Duration>,
     /// A renewal run that must finish before the unlock is sent.
     pub wait_for_run: Option<u64>,
+}
+
+fn hold_mut<'a>(map: &'a mut HoldMap, name: &str, field: &str) -> Option<&'a mut Hold> {
+    map.get_mut(name)?
+        .iter_mut()
+        .find(|(f, _)| f == field)
+        .map(|(_, hold)| hold)
 }
 
 impl Holds {
@@ -142,16 +153,28 @@ impl Holds {
         sent_at: Instant,
     ) -> watch::Receiver<Status> {
         let mut map = self.map.lock();
-        let hold = map
-            .entry((name.to_owned(), field.to_owned()))
-            .or_insert_with(|| Hold {
-                count: 0,
-                lease,
-                renewal,
-                status: watch::Sender::new(Status::default()),
-                in_run: None,
-                renewed_at: sent_at,
-            });
+        if !map.contains_key(name) {
+            map.insert(name.to_owned(), Vec::new());
+        }
+        let Some(holds) = map.get_mut(name) else {
+            return watch::channel(Status::default()).1; // just inserted
+        };
+        let index = match holds.iter().position(|(f, _)| f == field) {
+            Some(index) => index,
+            None => {
+                let hold = Hold {
+                    count: 0,
+                    lease,
+                    renewal,
+                    status: watch::Sender::new(Status::default()),
+                    in_run: None,
+                    renewed_at: sent_at,
+                };
+                holds.push((field.to_owned(), hold));
+                holds.len() - 1
+            }
+        };
+        let hold = &mut holds[index].1;
         hold.count += 1;
         hold.lease = lease;
         hold.renewed_at = sent_at;
@@ -169,8 +192,7 @@ impl Holds {
     /// Take one hold of `(name, field)` away, stopping its renewal at zero.
     pub(crate) fn released(&self, name: &str, field: &str) -> Released {
         let mut map = self.map.lock();
-        let key = (name.to_owned(), field.to_owned());
-        let Some(hold) = map.get_mut(&key) else {
+        let Some(hold) = hold_mut(&mut map, name, field) else {
             return Released {
                 lease: None,
                 wait_for_run: None,
@@ -184,29 +206,30 @@ impl Holds {
             },
             wait_for_run: hold.in_run,
         };
-        if hold.count == 0 {
-            map.remove(&key);
-        } else if let Lease::Fixed(d) = hold.lease {
-            // The unlock script resets the TTL to the lease.
-            hold.status
-                .send_modify(|s| s.expires = Some(Instant::now() + d));
+        if hold.count > 0 {
+            if let Lease::Fixed(d) = hold.lease {
+                // The unlock script resets the TTL to the lease.
+                hold.status
+                    .send_modify(|s| s.expires = Some(Instant::now() + d));
+            }
+        } else if let Some(holds) = map.get_mut(name) {
+            holds.retain(|(f, _)| f != field);
+            if holds.is_empty() {
+                map.remove(name);
+            }
         }
         released
     }
 
     /// How many holds of `(name, field)` this client has recorded.
     pub(crate) fn count(&self, name: &str, field: &str) -> u32 {
-        self.map
-            .lock()
-            .get(&(name.to_owned(), field.to_owned()))
-            .map_or(0, |h| h.count)
+        hold_mut(&mut self.map.lock(), name, field).map_or(0, |h| h.count)
     }
 
     /// Mark every hold of `name` lost (after a forced unlock).
     pub(crate) fn lose_all(&self, name: &str) {
-        let mut map = self.map.lock();
-        for ((n, _), hold) in map.iter_mut() {
-            if n == name {
+        if let Some(holds) = self.map.lock().get_mut(name) {
+            for (_, hold) in holds.iter_mut() {
                 mark_lost(hold);
             }
         }
@@ -225,18 +248,20 @@ impl Holds {
     fn begin_run(&self, run: u64, by_slot: bool) -> HashMap<(Renewal, u16), Vec<HoldKey>> {
         let mut map = self.map.lock();
         let mut groups: HashMap<(Renewal, u16), Vec<HoldKey>> = HashMap::new();
-        for (key, hold) in map.iter_mut() {
-            if hold.lease == Lease::Watchdog && !hold.status.borrow().lost {
-                hold.in_run = Some(run);
-                let slot = if by_slot {
-                    fred::util::redis_keyslot(key.0.as_bytes())
-                } else {
-                    0
-                };
-                groups
-                    .entry((hold.renewal.clone(), slot))
-                    .or_default()
-                    .push(key.clone());
+        for (name, holds) in map.iter_mut() {
+            let slot = if by_slot {
+                fred::util::redis_keyslot(name.as_bytes())
+            } else {
+                0
+            };
+            for (field, hold) in holds.iter_mut() {
+                if hold.lease == Lease::Watchdog && !hold.status.borrow().lost {
+                    hold.in_run = Some(run);
+                    groups
+                        .entry((hold.renewal.clone(), slot))
+                        .or_default()
+                        .push((name.clone(), field.clone()));
+                }
             }
         }
         groups
@@ -253,7 +278,7 @@ impl Holds {
     ) {
         let mut map = self.map.lock();
         for (i, key) in batch.iter().enumerate() {
-            let Some(hold) = map.get_mut(key) else {
+            let Some(hold) = hold_mut(&mut map, &key.0, &key.1) else {
                 continue;
             };
             if hold.in_run != Some(run) {
@@ -278,7 +303,7 @@ impl Holds {
 
     fn finish_run(&self, run: u64) {
         let mut map = self.map.lock();
-        for hold in map.values_mut() {
+        for (_, hold) in map.values_mut().flatten() {
             if hold.in_run == Some(run) {
                 hold.in_run = None;
             }
@@ -340,10 +365,9 @@ pub(crate) async fn run(
         run += 1;
         for ((renewal, _slot), in_run) in holds.begin_run(run, by_slot) {
             for batch in in_run.chunks(batch_size) {
-                let call = renewal.call(batch, lease_ms.clone());
                 let sent_at = Instant::now();
                 let outcome = redis
-                    .eval(call.script, call.keys, call.args)
+                    .eval(|| renewal.call(batch, lease_ms.clone()))
                     .await
                     .and_then(|reply| parse_renewed(reply, batch.len()));
                 holds.apply(run, batch, outcome, sent_at, lease);

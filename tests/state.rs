@@ -246,3 +246,27 @@ async fn reenter_refuses_a_hold_that_vanished() {
         "the free lock was not taken afresh"
     );
 }
+
+/// After a restart or failover the server has forgotten our scripts: EVALSHA
+/// answers NOSCRIPT, and the call falls back to EVAL transparently.
+#[tokio::test]
+async fn scripts_reload_after_script_flush() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let lock = client.lock(&unique("noscript")).unwrap();
+    let guard = lock.lock().await.unwrap();
+    let _: () = raw
+        .custom(fred::cmd!("SCRIPT"), vec!["FLUSH"])
+        .await
+        .unwrap();
+    let inner = guard.reenter().await.unwrap();
+    assert_eq!(guard.hold_count().await.unwrap(), 2);
+    let _: () = raw
+        .custom(fred::cmd!("SCRIPT"), vec!["FLUSH"])
+        .await
+        .unwrap();
+    inner.unlock().await.unwrap();
+    guard.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
