@@ -439,8 +439,10 @@ impl GiveUp {
         self.pending = None;
     }
 
+    /// Run the step. It stays pending until it has run, so if this future
+    /// is dropped part-way, `Drop` sends it again (the step is idempotent).
     async fn run(&mut self) {
-        if let Some((inner, call)) = self.pending.take() {
+        if let Some((inner, call)) = &self.pending {
             let outcome = inner
                 .redis
                 .retrying(|| inner.redis.eval(|| call.clone()))
@@ -449,6 +451,7 @@ impl GiveUp {
                 tracing::warn!(error = %e, "leaving the wait queue failed");
             }
         }
+        self.pending = None;
     }
 }
 

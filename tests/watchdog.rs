@@ -175,3 +175,36 @@ async fn renewal_is_batched() {
         guard.unlock().await.unwrap();
     }
 }
+
+/// Renewal keeps going through transient errors while the lease lasts: the
+/// server stops answering for longer than a renewal period (so at least one
+/// renewal times out), yet the hold is neither lost nor reported lost.
+#[tokio::test]
+async fn renewal_survives_a_server_stall_shorter_than_the_lease() {
+    let server = Server::private();
+    // lease 1.2 s, renewed every 400 ms; commands time out after 200 ms
+    let client = server
+        .client_with(|c| {
+            c.lock_watchdog_timeout(Duration::from_millis(1_200))
+                .timeout(Duration::from_millis(200))
+                .retry_attempts(0)
+        })
+        .await;
+    let raw = server.raw().await;
+    let lock = client.lock(&unique("stall")).unwrap();
+    let guard = lock.lock().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await; // one renewal done
+                                                          // 600 ms without answers: a renewal starts within the first 400 ms and
+                                                          // times out; the key (TTL 1.2 s from the last renewal) outlives the pause.
+    let _: () = raw
+        .custom(fred::cmd!("CLIENT"), vec!["PAUSE", "600", "ALL"])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1_800)).await;
+    assert!(
+        !guard.is_lost(),
+        "a stall shorter than the lease is not a loss"
+    );
+    assert!(guard.is_held().await.unwrap());
+    guard.unlock().await.unwrap();
+}
