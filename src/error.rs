@@ -58,7 +58,9 @@ pub enum Error {
     #[error("unexpected reply from Redis: {0}")]
     Protocol(String),
     /// A blocking call was made from inside an async runtime, where it would
-    /// stall a worker thread. Use the async API there.
+    /// stall a worker thread. Use the async API there. Tokio's
+    /// `spawn_blocking` threads count as inside the runtime too; there, drive
+    /// the async API with `Handle::block_on`.
     #[error("blocking lock call made from inside an async runtime; use the async API instead")]
     BlockingInAsync,
 }
