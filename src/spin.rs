@@ -9,7 +9,7 @@ use fred::types::Value;
 
 use crate::client::{Client, Inner};
 use crate::error::Result;
-use crate::lock::{millis, Kind, Lock};
+use crate::lock::{millis, Kind, Lock, ReentrantProtocol};
 use crate::names::LockKeys;
 use crate::raw::{AttemptMode, Protocol, RawLock, ScriptCall, Waiting};
 use crate::script;
@@ -20,7 +20,7 @@ pub type SpinLock = Lock<Spin>;
 /// The [`SpinLock`] kind.
 #[derive(Clone)]
 pub struct Spin {
-    _keys: Arc<LockKeys>,
+    _private: (),
 }
 
 impl crate::lock::sealed::Sealed for Spin {}
@@ -100,40 +100,33 @@ fn random_below(bound: u64) -> u64 {
 
 impl SpinLock {
     pub(crate) fn new(client: Client, name: &str, backoff: BackOff) -> Result<SpinLock> {
-        let keys = Arc::new(LockKeys::new(name)?);
         let proto = SpinProtocol {
-            keys: keys.clone(),
+            rlock: ReentrantProtocol {
+                keys: Arc::new(LockKeys::new(name)?),
+            },
             backoff,
         };
         Ok(Lock::from_parts(
             RawLock::new(client, Arc::new(proto)),
-            Spin { _keys: keys },
+            Spin { _private: () },
         ))
     }
 }
 
+/// RLock's acquire script and keys; its own unlock (no publish), forced
+/// unlock (plain DEL) and waiting (back-off).
 struct SpinProtocol {
-    keys: Arc<LockKeys>,
+    rlock: ReentrantProtocol,
     backoff: BackOff,
 }
 
 impl Protocol for SpinProtocol {
     fn name(&self) -> &str {
-        &self.keys.name
+        self.rlock.name()
     }
 
-    fn acquire(
-        &self,
-        _inner: &Inner,
-        field: &str,
-        lease_ms: i64,
-        _mode: AttemptMode,
-    ) -> ScriptCall {
-        ScriptCall::new(
-            &script::LOCK,
-            &[&self.keys.name],
-            vec![Value::Integer(lease_ms), Value::from(field)],
-        )
+    fn acquire(&self, inner: &Inner, field: &str, lease_ms: i64, mode: AttemptMode) -> ScriptCall {
+        self.rlock.acquire(inner, field, lease_ms, mode)
     }
 
     fn waiting(&self, _field: &str) -> Waiting {
@@ -143,7 +136,7 @@ impl Protocol for SpinProtocol {
     fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
             &script::SPIN_UNLOCK,
-            &[&self.keys.name, latch],
+            &[self.name(), latch],
             vec![
                 Value::Integer(lease_ms),
                 Value::from(field),
@@ -153,11 +146,11 @@ impl Protocol for SpinProtocol {
     }
 
     fn latch_prefix(&self) -> &str {
-        &self.keys.latch_prefix
+        self.rlock.latch_prefix()
     }
 
     fn force_unlock(&self, _inner: &Inner) -> ScriptCall {
-        ScriptCall::new(&script::DELETE, &[&self.keys.name], Vec::new())
+        ScriptCall::new(&script::DELETE, &[self.name()], Vec::new())
     }
 }
 
