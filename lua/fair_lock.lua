@@ -13,13 +13,17 @@
 -- ARGV[6]  optional: error text; when given, re-entry is refused with it
 --          (non-reentrant fair lock, §4.8)
 -- Returns  nil when acquired or re-entered. When busy and only trying: 1. When busy
---          and queueing, how long to wait at most, in ms: a new waiter gets Redisson's
---          reply. Deviation for an already-queued waiter, read only by this crate:
---          Redisson replies max(0, PTTL N); this script replies the smaller of PTTL N
---          and the time until the deadline of another waiter at the head, since an
---          unlock wakes only the head and a dead head would otherwise stall the queue
---          (Redisson's waiters spin or sleep out the lease). Redis state is changed
---          exactly as Redisson does.
+--          and queueing, read only by this crate (Redisson's replies differ, §4.4 step 4
+--          and 5; Redis state is changed exactly as Redisson does): the queue is joined
+--          first if need be, then
+--          * {ms}: the lock is free but another waiter is at the head: its turn, which
+--            it takes at once, or, if it is dead, its deadline passes in ms;
+--          * ms: how long to sleep at most: the holder's PTTL (-1: no TTL), or the time
+--            until the head's deadline when another waiter is at the head and that is
+--            sooner, since an unlock wakes only the head and a dead head would otherwise
+--            stall the queue (Redisson's waiters spin or sleep out the lease).
+--          A queued waiter never sleeps past the holder's lease: its expiry is not
+--          announced, and the next head must re-check then.
 local now = tonumber(ARGV[4])
 local wait = tonumber(ARGV[3])
 purge_stale_head(KEYS[2], KEYS[3], now)
@@ -47,31 +51,29 @@ end
 if ARGV[5] ~= '1' then
     return 1
 end
--- already queued: wait for the holder's lease, or for a stuck head's deadline
-if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
-    local ttl = redis.call('pttl', KEYS[1])
-    local head = redis.call('lindex', KEYS[2], 0)
-    if head ~= false and head ~= ARGV[2] then
-        -- the next wake-up goes to the head; if it is dead, only its deadline helps
-        local deadline = tonumber(redis.call('zscore', KEYS[3], head))
-        if deadline ~= nil then
-            local until_head = math.max(1, deadline - now)
-            if ttl <= 0 or until_head < ttl then return until_head end
-        end
+-- join the queue behind the last waiter, with Redisson's deadline
+if redis.call('zscore', KEYS[3], ARGV[2]) == false then
+    local last = redis.call('lindex', KEYS[2], -1)
+    local ttl
+    if last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last) ~= false then
+        ttl = tonumber(redis.call('zscore', KEYS[3], last)) - now
+    else
+        ttl = redis.call('pttl', KEYS[1])
     end
-    if ttl > 0 or ttl == -1 then return ttl end
-    return 0
+    if redis.call('zadd', KEYS[3], ttl + wait + now, ARGV[2]) == 1 then
+        redis.call('rpush', KEYS[2], ARGV[2])
+    end
 end
--- join the queue behind the last waiter
-local last = redis.call('lindex', KEYS[2], -1)
-local ttl
-if last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last) ~= false then
-    ttl = tonumber(redis.call('zscore', KEYS[3], last)) - now
-else
-    ttl = redis.call('pttl', KEYS[1])
+-- queued: how long to sleep
+local ttl = redis.call('pttl', KEYS[1])
+local head = redis.call('lindex', KEYS[2], 0)
+if head ~= false and head ~= ARGV[2] then
+    local deadline = tonumber(redis.call('zscore', KEYS[3], head))
+    if deadline ~= nil then
+        local until_head = math.max(1, deadline - now)
+        if ttl == -2 then return {until_head} end
+        if ttl == -1 or until_head < ttl then return until_head end
+    end
 end
-local deadline = ttl + wait + now
-if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
-    redis.call('rpush', KEYS[2], ARGV[2])
-end
+if ttl == -2 then return 0 end
 return ttl

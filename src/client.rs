@@ -9,6 +9,7 @@ use fred::types::config::{ConnectionConfig, PerformanceConfig, ReconnectPolicy};
 use fred::types::{Key, Value};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::config::Config;
@@ -58,9 +59,28 @@ impl Client {
         config.validate()?;
         let redis = fred_client(&config)?;
         let subscriber = redis.clone_new();
-        connect_fred(&redis, config.timeout).await?;
-        if let Err(e) = connect_fred(&subscriber, config.timeout).await {
-            let _ = redis.quit().await;
+        // Both connections at once, within one timeout.
+        let connected = tokio::time::timeout(
+            config.timeout,
+            futures::future::try_join(redis.init(), subscriber.init()),
+        )
+        .await;
+        let failure = match connected {
+            Ok(Ok(_tasks)) => None,
+            Ok(Err(e)) => Some(Error::Connection(e.to_string())),
+            Err(_) => Some(Error::Connection(format!(
+                "could not connect within {:?}",
+                config.timeout
+            ))),
+        };
+        if let Some(e) = failure {
+            // Stop the connection tasks without waiting for a server that
+            // may never answer.
+            for client in [redis, subscriber] {
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(Duration::from_secs(1), client.quit()).await;
+                });
+            }
             return Err(e);
         }
         let (latches, latch_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -71,19 +91,19 @@ impl Client {
             retry_delay: config.retry_delay,
             latches,
         };
-        let holds = Arc::new(Holds::default());
+        let holds = Arc::new(Holds::new(config.lock_watchdog_timeout));
         let (hub, mut tasks) =
             Hub::start(subscriber.clone(), config.sharded_pubsub, config.timeout);
         tasks.push(tokio::spawn(delete_latches(
-            redis.client.clone(),
+            redis.clone(),
             latch_rx,
             config.redis.server.is_clustered(),
         )));
         tasks.push(tokio::spawn(watchdog::run(
             holds.clone(),
             redis.clone(),
-            config.lock_watchdog_timeout,
             config.lock_watchdog_batch_size,
+            config.retry_delay,
             config.redis.server.is_clustered(),
         )));
         let id = Uuid::new_v4();
@@ -226,25 +246,6 @@ fn fred_client(config: &Config) -> Result<fred::clients::Client> {
         .map_err(|e| Error::Config(e.to_string()))
 }
 
-async fn connect_fred(client: &fred::clients::Client, timeout: Duration) -> Result<()> {
-    // connect() + wait_for_connect() rather than init(): init() would wait
-    // through reconnection attempts when the first connection fails.
-    let _task = client.connect();
-    match tokio::time::timeout(timeout, client.wait_for_connect()).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => {
-            let _ = client.quit().await;
-            Err(Error::Connection(e.to_string()))
-        }
-        Err(_) => {
-            let _ = client.quit().await;
-            Err(Error::Connection(format!(
-                "could not connect within {timeout:?}"
-            )))
-        }
-    }
-}
-
 /// The command layer: scripts by EVALSHA with NOSCRIPT fallback, error
 /// translation, and retries for idempotent commands.
 #[derive(Clone)]
@@ -303,6 +304,28 @@ impl Redis {
         }
     }
 
+    /// Run an idempotent operation nobody awaits (a cleanup in the
+    /// background), trying again after transient errors until it succeeds
+    /// or `until` has passed.
+    pub(crate) async fn persisting<T, F, Fut>(&self, until: Instant, mut op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let pause = self.retry_delay.max(Duration::from_millis(10));
+        let mut attempt = 0u64;
+        loop {
+            match op().await {
+                Err(e) if e.is_transient() && Instant::now() + pause < until => {
+                    attempt += 1;
+                    tracing::debug!(error = %e, attempt, "retrying Redis command");
+                    tokio::time::sleep(pause).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// A plain single-key command, with retries, translating errors.
     pub(crate) async fn key_command<T, F, Fut>(&self, key: &str, op: F) -> Result<T>
     where
@@ -333,7 +356,7 @@ impl Redis {
 /// No collection window: measured, its timer wake-ups cost uncontended
 /// throughput more than the saved DELs gain (BENCHMARKS.md).
 async fn delete_latches(
-    client: fred::clients::Client,
+    redis: Redis,
     mut latches: tokio::sync::mpsc::UnboundedReceiver<String>,
     by_slot: bool,
 ) {
@@ -349,11 +372,31 @@ async fn delete_latches(
                     .push(key);
             }
             for keys in by_slots.into_values() {
-                let _: std::result::Result<i64, _> = client.del(keys).await;
+                delete(&redis, keys).await;
             }
         } else {
             let keys = std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH));
-            let _: std::result::Result<i64, _> = client.del(keys).await;
+            delete(&redis, keys).await;
         }
+    }
+}
+
+/// Delete latch keys, retrying after transient errors; a latch that cannot
+/// be deleted expires by itself (its TTL covers one unlock's retries).
+async fn delete(redis: &Redis, keys: Vec<String>) {
+    let outcome = redis
+        .retrying(|| {
+            let keys = keys.clone();
+            async move {
+                redis
+                    .client
+                    .del::<i64, _>(keys)
+                    .await
+                    .map_err(|e| Error::from_redis(e, "", redis.timeout))
+            }
+        })
+        .await;
+    if let Err(e) = outcome {
+        tracing::debug!(error = %e, "deleting unlock latches failed; they expire by themselves");
     }
 }

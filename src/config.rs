@@ -4,6 +4,15 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+/// The longest lease, timeout or other duration this crate sends to Redis:
+/// 100 years (of 365.25 days). Longer leases and settings are refused with
+/// [`Error::InvalidArgument`] or [`Error::Config`] before anything is
+/// written; a longer *wait* simply means waiting without a time limit.
+///
+/// The bound keeps every TTL and fair-lock deadline the scripts compute
+/// (now + wait + lease) exact in Lua's doubles and inside Redis's expiry range.
+pub const MAX_DURATION: Duration = Duration::from_millis(3_155_760_000_000);
+
 /// How a [`Client`](crate::Client) connects and how its locks behave.
 ///
 /// Field names follow Redisson's configuration (in snake_case) so that a Rust
@@ -124,30 +133,56 @@ impl Config {
         self
     }
 
-    /// Check the settings that would make locks misbehave.
+    /// Check the settings that would make locks misbehave: every duration
+    /// within its bounds (at most [`MAX_DURATION`]), a batch of at least one.
     pub(crate) fn validate(&self) -> Result<()> {
-        if self.lock_watchdog_timeout < Duration::from_millis(3) {
-            return Err(Error::Config(
-                "lock_watchdog_timeout must be at least 3 ms".into(),
-            ));
-        }
+        let bounded = |name: &str, value: Duration, min: Duration| {
+            if value < min || value > MAX_DURATION {
+                Err(Error::Config(format!(
+                    "{name} must be from {min:?} to {MAX_DURATION:?} (100 years), got {value:?}"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        bounded(
+            "lock_watchdog_timeout",
+            self.lock_watchdog_timeout,
+            Duration::from_millis(3),
+        )?;
+        bounded("timeout", self.timeout, Duration::from_millis(1))?;
+        bounded("retry_delay", self.retry_delay, Duration::ZERO)?;
+        bounded(
+            "fair_lock_wait_timeout",
+            self.fair_lock_wait_timeout,
+            Duration::from_millis(1),
+        )?;
         if self.lock_watchdog_batch_size == 0 {
             return Err(Error::Config(
                 "lock_watchdog_batch_size must be at least 1".into(),
             ));
         }
-        if self.timeout.is_zero() {
-            return Err(Error::Config("timeout must be above zero".into()));
+        if self.retry_span() > MAX_DURATION {
+            return Err(Error::Config(
+                "(timeout + retry_delay) x retry_attempts must not exceed 100 years".into(),
+            ));
         }
         Ok(())
     }
 
-    /// TTL of the unlock idempotency latch: long enough to cover every retry
-    /// of one unlock call (PROTOCOL.md §2.4), at least 1 ms.
-    pub(crate) fn latch_ttl(&self) -> Duration {
+    /// How long retrying one command can take: `(timeout + retry_delay) ×
+    /// retry_attempts` (at least one try, at least 1 ms). Also how long a
+    /// wait without a time limit keeps going while Redis is unreachable.
+    pub(crate) fn retry_span(&self) -> Duration {
         let per_try = self.timeout.saturating_add(self.retry_delay);
         per_try
             .saturating_mul(self.retry_attempts.max(1))
             .max(Duration::from_millis(1))
+    }
+
+    /// TTL of the unlock idempotency latch: long enough to cover every retry
+    /// of one unlock call (PROTOCOL.md §2.4).
+    pub(crate) fn latch_ttl(&self) -> Duration {
+        self.retry_span()
     }
 }

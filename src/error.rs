@@ -48,9 +48,16 @@ pub enum Error {
     /// A command got no reply within the configured timeout.
     #[error("Redis did not answer within {0:?}")]
     Timeout(Duration),
-    /// The connection to Redis failed or was lost.
+    /// The connection to Redis failed or was lost (also: a command that
+    /// could not be sent because no connection was up).
     #[error("Redis connection error: {0}")]
     Connection(String),
+    /// Redis is reachable but cannot serve the command right now: it is
+    /// loading its data after a restart (`LOADING`), busy with a script
+    /// (`BUSY`), or its cluster is failing over (`TRYAGAIN`, `CLUSTERDOWN`,
+    /// `MASTERDOWN`, `READONLY`).
+    #[error("Redis is temporarily unavailable: {0}")]
+    Unavailable(String),
     /// Redis answered with an error not covered above.
     #[error("Redis error: {0}")]
     Redis(String),
@@ -66,10 +73,14 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the operation may succeed if simply tried again (lost
-    /// connection or timeout), as opposed to a definite answer.
+    /// Whether the operation may succeed if simply tried again (a timeout,
+    /// a lost connection, or a server that is temporarily unavailable), as
+    /// opposed to a definite answer.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Error::Timeout(_) | Error::Connection(_))
+        matches!(
+            self,
+            Error::Timeout(_) | Error::Connection(_) | Error::Unavailable(_)
+        )
     }
 
     /// Translate a fred error, naming `key` when Redis reports WRONGTYPE.
@@ -86,9 +97,20 @@ impl Error {
                 key: key.to_owned(),
             };
         }
+        if details.contains(INVALID_ARGUMENT) {
+            return Error::InvalidArgument(details.to_owned());
+        }
+        if UNAVAILABLE.iter().any(|code| details.starts_with(code)) {
+            return Error::Unavailable(details.to_owned());
+        }
         match err.kind() {
             ErrorKind::Timeout => Error::Timeout(timeout),
-            ErrorKind::IO | ErrorKind::Canceled | ErrorKind::Backpressure => {
+            // fred answers "Failed to route command" (kind Unknown or
+            // Routing) when no connection is up to write the command to.
+            ErrorKind::IO | ErrorKind::Canceled | ErrorKind::Backpressure | ErrorKind::Routing => {
+                Error::Connection(err.to_string())
+            }
+            ErrorKind::Unknown if details.contains("Failed to route") => {
                 Error::Connection(err.to_string())
             }
             ErrorKind::Config | ErrorKind::Url | ErrorKind::Auth => Error::Config(err.to_string()),
@@ -97,6 +119,19 @@ impl Error {
         }
     }
 }
+
+/// The error code our scripts reply when an argument is out of range.
+const INVALID_ARGUMENT: &str = "INVALID_ARGUMENT";
+
+/// Error replies of a server that is up but cannot serve for now.
+const UNAVAILABLE: [&str; 6] = [
+    "LOADING",
+    "BUSY",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "MASTERDOWN",
+    "READONLY",
+];
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -15,10 +15,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use fred::types::Value;
 
 use crate::client::{Client, Inner};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lock::{millis, Kind, Lock};
 use crate::names::{prefix_name, LockKeys};
-use crate::raw::{AttemptMode, Protocol, RawLock, ScriptCall, Waiting};
+use crate::raw::{Attempt, AttemptMode, Protocol, RawLock, ScriptCall, Waiting};
 use crate::script;
 
 /// Redisson's fair lock (`getFairLock(name)`), or its non-reentrant variant
@@ -120,6 +120,18 @@ impl Protocol for FairProtocol {
             args.push(Value::from(NON_REENTRANT));
         }
         ScriptCall::new(&script::FAIR_LOCK, &self.keys(), args)
+    }
+
+    fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
+        match reply {
+            Value::Null => Ok(Attempt::Acquired { token: None }),
+            Value::Integer(ttl) => Ok(Attempt::Busy(ttl)),
+            Value::Array(items) => match items.as_slice() {
+                [Value::Integer(ms)] => Ok(Attempt::NextInLine(*ms)),
+                _ => Err(Error::Protocol(format!("fair lock replied {items:?}"))),
+            },
+            other => Err(Error::Protocol(format!("fair lock replied {other:?}"))),
+        }
     }
 
     fn waiting(&self, field: &str) -> Waiting {

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use crate::detach::FinishOnDrop;
 use crate::error::Result;
 use crate::owner::Owner;
-use crate::raw::{release, RawLock};
+use crate::raw::{release, Patience, RawLock};
 use crate::watchdog::{self, Lease, Status};
 
 /// One hold of a lock, of any kind. Release it with [`unlock`](Self::unlock)
@@ -108,7 +108,7 @@ impl LockGuard {
         self.armed = false;
         let (raw, field) = (self.raw.clone(), self.field.clone());
         let call = async move {
-            release(raw.inner(), raw.proto.as_ref(), &field)
+            release(raw.inner(), raw.proto.as_ref(), &field, Patience::Attempts)
                 .await
                 .map(drop)
         };
@@ -154,7 +154,8 @@ impl Drop for LockGuard {
         }
         let (raw, field) = (self.raw.clone(), self.field.clone());
         self.raw.inner().runtime.spawn(async move {
-            if let Err(e) = release(raw.inner(), raw.proto.as_ref(), &field).await {
+            let patience = Patience::UntilExpiry;
+            if let Err(e) = release(raw.inner(), raw.proto.as_ref(), &field, patience).await {
                 tracing::warn!(lock = %raw.name(), error = %e, "background unlock of a dropped guard failed");
             }
         });

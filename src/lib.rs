@@ -92,7 +92,7 @@ mod spin;
 mod watchdog;
 
 pub use client::Client;
-pub use config::Config;
+pub use config::{Config, MAX_DURATION};
 pub use error::{Error, Result};
 pub use fair::{Fair, FairLock};
 pub use fenced::{Fenced, FencedLock};

@@ -117,8 +117,15 @@ impl<K: Kind> Lock<K> {
             .await
     }
 
-    /// Wait up to `wait` (zero: try once). With `lease`, the lock expires that
-    /// long after acquisition; without, the watchdog keeps it while held.
+    /// Wait up to `wait` (zero: try once; above
+    /// [`MAX_DURATION`](crate::MAX_DURATION): without a time limit). With
+    /// `lease` (1 ms to `MAX_DURATION`), the lock expires that long after
+    /// acquisition; without, the watchdog keeps it while held.
+    ///
+    /// Transient failures (a lost connection, a timed-out attempt) do not end
+    /// the wait while time remains: the attempt is undone if it may have
+    /// acquired, and retried. The wait ends with the transient error when
+    /// its time is up, or after `retry_attempts` failures in a row.
     pub async fn try_lock_for(
         &self,
         wait: Duration,
@@ -272,11 +279,12 @@ fn expect_guard(guard: Option<LockGuard>) -> Result<LockGuard> {
     guard.ok_or_else(|| Error::Protocol("an unbounded wait ended without the lock".into()))
 }
 
-/// A caller's lease must be at least one millisecond (PEXPIRE's unit).
-fn fixed_lease(lease: Duration) -> Result<Lease> {
-    if lease < Duration::from_millis(1) {
+/// A caller's lease: from one millisecond (PEXPIRE's unit) to
+/// [`MAX_DURATION`](crate::MAX_DURATION).
+pub(crate) fn fixed_lease(lease: Duration) -> Result<Lease> {
+    if lease < Duration::from_millis(1) || lease > crate::MAX_DURATION {
         return Err(Error::InvalidArgument(format!(
-            "lease must be at least 1 ms, got {lease:?}"
+            "lease must be from 1 ms to 100 years, got {lease:?}"
         )));
     }
     Ok(Lease::Fixed(lease))

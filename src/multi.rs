@@ -88,6 +88,20 @@ impl MultiLock {
                 "a multi-lock needs at least one lock".into(),
             ));
         }
+        // Each member is taken by an owner of its own, so one lock twice
+        // (or two kinds of one name, e.g. the read and write halves) on one
+        // client would wait for itself.
+        for (i, a) in members.iter().enumerate() {
+            if members[..i]
+                .iter()
+                .any(|b| a.client.id() == b.client.id() && a.name() == b.name())
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "lock {:?} is a member twice on the same client; it would wait for itself",
+                    a.name()
+                )));
+            }
+        }
         let n = members.len();
         Ok(MultiLock {
             failures_allowed: if majority { n - (n / 2 + 1) } else { 0 },
@@ -119,6 +133,7 @@ impl MultiLock {
     /// Wait as long as it takes; every member lives at least `lease` after
     /// the acquisition completes (see [`try_lock_for`](Self::try_lock_for)).
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<MultiGuard> {
+        crate::lock::fixed_lease(lease)?;
         // Redisson's rounds: a random wait below the lease, so contenders desynchronize.
         let base = self.base_wait();
         let (low, high) = if lease <= base {
@@ -151,14 +166,17 @@ impl MultiLock {
         wait: Duration,
         lease: Option<Duration>,
     ) -> Result<Option<MultiGuard>> {
-        if lease.is_some_and(|l| l < Duration::from_millis(1)) {
-            return Err(Error::InvalidArgument("lease must be at least 1 ms".into()));
-        }
         let member_lease = match lease {
-            Some(l) => Lease::Fixed(l.saturating_add(wait)),
+            Some(l) => {
+                crate::lock::fixed_lease(l)?;
+                Lease::Fixed(l.saturating_add(wait).min(crate::MAX_DURATION))
+            }
             None => Lease::Watchdog,
         };
-        let deadline = Instant::now() + wait;
+        // A wait too long to represent is no time limit.
+        let deadline = Instant::now()
+            .checked_add(wait.min(crate::MAX_DURATION))
+            .unwrap_or_else(|| Instant::now() + crate::MAX_DURATION);
         loop {
             match self.round(wait, deadline, member_lease).await {
                 Round::Acquired(guards) => return Ok(Some(self.guard(guards))),
@@ -186,7 +204,7 @@ impl MultiLock {
             let member_wait = if wait.is_zero() {
                 Duration::ZERO
             } else if self.majority {
-                (remain / n as u32)
+                (remain / u32::try_from(n).unwrap_or(u32::MAX))
                     .max(Duration::from_millis(1))
                     .min(remain)
             } else {

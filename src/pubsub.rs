@@ -7,7 +7,9 @@
 //! unsubscribed. Messages wake waiters through a [`Notify`]: `0` wakes one
 //! (a permit is stored if none waits), `1` wakes all. After the subscriber
 //! reconnects, every channel is subscribed again and every waiter woken to
-//! re-check, since messages published during the gap are lost.
+//! re-check, since messages published during the gap are lost; when the
+//! connection is lost, every waiter is woken at once too, so none sleeps on
+//! a dead connection until its holder's TTL.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -178,6 +180,7 @@ async fn run_ops(
     sharded: bool,
 ) {
     let mut reconnects = subscriber.reconnect_rx();
+    let mut errors = subscriber.error_rx();
     // fred resolves (S)SUBSCRIBE once it is written, not when the server has
     // processed it. A PING on the same connection is answered only after
     // everything sent before it, so its reply proves the subscription is
@@ -220,6 +223,20 @@ async fn run_ops(
                     }
                 }
             },
+            error = errors.recv() => {
+                if let Err(RecvError::Closed) = error {
+                    return;
+                }
+                // The connection is lost: messages are lost until it is
+                // back. Wake every waiter to re-check at once (and fail
+                // fast with a transient error while Redis is unreachable)
+                // rather than sleep until the holder's TTL; the reconnect
+                // below wakes them again.
+                tracing::debug!("pub/sub connection lost; waking every waiter");
+                for (_, entry) in shared.all() {
+                    entry.wake_all();
+                }
+            }
             event = reconnects.recv() => {
                 if let Err(RecvError::Closed) = event {
                     return;

@@ -49,7 +49,14 @@ pub(crate) enum Attempt {
     Acquired { token: Option<i64> },
     /// Held by someone else; wait at most this many ms (negative: unknown).
     Busy(i64),
+    /// Free, but another waiter is next in line (fair lock): it takes the
+    /// lock at once, or, if it is dead, its turn ends in this many ms. Its
+    /// taking the lock is not announced, so re-check soon, backing off.
+    NextInLine(i64),
 }
+
+/// First re-check after [`Attempt::NextInLine`]; doubled on each repeat.
+const NEXT_IN_LINE_FIRST: Duration = Duration::from_millis(5);
 
 /// Whether an attempt may join a wait queue (fair locks) or only try.
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +65,32 @@ pub(crate) enum AttemptMode {
     Once,
     /// Part of a wait; a fair lock enqueues with this thread-wait time.
     Waiting { wait: Duration },
+}
+
+/// Sleep `pause`, or until `deadline` if that comes first.
+async fn sleep_until_deadline(pause: Duration, deadline: Option<Instant>) {
+    let wake = Instant::now().checked_add(pause);
+    match (wake, deadline) {
+        (Some(w), Some(d)) => tokio::time::sleep_until(w.min(d)).await,
+        (Some(w), None) => tokio::time::sleep_until(w).await,
+        (None, Some(d)) => tokio::time::sleep_until(d).await,
+        (None, None) => std::future::pending().await,
+    }
+}
+
+/// The steps of one acquisition, taken in turn; the slot holds the error of
+/// an undo that could not be done (the acquisition cannot go on safely).
+type Steps = Arc<tokio::sync::Mutex<Option<Error>>>;
+/// One acquisition's turn to talk to Redis.
+type Step = tokio::sync::OwnedMutexGuard<Option<Error>>;
+
+/// Why an attempt failed.
+enum Failure {
+    /// Transient, and undone if it may have acquired: the wait may go on.
+    Retryable(Error),
+    /// Anything else, or transient with an outcome that cannot be undone
+    /// (the owner already held the lock): the wait ends with it.
+    Final(Error),
 }
 
 /// How a waiter learns that trying again may succeed.
@@ -153,14 +186,24 @@ impl RawLock {
 
     /// The acquire loop (PROTOCOL.md §2.8): try; subscribe; then try again
     /// and wait for a message, the holder's TTL or the deadline, whichever
-    /// comes first. `wait == None` waits forever.
+    /// comes first. `wait == None` (or a wait above
+    /// [`MAX_DURATION`](crate::MAX_DURATION)) waits without a time limit.
+    ///
+    /// Transient failures do not end a bounded wait while time remains: an
+    /// attempt whose outcome is unknown is undone (released once, which is
+    /// harmless if it never ran) before the next attempt, and the wait ends
+    /// with the last transient error if its deadline passes while failing.
+    /// A wait without a time limit ends with it once everything has failed
+    /// for longer than the retry budget (`(timeout + retry_delay) ×
+    /// retry_attempts`, 16 s by default).
     pub(crate) async fn acquire(
         &self,
         wait: Option<Duration>,
         lease: Lease,
     ) -> Result<Option<LockGuard>> {
         let start = Instant::now();
-        let deadline = wait.map(|w| start + w);
+        let wait = wait.filter(|w| *w <= crate::MAX_DURATION);
+        let deadline = wait.and_then(|w| start.checked_add(w));
         let owner = self.owner.unwrap_or_else(Owner::generate);
         let field = self.proto.field(self.inner(), owner);
         // Redisson's fair-lock thread-wait time: the caller's wait, else the default.
@@ -171,156 +214,225 @@ impl RawLock {
                 wait: self.inner().config.fair_lock_wait_timeout,
             },
         };
+        // Every Redis step of this acquisition (attempts, undoing an attempt
+        // with an unknown outcome, leaving the queue) runs in this order,
+        // also when the rest finishes in the background.
+        let order: Steps = Arc::new(tokio::sync::Mutex::new(None));
         // A waiter that goes away without the lock (error, deadline, or its
         // future dropped) runs the protocol's give-up step: a fair-lock
         // waiter may have joined the queue with its very first attempt.
-        let mut leaving = GiveUp::new(self, &field, mode);
-        let outcome = async {
-            if let Some(guard) = self.try_acquire(owner, &field, lease, mode).await? {
-                return Ok(Some(guard));
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(None);
-            }
-            self.wait_loop(owner, &field, lease, mode, deadline).await
-        }
-        .await;
+        let mut leaving = GiveUp::new(self, &field, mode, &order);
+        let outcome = self
+            .acquire_loop(owner, &field, lease, mode, deadline, &order)
+            .await;
         match &outcome {
             Ok(Some(_)) => leaving.disarm(),
-            Ok(None) | Err(_) => leaving.run().await,
+            Ok(None) => leaving.run().await,
+            // In the background: the server may be unreachable for a while.
+            Err(_) => drop(leaving),
         }
         outcome
     }
 
-    async fn wait_loop(
+    async fn acquire_loop(
         &self,
         owner: Owner,
         field: &str,
         lease: Lease,
         mode: AttemptMode,
         deadline: Option<Instant>,
+        order: &Steps,
     ) -> Result<Option<LockGuard>> {
+        let config = &self.inner().config;
         // Never wait longer than one watchdog period without re-checking: a
         // message can be lost (reconnect gap, PUBLISH/SPUBLISH mismatch).
-        let cap = self.inner().config.lock_watchdog_timeout;
-        let (subscription, mut backoff) = match self.proto.waiting(field) {
-            Waiting::Channel(channel) => {
-                let subscribing = self.inner().hub.subscribe(&channel);
-                let subscription = match deadline {
-                    None => subscribing.await?,
+        let cap = config.lock_watchdog_timeout;
+        let retry_delay = config.retry_delay.max(Duration::from_millis(1));
+        let expired = || deadline.is_some_and(|d| Instant::now() >= d);
+        // What ends the wait if its time runs out: nothing (`Ok(None)`) or
+        // the transient error of the last attempt.
+        let mut last_error: Option<Error> = None;
+        let out_of_time = |last_error: Option<Error>| match last_error {
+            Some(e) => Err(e),
+            None => Ok(None),
+        };
+        // Since when every step has failed, for a wait without a time limit,
+        // which gives up once that lasts longer than the retry budget.
+        let mut failing_since: Option<Instant> = None;
+        let budget = config.retry_span();
+        let gives_up = |failing_since: &mut Option<Instant>| {
+            deadline.is_none() && failing_since.get_or_insert_with(Instant::now).elapsed() > budget
+        };
+        // How to wait, once the first attempt found the lock busy.
+        let mut waiting: Option<Waiting> = None;
+        let mut subscription = None;
+        let mut next_in_line = NEXT_IN_LINE_FIRST;
+        loop {
+            // Subscribe (once, after the first busy attempt) before trying
+            // again, so that no unlock published before the subscription
+            // was active is missed.
+            if let (Some(Waiting::Channel(channel)), None) = (&waiting, &subscription) {
+                let subscribing = self.inner().hub.subscribe(channel);
+                let subscribed = match deadline {
+                    None => subscribing.await,
                     Some(d) => match tokio::time::timeout_at(d, subscribing).await {
-                        Ok(subscription) => subscription?,
-                        Err(_) => return Ok(None),
+                        Ok(subscribed) => subscribed,
+                        Err(_) => return out_of_time(last_error),
                     },
                 };
-                (Some(subscription), None)
+                match subscribed {
+                    Ok(s) => subscription = Some(s),
+                    Err(e) if e.is_transient() => {
+                        if gives_up(&mut failing_since) {
+                            return Err(e);
+                        }
+                        last_error = Some(e);
+                        if expired() {
+                            return out_of_time(last_error);
+                        }
+                        sleep_until_deadline(retry_delay, deadline).await;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
-            Waiting::Backoff(backoff) => (None, Some(backoff)),
-        };
-        loop {
-            let notified = subscription.as_ref().map(|s| s.notified());
+            let notified = subscription
+                .as_ref()
+                .map(crate::pubsub::Subscription::notified);
             tokio::pin!(notified);
             if let Some(n) = notified.as_mut().as_pin_mut() {
                 n.enable();
             }
-            let ttl = match self.attempt(field, lease, mode).await? {
-                (Attempt::Acquired { token }, sent_at) => {
+            // The previous attempt's undo, if any, must land first; if it
+            // could not, whether this owner holds is unknown: stop here.
+            let mut step = match deadline {
+                None => order.clone().lock_owned().await,
+                Some(d) => match tokio::time::timeout_at(d, order.clone().lock_owned()).await {
+                    Ok(step) => step,
+                    Err(_) => return out_of_time(last_error),
+                },
+            };
+            if let Some(e) = step.take() {
+                return Err(e);
+            }
+            let pause = match self.attempt(field, lease, mode, step).await {
+                Ok((Attempt::Acquired { token }, sent_at)) => {
                     return Ok(Some(self.guard(owner, field, lease, sent_at, token)))
                 }
-                (Attempt::Busy(ttl), _) => ttl,
-            };
-            let now = Instant::now();
-            let mut pause = match backoff.as_mut() {
-                Some(b) => b.next_delay(),
-                None => u64::try_from(ttl)
-                    .map_or(cap, Duration::from_millis)
-                    .min(cap),
-            };
-            if let Some(d) = deadline {
-                if now >= d {
-                    return Ok(None);
+                Ok((Attempt::Busy(ttl), _)) => {
+                    failing_since = None;
+                    last_error = None;
+                    next_in_line = NEXT_IN_LINE_FIRST;
+                    match waiting.get_or_insert_with(|| self.proto.waiting(field)) {
+                        Waiting::Backoff(b) => b.next_delay(),
+                        Waiting::Channel(_) => {
+                            u64::try_from(ttl).map_or(cap, Duration::from_millis)
+                        }
+                    }
                 }
-                pause = pause.min(d - now);
+                Ok((Attempt::NextInLine(ms), _)) => {
+                    failing_since = None;
+                    last_error = None;
+                    waiting.get_or_insert_with(|| self.proto.waiting(field));
+                    let pause = u64::try_from(ms)
+                        .map_or(cap, Duration::from_millis)
+                        .min(next_in_line);
+                    next_in_line = next_in_line.saturating_mul(2);
+                    pause
+                }
+                Err(Failure::Retryable(e)) => {
+                    if gives_up(&mut failing_since) {
+                        return Err(e);
+                    }
+                    tracing::debug!(lock = %self.name(), error = %e, "acquire attempt failed, retrying");
+                    last_error = Some(e);
+                    retry_delay
+                }
+                Err(Failure::Final(e)) => return Err(e),
+            };
+            if matches!(mode, AttemptMode::Once) || expired() {
+                return out_of_time(last_error);
             }
+            if subscription.is_none() && matches!(waiting, Some(Waiting::Channel(_))) {
+                continue; // subscribe first, then try again at once
+            }
+            let pause = pause.min(cap);
             match notified.as_pin_mut() {
                 Some(n) => {
                     tokio::select! {
                         _ = n => {}
-                        _ = tokio::time::sleep(pause) => {}
+                        _ = sleep_until_deadline(pause, deadline) => {}
                     }
                 }
-                None => tokio::time::sleep(pause).await,
+                None => sleep_until_deadline(pause, deadline).await,
             }
         }
     }
 
-    /// One attempt; on success, the guard.
-    async fn try_acquire(
-        &self,
-        owner: Owner,
-        field: &str,
-        lease: Lease,
-        mode: AttemptMode,
-    ) -> Result<Option<LockGuard>> {
-        Ok(match self.attempt(field, lease, mode).await? {
-            (Attempt::Acquired { token }, sent_at) => {
-                Some(self.guard(owner, field, lease, sent_at, token))
-            }
-            (Attempt::Busy(_), _) => None,
-        })
-    }
-
-    /// One run of the acquire script, with the time it was sent. If the
-    /// caller goes away before the reply, the call is finished in the
-    /// background and a hold it took is released.
+    /// One run of the acquire script, with the time it was sent, holding
+    /// `step` (this acquisition's turn to talk to Redis) until it and
+    /// whatever it leaves to undo are done. If the caller goes away before
+    /// the reply, the call is finished in the background and a hold it took
+    /// is released. If its outcome is unknown (a timeout or lost connection)
+    /// and the owner held nothing before, the possible hold is released in
+    /// the background before the next step: once, which undoes exactly that
+    /// attempt and is harmless if it never ran.
     async fn attempt(
         &self,
         field: &str,
         lease: Lease,
         mode: AttemptMode,
-    ) -> Result<(Attempt, Instant)> {
+        step: Step,
+    ) -> Result<(Attempt, Instant), Failure> {
         let inner = self.inner().clone();
         let lease_ms = crate::lock::millis(lease.duration(inner.config.lock_watchdog_timeout));
+        let undoable = inner.holds.count(self.name(), field) == 0;
         let sent_at = Instant::now();
         let fut = {
             let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.to_owned());
             async move {
                 let build = || proto.acquire(&inner, &field, lease_ms, mode);
-                let reply = inner.redis.eval(build).await?;
-                proto.parse_acquire(reply)
+                let reply = inner.redis.eval(build).await;
+                (reply.and_then(|reply| proto.parse_acquire(reply)), step)
             }
         };
         let orphan = {
             let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.to_owned());
-            move |outcome: Result<Attempt>| {
+            move |(outcome, step): (Result<Attempt>, Step)| {
                 async move {
-                    if let Ok(Attempt::Acquired { .. }) = outcome {
-                        let _status = inner.holds.acquired(proto.name(), &field, lease, proto.renewal(), sent_at);
-                        if let Err(e) = release(&inner, proto.as_ref(), &field).await {
-                            tracing::warn!(lock = %proto.name(), error = %e, "releasing a lock acquired by a cancelled call failed");
+                    match outcome {
+                        Ok(Attempt::Acquired { .. }) => {
+                            let _status = inner.holds.acquired(proto.name(), &field, lease, proto.renewal(), sent_at);
                         }
+                        Err(e) if e.is_transient() && undoable => {}
+                        _ => return,
                     }
+                    if let Err(e) = release(&inner, proto.as_ref(), &field, Patience::UntilExpiry).await {
+                        tracing::warn!(lock = %proto.name(), error = %e, "releasing a lock acquired by a cancelled call failed");
+                    }
+                    drop(step);
                 }
                 .boxed()
             }
         };
-        match FinishOnDrop::new(inner.runtime.clone(), fut, orphan).await {
+        let (outcome, step) = FinishOnDrop::new(inner.runtime.clone(), fut, orphan).await;
+        match outcome {
             Ok(attempt) => Ok((attempt, sent_at)),
-            Err(e) => {
-                if e.is_transient() && inner.holds.count(self.name(), field) == 0 {
-                    // The script may have run with its reply lost. The owner
-                    // held nothing before, so releasing once undoes exactly
-                    // that acquisition, and is harmless if it never ran.
-                    let (proto, field) = (self.proto.clone(), field.to_owned());
-                    inner.runtime.spawn({
-                        let inner = inner.clone();
-                        async move {
-                            let _ = release(&inner, proto.as_ref(), &field).await;
-                        }
-                    });
-                }
-                Err(e)
+            Err(e) if e.is_transient() && undoable => {
+                let proto = self.proto.clone();
+                let field = field.to_owned();
+                let mut step = step;
+                inner.runtime.clone().spawn(async move {
+                    // Bounded: the next attempt waits for it. If it cannot
+                    // be undone, the acquisition ends with that error.
+                    match release(&inner, proto.as_ref(), &field, Patience::Attempts).await {
+                        Err(e) if e.is_transient() => *step = Some(e),
+                        _ => {}
+                    }
+                });
+                Err(Failure::Retryable(e))
             }
+            Err(e) => Err(Failure::Final(e)),
         }
     }
 
@@ -364,7 +476,8 @@ impl RawLock {
             return Err(not_held());
         }
         match self
-            .try_acquire(owner, &field, lease, AttemptMode::Once)
+            .with_owner(owner)
+            .acquire(Some(Duration::ZERO), lease)
             .await?
         {
             Some(guard) => Ok(guard),
@@ -418,18 +531,42 @@ impl RawLock {
 }
 
 /// Runs the protocol's give-up step if a waiter leaves without the lock,
-/// including when its future is dropped.
+/// including when its future is dropped: after every earlier step of the
+/// acquisition (an attempt still in flight, or its undo), and tried again
+/// after transient errors until it is known to have run or the queue entry
+/// cannot matter any more.
 struct GiveUp {
-    pending: Option<(Arc<Inner>, ScriptCall)>,
+    pending: Option<Pending>,
+}
+
+struct Pending {
+    inner: Arc<Inner>,
+    call: ScriptCall,
+    order: Steps,
+    /// How long to keep trying: the wait the waiter queued with, at least
+    /// `fair_lock_wait_timeout`, after which other clients treat the entry
+    /// as dead anyway once it reaches the head.
+    patience: Duration,
 }
 
 impl GiveUp {
-    fn new(lock: &RawLock, field: &str, mode: AttemptMode) -> GiveUp {
+    fn new(
+        lock: &RawLock,
+        field: &str,
+        mode: AttemptMode,
+        order: &Steps,
+    ) -> GiveUp {
         let pending = match mode {
-            AttemptMode::Waiting { wait } => lock
-                .proto
-                .gave_up(lock.inner(), field, wait)
-                .map(|call| (lock.inner().clone(), call)),
+            AttemptMode::Waiting { wait } => {
+                lock.proto
+                    .gave_up(lock.inner(), field, wait)
+                    .map(|call| Pending {
+                        inner: lock.inner().clone(),
+                        call,
+                        order: order.clone(),
+                        patience: wait.max(lock.inner().config.fair_lock_wait_timeout),
+                    })
+            }
             AttemptMode::Once => None,
         };
         GiveUp { pending }
@@ -442,10 +579,13 @@ impl GiveUp {
     /// Run the step. It stays pending until it has run, so if this future
     /// is dropped part-way, `Drop` sends it again (the step is idempotent).
     async fn run(&mut self) {
-        if let Some((inner, call)) = &self.pending {
-            let outcome = inner
+        if let Some(p) = &self.pending {
+            let _step = p.order.clone().lock_owned().await;
+            let until = Instant::now() + p.patience;
+            let outcome = p
+                .inner
                 .redis
-                .retrying(|| inner.redis.eval(|| call.clone()))
+                .persisting(until, || p.inner.redis.eval(|| p.call.clone()))
                 .await;
             if let Err(e) = outcome {
                 tracing::warn!(error = %e, "leaving the wait queue failed");
@@ -458,7 +598,7 @@ impl GiveUp {
 impl Drop for GiveUp {
     fn drop(&mut self) {
         if let Some(pending) = self.pending.take() {
-            let runtime = pending.0.runtime.clone();
+            let runtime = pending.inner.runtime.clone();
             let mut rest = GiveUp {
                 pending: Some(pending),
             };
@@ -476,12 +616,23 @@ pub(crate) enum Unlocked {
     Released,
 }
 
+/// How long an unlock keeps trying after transient errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Patience {
+    /// `retry_attempts` times: someone awaits the answer.
+    Attempts,
+    /// Until the hold's lease has run out, when Redis releases it anyway:
+    /// nobody awaits it (a dropped guard, a cancelled acquisition).
+    UntilExpiry,
+}
+
 /// Take one hold of `field` away: the unlock script with a fresh latch id,
 /// retried with that same id after transient errors, then the latch deleted.
 pub(crate) async fn release(
     inner: &Arc<Inner>,
     proto: &dyn Protocol,
     field: &str,
+    patience: Patience,
 ) -> Result<Unlocked> {
     let registry = inner.holds.released(proto.name(), field);
     if let Some(run) = registry.wait_for_run {
@@ -490,16 +641,22 @@ pub(crate) async fn release(
         inner.holds.wait_for_run(run).await;
     }
     let latch = crate::names::latch_key(proto.latch_prefix());
-    let lease_ms =
-        crate::lock::millis(registry.lease.unwrap_or(inner.config.lock_watchdog_timeout));
-    let reply = inner
-        .redis
-        .retrying(|| {
+    let lease = registry.lease.unwrap_or(inner.config.lock_watchdog_timeout);
+    let lease_ms = crate::lock::millis(lease);
+    let unlock = || {
+        inner
+            .redis
+            .eval(|| proto.release(inner, field, lease_ms, &latch))
+    };
+    let reply = match patience {
+        Patience::Attempts => inner.redis.retrying(unlock).await,
+        Patience::UntilExpiry => {
             inner
                 .redis
-                .eval(|| proto.release(inner, field, lease_ms, &latch))
-        })
-        .await?;
+                .persisting(Instant::now() + lease, unlock)
+                .await
+        }
+    }?;
     inner.redis.delete_later(latch);
     match reply {
         Value::Null => Err(Error::NotHeld {

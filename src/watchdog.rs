@@ -94,11 +94,50 @@ impl Renewal {
 }
 
 /// What a guard can observe about its hold.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Status {
     pub lost: bool,
-    /// For fixed leases: when the lock expires unless re-entered.
+    /// For fixed leases: when the lock expires unless re-entered, measured
+    /// from when the command that set its TTL was sent.
     pub expires: Option<Instant>,
+    /// Until when the hold is certain: the send time of the last confirmed
+    /// acquisition or renewal, plus its lease, less a drift margin
+    /// ([`safe_until`]). Redis cannot have expired the lock before then;
+    /// after it, the hold counts as lost whatever the network does.
+    pub valid_until: Instant,
+}
+
+impl Status {
+    fn new(sent_at: Instant, lease: Lease, watchdog: Duration) -> Status {
+        Status {
+            lost: false,
+            expires: match lease {
+                Lease::Fixed(d) => Some(later(sent_at, d)),
+                Lease::Watchdog => None,
+            },
+            valid_until: safe_until(sent_at, lease.duration(watchdog)),
+        }
+    }
+
+    /// Lost, or past the time the hold was certain.
+    fn is_lost_at(&self, now: Instant) -> bool {
+        self.lost || now >= self.valid_until
+    }
+}
+
+/// The end of the time a TTL of `lease`, set by a command sent at
+/// `sent_at`, certainly covers: Redis set it no earlier than the send time,
+/// so it expires no earlier than `sent_at + lease`; less a margin for clock
+/// drift between this host and the server (Redlock's: 1 % of the lease + 2 ms).
+pub(crate) fn safe_until(sent_at: Instant, lease: Duration) -> Instant {
+    let drift = lease / 100 + Duration::from_millis(2);
+    later(sent_at, lease.saturating_sub(drift))
+}
+
+/// `at + d`, saturating far in the future.
+fn later(at: Instant, d: Duration) -> Instant {
+    at.checked_add(d)
+        .unwrap_or_else(|| at + Duration::from_secs(86_400 * 365 * 100))
 }
 
 struct Hold {
@@ -108,8 +147,6 @@ struct Hold {
     status: watch::Sender<Status>,
     /// The renewal run that has this hold in flight, if any.
     in_run: Option<u64>,
-    /// When the last successful acquisition or renewal was sent.
-    renewed_at: Instant,
 }
 
 /// `(name, field)`: the lock and the owner field that holds it.
@@ -120,10 +157,11 @@ type HoldKey = (String, String);
 type HoldMap = HashMap<String, Vec<(String, Hold)>>;
 
 /// The registry of one client.
-#[derive(Default)]
 pub(crate) struct Holds {
     map: Mutex<HoldMap>,
     finished_run: watch::Sender<u64>,
+    /// `lock_watchdog_timeout`: the lease of watchdog holds.
+    watchdog: Duration,
 }
 
 /// What an unlock needs to know from the registry.
@@ -143,6 +181,15 @@ fn hold_mut<'a>(map: &'a mut HoldMap, name: &str, field: &str) -> Option<&'a mut
 }
 
 impl Holds {
+    /// An empty registry for holds renewed to `watchdog`.
+    pub(crate) fn new(watchdog: Duration) -> Holds {
+        Holds {
+            map: Mutex::default(),
+            finished_run: watch::Sender::new(0),
+            watchdog,
+        }
+    }
+
     /// Record an acquisition made at `sent_at` (when its command was sent).
     pub(crate) fn acquired(
         &self,
@@ -156,8 +203,9 @@ impl Holds {
         if !map.contains_key(name) {
             map.insert(name.to_owned(), Vec::new());
         }
+        let status = Status::new(sent_at, lease, self.watchdog);
         let Some(holds) = map.get_mut(name) else {
-            return watch::channel(Status::default()).1; // just inserted
+            return watch::channel(status).1; // just inserted
         };
         let index = match holds.iter().position(|(f, _)| f == field) {
             Some(index) => index,
@@ -166,9 +214,8 @@ impl Holds {
                     count: 0,
                     lease,
                     renewal,
-                    status: watch::Sender::new(Status::default()),
+                    status: watch::Sender::new(status),
                     in_run: None,
-                    renewed_at: sent_at,
                 };
                 holds.push((field.to_owned(), hold));
                 holds.len() - 1
@@ -177,15 +224,7 @@ impl Holds {
         let hold = &mut holds[index].1;
         hold.count += 1;
         hold.lease = lease;
-        hold.renewed_at = sent_at;
-        let expires = match lease {
-            Lease::Fixed(d) => Some(sent_at + d),
-            Lease::Watchdog => None,
-        };
-        hold.status.send_replace(Status {
-            lost: false,
-            expires,
-        });
+        hold.status.send_replace(status);
         hold.status.subscribe()
     }
 
@@ -208,9 +247,15 @@ impl Holds {
         };
         if hold.count > 0 {
             if let Lease::Fixed(d) = hold.lease {
-                // The unlock script resets the TTL to the lease.
-                hold.status
-                    .send_modify(|s| s.expires = Some(Instant::now() + d));
+                // The unlock script resets the TTL to the lease; it is sent
+                // after now, so now + lease is a safe estimate.
+                let now = Instant::now();
+                hold.status.send_modify(|s| {
+                    s.expires = Some(later(now, d));
+                    if !s.lost {
+                        s.valid_until = safe_until(now, d);
+                    }
+                });
             }
         } else if let Some(holds) = map.get_mut(name) {
             holds.retain(|(f, _)| f != field);
@@ -246,6 +291,7 @@ impl Holds {
     /// and on a cluster also by hash slot, since one script may only touch
     /// keys of one slot (PROTOCOL.md §2.6).
     fn begin_run(&self, run: u64, by_slot: bool) -> HashMap<(Renewal, u16), Vec<HoldKey>> {
+        let now = Instant::now();
         let mut map = self.map.lock();
         let mut groups: HashMap<(Renewal, u16), Vec<HoldKey>> = HashMap::new();
         for (name, holds) in map.iter_mut() {
@@ -255,7 +301,13 @@ impl Holds {
                 0
             };
             for (field, hold) in holds.iter_mut() {
-                if hold.lease == Lease::Watchdog && !hold.status.borrow().lost {
+                if hold.lease != Lease::Watchdog || hold.status.borrow().lost {
+                    continue;
+                }
+                if hold.status.borrow().is_lost_at(now) {
+                    tracing::warn!(lock = %name, owner = %field, "lock lost: not renewed before its lease could have run out");
+                    mark_lost(hold);
+                } else {
                     hold.in_run = Some(run);
                     groups
                         .entry((hold.renewal.clone(), slot))
@@ -267,15 +319,29 @@ impl Holds {
         groups
     }
 
+    /// The earliest time any hold of `batch` stops being certain: a
+    /// renewal of the batch must not run past it.
+    fn batch_valid_until(&self, batch: &[HoldKey]) -> Option<Instant> {
+        let mut map = self.map.lock();
+        let mut earliest: Option<Instant> = None;
+        for (name, field) in batch {
+            if let Some(hold) = hold_mut(&mut map, name, field) {
+                let until = hold.status.borrow().valid_until;
+                earliest = Some(earliest.map_or(until, |e| e.min(until)));
+            }
+        }
+        earliest
+    }
+
     /// Apply the outcome of renewing `batch`, sent at `sent_at`.
     fn apply(
         &self,
         run: u64,
         batch: &[HoldKey],
-        outcome: Result<Vec<bool>, Error>,
+        outcome: &Result<Vec<bool>, Error>,
         sent_at: Instant,
-        lease: Duration,
     ) {
+        let now = Instant::now();
         let mut map = self.map.lock();
         for (i, key) in batch.iter().enumerate() {
             let Some(hold) = hold_mut(&mut map, &key.0, &key.1) else {
@@ -284,18 +350,29 @@ impl Holds {
             if hold.in_run != Some(run) {
                 continue;
             }
-            match &outcome {
-                Ok(renewed) if renewed.get(i) == Some(&true) => hold.renewed_at = sent_at,
+            let late = hold.status.borrow().is_lost_at(now);
+            match outcome {
+                // A confirmation that comes after the hold stopped being
+                // certain does not revive it: its guard may already have
+                // reported it lost.
+                Ok(renewed) if renewed.get(i) == Some(&true) && !late => {
+                    let valid_until = safe_until(sent_at, self.watchdog);
+                    hold.status.send_modify(|s| s.valid_until = valid_until);
+                }
+                Ok(renewed) if renewed.get(i) == Some(&true) => {
+                    tracing::warn!(lock = %key.0, owner = %key.1, "lock lost: renewal confirmed after its lease could have run out");
+                    mark_lost(hold);
+                }
                 Ok(_) => {
                     tracing::warn!(lock = %key.0, owner = %key.1, "lock lost: renewal found it gone");
                     mark_lost(hold);
                 }
-                Err(e) if sent_at.duration_since(hold.renewed_at) >= lease => {
-                    tracing::warn!(lock = %key.0, owner = %key.1, error = %e, "lock lost: could not renew before the lease ran out");
+                Err(e) if late => {
+                    tracing::warn!(lock = %key.0, owner = %key.1, error = %e, "lock lost: could not renew before its lease could have run out");
                     mark_lost(hold);
                 }
                 Err(e) => {
-                    tracing::debug!(lock = %key.0, error = %e, "renewal failed, retrying next period");
+                    tracing::debug!(lock = %key.0, error = %e, "renewal failed, retrying soon");
                 }
             }
         }
@@ -317,60 +394,72 @@ fn mark_lost(hold: &mut Hold) {
     hold.status.send_modify(|s| s.lost = true);
 }
 
-/// Resolve when the hold observed by `status` is lost; never, if it is
-/// released normally.
+/// Resolve when the hold observed by `status` is lost: found gone, forced
+/// open, or no longer certain (its `valid_until` passed without a confirmed
+/// renewal). Never, if it is released normally.
 pub(crate) async fn lost(mut status: watch::Receiver<Status>) {
     loop {
+        if status.has_changed().is_err() {
+            // Released: the registry dropped the hold.
+            return std::future::pending().await;
+        }
         let now = *status.borrow_and_update();
-        if now.lost {
+        if now.is_lost_at(Instant::now()) {
             return;
         }
-        match now.expires {
-            Some(at) if Instant::now() >= at => return,
-            Some(at) => {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(at) => {}
-                    changed = status.changed() => if changed.is_err() { return std::future::pending().await },
-                }
-            }
-            None => {
-                if status.changed().await.is_err() {
-                    return std::future::pending().await;
-                }
-            }
+        tokio::select! {
+            // A release (the registry drops the hold) wins over the timer.
+            biased;
+            changed = status.changed() => if changed.is_err() {
+                return std::future::pending().await;
+            },
+            _ = tokio::time::sleep_until(now.valid_until) => {}
         }
     }
 }
 
 /// Whether `status` says lost right now.
 pub(crate) fn is_lost(status: &watch::Receiver<Status>) -> bool {
-    let now = *status.borrow();
-    now.lost || now.expires.is_some_and(|at| Instant::now() >= at)
+    status.borrow().is_lost_at(Instant::now())
 }
 
 /// The watchdog task: renew every watchdog hold every `lease / 3`, in
-/// batches of `batch_size` (of one hash slot each when `by_slot`).
+/// batches of `batch_size` (of one hash slot each when `by_slot`). A batch
+/// whose renewal fails is tried again after `retry_delay` (at most a
+/// period), and no renewal call is allowed to run past the time its holds
+/// stop being certain: a hold is lost then, not one reply timeout later.
 pub(crate) async fn run(
     holds: Arc<Holds>,
     redis: Redis,
-    lease: Duration,
     batch_size: usize,
+    retry_delay: Duration,
     by_slot: bool,
 ) {
+    let lease = holds.watchdog;
     let period = lease / 3;
+    let retry = retry_delay.clamp(Duration::from_millis(1), period.max(Duration::from_millis(1)));
     let lease_ms = Value::Integer(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
     let mut run = 0u64;
+    let mut pause = period;
     loop {
-        tokio::time::sleep(period).await;
+        tokio::time::sleep(pause).await;
         run += 1;
+        pause = period;
         for ((renewal, _slot), in_run) in holds.begin_run(run, by_slot) {
             for batch in in_run.chunks(batch_size) {
+                let Some(valid_until) = holds.batch_valid_until(batch) else {
+                    continue;
+                };
                 let sent_at = Instant::now();
-                let outcome = redis
-                    .eval(|| renewal.call(batch, lease_ms.clone()))
-                    .await
-                    .and_then(|reply| parse_renewed(reply, batch.len()));
-                holds.apply(run, batch, outcome, sent_at, lease);
+                let call = redis.eval(|| renewal.call(batch, lease_ms.clone()));
+                let outcome = match tokio::time::timeout_at(valid_until, call).await {
+                    Ok(reply) => reply.and_then(|reply| parse_renewed(reply, batch.len())),
+                    Err(_) => Err(Error::Timeout(valid_until.duration_since(sent_at))),
+                };
+                if outcome.is_err() {
+                    pause = retry;
+                }
+                holds.apply(run, batch, &outcome, sent_at);
             }
         }
         holds.finish_run(run);
