@@ -17,7 +17,8 @@
 --          and 5; Redis state is changed exactly as Redisson does): the queue is joined
 --          first if need be, then
 --          * {ms}: the lock is free but another waiter is at the head: its turn, which
---            it takes at once, or, if it is dead, its deadline passes in ms;
+--            it takes at once, or, if it is dead, its deadline passes in ms (-1: it
+--            has none);
 --          * ms: how long to sleep at most: the holder's PTTL (-1: no TTL), or the time
 --            until the head's deadline when another waiter is at the head and that is
 --            sooner, since an unlock wakes only the head and a dead head would otherwise
@@ -68,12 +69,11 @@ end
 local ttl = redis.call('pttl', KEYS[1])
 local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false and head ~= ARGV[2] then
+    -- a head without a deadline (written by someone else) never expires: -1
     local deadline = tonumber(redis.call('zscore', KEYS[3], head))
-    if deadline ~= nil then
-        local until_head = math.max(1, deadline - now)
-        if ttl == -2 then return {until_head} end
-        if ttl == -1 or until_head < ttl then return until_head end
-    end
+    local until_head = -1
+    if deadline ~= nil then until_head = math.max(1, deadline - now) end
+    if ttl == -2 then return {until_head} end
+    if deadline ~= nil and (ttl == -1 or until_head < ttl) then return until_head end
 end
-if ttl == -2 then return 0 end
 return ttl
