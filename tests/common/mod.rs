@@ -1,6 +1,10 @@
 //! Test harness: a private `redis-server` per test (free loopback port, no
 //! persistence, killed on drop), or the server named by `REDIS_URL`.
+//! [`fault`] holds the fault-injection tools (proxy, Redis-side faults,
+//! child processes that hold locks).
 #![allow(dead_code)]
+
+pub mod fault;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -12,6 +16,10 @@ use redisson_lock::{Client, Config};
 
 pub struct Server {
     child: Option<Child>,
+    /// Whether this harness started the server (and so may stop and restart it).
+    private: bool,
+    /// Extra `redis-server` arguments, given again on every (re)start.
+    args: Vec<String>,
     pub url: String,
     pub port: u16,
 }
@@ -22,6 +30,8 @@ impl Server {
         match std::env::var("REDIS_URL") {
             Ok(url) if !url.is_empty() => Server {
                 child: None,
+                private: false,
+                args: Vec::new(),
                 url,
                 port: 0,
             },
@@ -31,11 +41,20 @@ impl Server {
 
     /// Always a private server (for tests that stop it).
     pub fn private() -> Server {
+        Server::private_with(&[])
+    }
+
+    /// A private server started with extra `redis-server` arguments (e.g.
+    /// `["--maxclients", "50"]`), which [`restart`](Self::restart) keeps.
+    pub fn private_with(args: &[&str]) -> Server {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         for _ in 0..10 {
             let port = free_port();
-            if let Some(child) = spawn(port) {
+            if let Some(child) = spawn(port, &args, Duration::from_secs(5)) {
                 return Server {
                     child: Some(child),
+                    private: true,
+                    args,
                     url: format!("redis://127.0.0.1:{port}"),
                     port,
                 };
@@ -44,16 +63,69 @@ impl Server {
         panic!("could not start redis-server on a free port");
     }
 
+    /// Whether this harness started the server (true even while it is killed).
     pub fn is_private(&self) -> bool {
+        self.private
+    }
+
+    /// Whether our server process is running (false for `REDIS_URL`).
+    pub fn is_running(&self) -> bool {
         self.child.is_some()
     }
 
-    /// Kill the server process (to simulate an outage).
+    /// Kill the server process (to simulate an outage). `Child::kill` is
+    /// SIGKILL on Unix: no shutdown, no goodbye to clients. A no-op for a
+    /// `REDIS_URL` server or one already killed.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Kill the server (if running) and start a fresh, empty one on the same
+    /// port with the same settings; returns once it answers (within 10 s).
+    /// Panics for a `REDIS_URL` server: use [`Server::private`].
+    pub fn restart(&mut self) {
+        self.require_private("restart");
+        self.kill();
+        self.start_again();
+    }
+
+    /// Start the server again on its port after [`kill`](Self::kill), empty
+    /// (no persistence); returns once it answers. Retries for up to 10 s while
+    /// the port cannot be bound yet. Panics if it is running, if the port
+    /// stays taken, or for a `REDIS_URL` server.
+    pub fn start_again(&mut self) {
+        self.require_private("start_again");
+        assert!(
+            self.child.is_none(),
+            "Server::start_again: the server on port {} is still running; kill() it first or use restart()",
+            self.port
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Some(child) = spawn(self.port, &self.args, left) {
+                self.child = Some(child);
+                return;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "Server::start_again: could not start redis-server on port {} within 10 s (port taken by another process?)",
+                    self.port
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn require_private(&self, what: &str) {
+        assert!(
+            self.private,
+            "Server::{what} needs a private server (Server::private()), not REDIS_URL={}",
+            self.url
+        );
     }
 
     pub async fn client(&self) -> Client {
@@ -85,14 +157,19 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
+/// A loopback port that was free a moment ago (another process may take it
+/// before you bind it: check what answers there).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free loopback port")
 }
 
-fn spawn(port: u16) -> Option<Child> {
+/// Start `redis-server` on `port` and wait (at most `wait`, at least 1 s)
+/// until it answers with our token; `None` if it exited (port taken) or
+/// another server answers there.
+fn spawn(port: u16, args: &[String], wait: Duration) -> Option<Child> {
     // A unique setting tells our server apart from one that another test
     // started on the same port between picking the port and binding it.
     let token = format!("harness-{}.rdb", uuid::Uuid::new_v4().simple());
@@ -109,6 +186,7 @@ fn spawn(port: u16) -> Option<Child> {
             "--dbfilename",
             &token,
         ])
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn();
@@ -119,7 +197,7 @@ fn spawn(port: u16) -> Option<Child> {
         ),
         Err(e) => panic!("cannot start redis-server: {e}"),
     };
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + wait.max(Duration::from_secs(1));
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
             return None; // exited: port taken, try another
