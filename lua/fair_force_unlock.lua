@@ -1,13 +1,18 @@
--- Fair lock forceUnlock (PROTOCOL.md §4.7). Runs after fair_purge.lua.
+-- Fair lock forceUnlock (PROTOCOL.md §4.7). Runs after args.lua and
+-- fair_purge.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  Q, redisson_lock_queue:{N}
 -- KEYS[3]  Z, redisson_lock_timeout:{N}
 -- KEYS[4]  channel base, redisson_lock__channel:{N}
--- ARGV[1]  unlock message, "0"
--- ARGV[2]  now, the caller's epoch milliseconds
+-- ARGV[1]  unlock message, "0" (non-empty)
+-- ARGV[2]  now, the caller's epoch milliseconds, 1..2^53-1
 -- ARGV[3]  publish command, "PUBLISH" or "SPUBLISH"
 -- Returns  1 if N existed and was deleted (the queue head is sent `0`), else 0.
-local now = tonumber(ARGV[2])
+--          An INVALID_ARGUMENT error, before anything is written, if an argument
+--          is out of range (args.lua).
+text_arg(1)
+local now = epoch_ms_arg(2)
+publish_arg(3)
 purge_stale_head(KEYS[2], KEYS[3], now)
 if redis.call('del', KEYS[1]) == 1 then
     local head = redis.call('lindex', KEYS[2], 0)

@@ -1,14 +1,20 @@
 -- Fair lock acquireFailed: a waiter gives up and leaves the queue (PROTOCOL.md §4.5).
+-- Runs after args.lua.
 -- KEYS[1]  Q, redisson_lock_queue:{N}
 -- KEYS[2]  Z, redisson_lock_timeout:{N}
 -- KEYS[3]  N, the lock hash (addition, see below)
 -- KEYS[4]  channel base, redisson_lock__channel:{N} (addition)
--- ARGV[1]  owner field "<clientId>:<ownerId>" of the leaving waiter
--- ARGV[2]  the thread-wait time it enqueued with, in milliseconds
+-- ARGV[1]  owner field "<clientId>:<ownerId>" of the leaving waiter, non-empty
+-- ARGV[2]  the thread-wait time it enqueued with, in milliseconds, 0..3155760000000
+--          (0: a wait below 1 ms, or a fair_lock_wait_timeout of 0)
 -- ARGV[3]  publish command, "PUBLISH" or "SPUBLISH" (addition)
 -- Returns  nothing. Idempotent. Beyond Redisson: if the waiter leaving was the head
 --          and the lock is free, the new head is sent `0` on its channel, since an
---          unlock message may have gone to the waiter that left.
+--          unlock message may have gone to the waiter that left. An INVALID_ARGUMENT
+--          error, before anything is written, if an argument is out of range (args.lua).
+text_arg(1)
+local wait = ms0_arg(2)
+publish_arg(3)
 local queue = redis.call('lrange', KEYS[1], 0, -1)
 local position = #queue + 1
 for i = 1, #queue do
@@ -18,7 +24,7 @@ for i = 1, #queue do
     end
 end
 for i = position + 1, #queue do
-    redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), queue[i])
+    redis.call('zincrby', KEYS[2], -wait, queue[i])
 end
 redis.call('zrem', KEYS[2], ARGV[1])
 redis.call('lrem', KEYS[1], 0, ARGV[1])

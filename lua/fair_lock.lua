@@ -1,13 +1,14 @@
 -- Fair lock: acquire or re-enter, or else join the FIFO queue or just report
--- (PROTOCOL.md §4.2-§4.4, §4.8). Runs after fair_purge.lua.
+-- (PROTOCOL.md §4.2-§4.4, §4.8). Runs after args.lua and fair_purge.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  Q, redisson_lock_queue:{N} (list of waiting owners, head first)
 -- KEYS[3]  Z, redisson_lock_timeout:{N} (zset: owner -> epoch-ms deadline)
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  owner field "<clientId>:<ownerId>"
+-- ARGV[1]  lease in milliseconds, 1..3155760000000
+-- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
 -- ARGV[3]  thread-wait time in milliseconds (how long a queued waiter is presumed
---          alive; also what an acquisition takes off the other waiters' deadlines)
--- ARGV[4]  now, the caller's epoch milliseconds
+--          alive; also what an acquisition takes off the other waiters' deadlines),
+--          0..3155760000000 (0: a wait below 1 ms, or a fair_lock_wait_timeout of 0)
+-- ARGV[4]  now, the caller's epoch milliseconds, 1..2^53-1
 -- ARGV[5]  "1" to join the queue when busy (lock, tryLock with a wait: §4.4);
 --          "0" to only try (tryLock(): §4.3, never enqueues, replies 1 when busy)
 -- ARGV[6]  optional: error text; when given, re-entry is refused with it
@@ -24,9 +25,13 @@
 --            sooner, since an unlock wakes only the head and a dead head would otherwise
 --            stall the queue (Redisson's waiters spin or sleep out the lease).
 --          A queued waiter never sleeps past the holder's lease: its expiry is not
---          announced, and the next head must re-check then.
-local now = tonumber(ARGV[4])
-local wait = tonumber(ARGV[3])
+--          announced, and the next head must re-check then. An INVALID_ARGUMENT
+--          error, before anything is written, if an argument is out of range (args.lua).
+ms_arg(1)
+text_arg(2)
+local wait = ms0_arg(3)
+local now = epoch_ms_arg(4)
+flag_arg(5)
 purge_stale_head(KEYS[2], KEYS[3], now)
 -- free, and nobody ahead of us: take it, and shift the remaining deadlines
 if redis.call('exists', KEYS[1]) == 0 and

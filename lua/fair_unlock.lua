@@ -1,24 +1,32 @@
--- Fair lock unlock with the idempotency latch (PROTOCOL.md §4.6). Runs after fair_purge.lua.
+-- Fair lock unlock with the idempotency latch (PROTOCOL.md §4.6). Runs after args.lua
+-- and fair_purge.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  Q, redisson_lock_queue:{N}
 -- KEYS[3]  Z, redisson_lock_timeout:{N}
 -- KEYS[4]  channel base, redisson_lock__channel:{N} (the head's channel is base:owner)
 -- KEYS[5]  latch key, redisson_unlock_latch:{N}:<32 hex request id>
--- ARGV[1]  unlock message, "0"
--- ARGV[2]  lease in milliseconds to keep when the hold count stays above zero
--- ARGV[3]  owner field "<clientId>:<ownerId>"
--- ARGV[4]  now, the caller's epoch milliseconds
+-- ARGV[1]  unlock message, "0" (non-empty)
+-- ARGV[2]  lease in milliseconds to keep when the hold count stays above zero,
+--          1..3155760000000
+-- ARGV[3]  owner field "<clientId>:<ownerId>", non-empty
+-- ARGV[4]  now, the caller's epoch milliseconds, 1..2^53-1
 -- ARGV[5]  publish command, "PUBLISH" or "SPUBLISH"
--- ARGV[6]  latch TTL in milliseconds
+-- ARGV[6]  latch TTL in milliseconds, 1..3155760000000
 -- Returns  nil if the owner does not hold N; 0 if still held; 1 if released (the queue
 --          head is sent `0`). Deviation, read only by this crate: on a lock that no
 --          longer exists the head is still woken, but the reply is nil (Redisson replies
---          1), so a holder whose lock expired learns it.
+--          1), so a holder whose lock expired learns it. An INVALID_ARGUMENT error,
+--          before anything is written, if an argument is out of range (args.lua).
+text_arg(1)
+ms_arg(2)
+text_arg(3)
+local now = epoch_ms_arg(4)
+publish_arg(5)
+ms_arg(6)
 local replay = redis.call('get', KEYS[5])
 if replay ~= false then
     return tonumber(replay)
 end
-local now = tonumber(ARGV[4])
 purge_stale_head(KEYS[2], KEYS[3], now)
 if redis.call('exists', KEYS[1]) == 0 then
     local head = redis.call('lindex', KEYS[2], 0)

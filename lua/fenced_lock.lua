@@ -1,11 +1,14 @@
 -- Fenced lock: acquire or re-enter and take a fencing token (PROTOCOL.md §6.2,
--- Redisson's token-returning variant).
+-- Redisson's token-returning variant). Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  token counter, redisson_lock_token:{N} (string, no TTL, survives unlock)
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  owner field "<clientId>:<ownerId>"
+-- ARGV[1]  lease in milliseconds, 1..3155760000000
+-- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
 -- Returns  {-1, token} when acquired or re-entered (INCR of the counter, every time);
---          otherwise {PTTL N, -1}.
+--          otherwise {PTTL N, -1}. An INVALID_ARGUMENT error, before anything is
+--          written, if an argument is out of range (args.lua).
+ms_arg(1)
+text_arg(2)
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     local token = redis.call('incr', KEYS[2])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)

@@ -1,9 +1,18 @@
--- Batched watchdog renewal (PROTOCOL.md §2.6, Redisson 3.44+).
+-- Batched watchdog renewal (PROTOCOL.md §2.6, Redisson 3.44+). Runs after args.lua.
 -- KEYS[1..k]  lock hashes N1..Nk
--- ARGV[1]     lease in milliseconds
--- ARGV[2..k+1] owner field of Ni at ARGV[i + 1]
+-- ARGV[1]     lease in milliseconds, 1..3155760000000
+-- ARGV[2..k+1] owner field of Ni at ARGV[i + 1], non-empty; no more arguments
 -- Returns     an array of k integers: 1 if Ni was still held by its owner and its
 --             TTL was reset to the lease, 0 if it was gone (renewal must stop).
+--             An INVALID_ARGUMENT error, before anything is written, if an
+--             argument is out of range, missing or extra (args.lua).
+ms_arg(1)
+for i = 2, #KEYS + 1 do
+    text_arg(i)
+end
+if #ARGV > #KEYS + 1 then
+    bad_arg(#KEYS + 2, 'absent (one owner field per key)')
+end
 local renewed = {}
 for i = 1, #KEYS do
     if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then

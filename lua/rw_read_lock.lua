@@ -1,12 +1,17 @@
--- ReadWriteLock read acquire or re-enter (PROTOCOL.md §5.2).
+-- ReadWriteLock read acquire or re-enter (PROTOCOL.md §5.2). Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  timeout prefix of the owner, {N}:<owner>:rwlock_timeout (suffixName rule)
--- ARGV[1]  lease in milliseconds (PEXPIRE value)
--- ARGV[2]  owner field "<clientId>:<ownerId>"
--- ARGV[3]  the same owner's write field "<clientId>:<ownerId>:write"
+-- ARGV[1]  lease in milliseconds (PEXPIRE value), 1..3155760000000
+-- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
+-- ARGV[3]  the same owner's write field "<clientId>:<ownerId>:write", non-empty
 -- Returns  nil when acquired or re-entered: the owner's read count + 1, a timeout
 --          key <prefix>:<count> with the lease, N's TTL at least the lease;
 --          otherwise PTTL of N in milliseconds (held for writing by someone else).
+--          An INVALID_ARGUMENT error, before anything is written, if an
+--          argument is out of range (args.lua).
+ms_arg(1)
+text_arg(2)
+text_arg(3)
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
     redis.call('hset', KEYS[1], 'mode', 'read')

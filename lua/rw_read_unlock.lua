@@ -1,18 +1,25 @@
 -- ReadWriteLock read unlock with the idempotency latch (PROTOCOL.md §5.3, §2.4).
+-- Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  channel, redisson_rwlock:{N}
 -- KEYS[3]  timeout prefix of the owner, {N}:<owner>:rwlock_timeout
 -- KEYS[4]  key prefix, {N} (N itself if it contains '{')
 -- KEYS[5]  latch key, redisson_unlock_latch:{N}:<32 hex request id>
--- ARGV[1]  unlock message, "0"
--- ARGV[2]  owner field "<clientId>:<ownerId>"
+-- ARGV[1]  unlock message, "0" (non-empty)
+-- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
 -- ARGV[3]  publish command, "PUBLISH" or "SPUBLISH"
--- ARGV[4]  latch TTL in milliseconds
+-- ARGV[4]  latch TTL in milliseconds, 1..3155760000000
 -- Returns  nil if N has no mode (message published and latch 1 written anyway, as
 --          Redisson does) or the owner holds no read lock; 0 if N stays held (its
 --          TTL shrunk to the longest remaining reader timeout key, or the writer
 --          still holds it); 1 if N was deleted and the message published. A
 --          replay of the same request id returns the first result from the latch.
+--          An INVALID_ARGUMENT error, before anything is written, if an
+--          argument is out of range (args.lua).
+text_arg(1)
+text_arg(2)
+publish_arg(3)
+ms_arg(4)
 local replay = redis.call('get', KEYS[5])
 if replay ~= false then
     return tonumber(replay)

@@ -1,15 +1,35 @@
 -- Batched watchdog renewal of read holds (PROTOCOL.md §5.6, Redisson 4.5+):
 -- each owner's own timeout keys and the hash, never other owners' keys.
+-- Runs after args.lua.
 -- KEYS[2i-1]  N_i, a lock hash
 -- KEYS[2i]    its key prefix, {N_i} (N_i itself if it contains '{')
--- ARGV[1]     lease in milliseconds
--- ARGV[2..]   per pair i in order: a count c_i, then c_i owner fields
---             "<clientId>:<ownerId>" of this client holding N_i for reading
+-- ARGV[1]     lease in milliseconds, 1..3155760000000
+-- ARGV[2..]   per pair i in order: a count c_i (at least 1), then c_i non-empty
+--             owner fields "<clientId>:<ownerId>" of this client holding N_i for
+--             reading; no more arguments
 -- Returns     an array with one integer per pair: 1 if one of its owners still
 --             holds N_i (its timeout keys <prefix>:<owner>:rwlock_timeout:1..count
 --             and N_i reset to the lease), 0 if none does (renewal must stop).
-local renewed = {}
+--             An INVALID_ARGUMENT error, before anything is written, if an
+--             argument is out of range, missing or extra, or KEYS are not in
+--             pairs (args.lua).
+ms_arg(1)
+if #KEYS % 2 == 1 then
+    error(redis.error_reply('INVALID_ARGUMENT KEYS[' .. #KEYS .. '] must be followed by its key prefix'))
+end
 local arg = 2
+for _ = 2, #KEYS, 2 do
+    local owners = count_arg(arg)
+    for j = arg + 1, arg + owners do
+        text_arg(j)
+    end
+    arg = arg + owners + 1
+end
+if arg <= #ARGV then
+    bad_arg(arg, 'absent (one count and its owner fields per pair of keys)')
+end
+local renewed = {}
+arg = 2
 for i = 1, #KEYS, 2 do
     local owners = tonumber(ARGV[arg])
     arg = arg + 1

@@ -1,10 +1,13 @@
--- ReadWriteLock write acquire or re-enter (PROTOCOL.md §5.4).
+-- ReadWriteLock write acquire or re-enter (PROTOCOL.md §5.4). Runs after args.lua.
 -- KEYS[1]  N, the lock hash
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  write field "<clientId>:<ownerId>:write"
+-- ARGV[1]  lease in milliseconds, 1..3155760000000
+-- ARGV[2]  write field "<clientId>:<ownerId>:write", non-empty
 -- Returns  nil when acquired (TTL = lease) or re-entered (count + 1, and the lease
 --          is ADDED to the remaining TTL, as Redisson does); otherwise PTTL of N
---          in milliseconds (held by readers or another writer).
+--          in milliseconds (held by readers or another writer). An INVALID_ARGUMENT
+--          error, before anything is written, if an argument is out of range (args.lua).
+ms_arg(1)
+text_arg(2)
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
     redis.call('hset', KEYS[1], 'mode', 'write')

@@ -1,20 +1,29 @@
 -- ReadWriteLock write unlock with the idempotency latch (PROTOCOL.md §5.5, §2.4).
+-- Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  channel, redisson_rwlock:{N}
 -- KEYS[3]  latch key, redisson_unlock_latch:{N}:<32 hex request id>
--- ARGV[1]  unlock message, "1"
--- ARGV[2]  lease in milliseconds to keep when the write count stays above zero
--- ARGV[3]  write field "<clientId>:<ownerId>:write"
+-- ARGV[1]  unlock message, "1" (non-empty)
+-- ARGV[2]  lease in milliseconds to keep when the write count stays above zero,
+--          1..3155760000000
+-- ARGV[3]  write field "<clientId>:<ownerId>:write", non-empty
 -- ARGV[4]  publish command, "PUBLISH" or "SPUBLISH"
--- ARGV[5]  latch TTL in milliseconds
+-- ARGV[5]  latch TTL in milliseconds, 1..3155760000000
 -- Returns  nil if N has no mode (message published and latch 1 written anyway, as
 --          Redisson does), is held for reading, or not by this writer; 0 if the
 --          write count stays above zero; 1 if the write lock was released: N
 --          deleted, or, if the writer still holds read locks, downgraded to
 --          mode "read". A replay of the same request id returns the first result.
+--          An INVALID_ARGUMENT error, before anything is written, if an
+--          argument is out of range (args.lua).
 -- Deviation from Redisson: the downgrade ALSO publishes "1" (Redisson publishes
 -- nothing there), so waiting readers re-check at once instead of sleeping out the
 -- TTL. An extra "1" only causes a harmless re-check on Java's side.
+text_arg(1)
+ms_arg(2)
+text_arg(3)
+publish_arg(4)
+ms_arg(5)
 local replay = redis.call('get', KEYS[3])
 if replay ~= false then
     return tonumber(replay)

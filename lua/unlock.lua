@@ -1,15 +1,23 @@
--- RLock unlock with the idempotency latch (PROTOCOL.md §2.3, §2.4).
+-- RLock unlock with the idempotency latch (PROTOCOL.md §2.3, §2.4). Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  unlock channel, redisson_lock__channel:{N}
 -- KEYS[3]  latch key, redisson_unlock_latch:{N}:<32 hex request id>
--- ARGV[1]  unlock message, "0"
--- ARGV[2]  lease in milliseconds to keep when the hold count stays above zero
--- ARGV[3]  owner field "<clientId>:<ownerId>"
+-- ARGV[1]  unlock message, "0" (non-empty)
+-- ARGV[2]  lease in milliseconds to keep when the hold count stays above zero,
+--          1..3155760000000
+-- ARGV[3]  owner field "<clientId>:<ownerId>", non-empty
 -- ARGV[4]  publish command, "PUBLISH" or "SPUBLISH"
--- ARGV[5]  latch TTL in milliseconds
+-- ARGV[5]  latch TTL in milliseconds, 1..3155760000000
 -- Returns  nil if the owner does not hold N; 0 if still held (count decremented);
 --          1 if released (N deleted, message published). A replay of the same
---          request id returns the first result from the latch.
+--          request id returns the first result from the latch. An INVALID_ARGUMENT
+--          error, before anything is written, if an argument is out of range
+--          (args.lua).
+text_arg(1)
+ms_arg(2)
+text_arg(3)
+publish_arg(4)
+ms_arg(5)
 local replay = redis.call('get', KEYS[3])
 if replay ~= false then
     return tonumber(replay)

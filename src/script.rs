@@ -10,7 +10,10 @@ pub(crate) struct Script {
 }
 
 /// `script!(NAME, "a.lua", "b.lua", ...)`: the files concatenated, in order
-/// (a shared fragment first, then the script that uses it).
+/// (shared fragments first, then the script that uses them). Every script
+/// that writes starts with `args.lua` and runs its checks before its first
+/// write, so a bad argument is refused with nothing written; the read-only
+/// `*is_locked` scripts go without.
 macro_rules! script {
     ($name:ident, $($file:literal),+) => {
         pub(crate) static $name: Script = Script {
@@ -26,27 +29,36 @@ macro_rules! script {
     };
 }
 
-script!(LOCK, "lock.lua");
-script!(UNLOCK, "unlock.lua");
-script!(FORCE_UNLOCK, "force_unlock.lua");
-script!(RENEW, "renew.lua");
+script!(LOCK, "args.lua", "lock.lua");
+script!(UNLOCK, "args.lua", "unlock.lua");
+script!(FORCE_UNLOCK, "args.lua", "force_unlock.lua");
+script!(RENEW, "args.lua", "renew.lua");
 script!(IS_LOCKED, "is_locked.lua");
-script!(SPIN_UNLOCK, "spin_unlock.lua");
-script!(DELETE, "delete.lua");
-script!(FENCED_LOCK, "fenced_lock.lua");
-script!(FAIR_LOCK, "fair_purge.lua", "fair_lock.lua");
-script!(FAIR_LEAVE, "fair_leave.lua");
-script!(FAIR_UNLOCK, "fair_purge.lua", "fair_unlock.lua");
-script!(FAIR_FORCE_UNLOCK, "fair_purge.lua", "fair_force_unlock.lua");
-script!(RW_READ_LOCK, "rw_read_lock.lua");
-script!(RW_READ_UNLOCK, "rw_read_unlock.lua");
-script!(RW_WRITE_LOCK, "rw_write_lock.lua");
-script!(RW_WRITE_UNLOCK, "rw_write_unlock.lua");
-script!(RW_READ_FORCE_UNLOCK, "rw_read_force_unlock.lua");
-script!(RW_WRITE_FORCE_UNLOCK, "rw_write_force_unlock.lua");
+script!(SPIN_UNLOCK, "args.lua", "spin_unlock.lua");
+script!(DELETE, "args.lua", "delete.lua");
+script!(FENCED_LOCK, "args.lua", "fenced_lock.lua");
+script!(FAIR_LOCK, "args.lua", "fair_purge.lua", "fair_lock.lua");
+script!(FAIR_LEAVE, "args.lua", "fair_leave.lua");
+script!(FAIR_UNLOCK, "args.lua", "fair_purge.lua", "fair_unlock.lua");
+script!(
+    FAIR_FORCE_UNLOCK,
+    "args.lua",
+    "fair_purge.lua",
+    "fair_force_unlock.lua"
+);
+script!(RW_READ_LOCK, "args.lua", "rw_read_lock.lua");
+script!(RW_READ_UNLOCK, "args.lua", "rw_read_unlock.lua");
+script!(RW_WRITE_LOCK, "args.lua", "rw_write_lock.lua");
+script!(RW_WRITE_UNLOCK, "args.lua", "rw_write_unlock.lua");
+script!(RW_READ_FORCE_UNLOCK, "args.lua", "rw_read_force_unlock.lua");
+script!(
+    RW_WRITE_FORCE_UNLOCK,
+    "args.lua",
+    "rw_write_force_unlock.lua"
+);
 script!(RW_READ_IS_LOCKED, "rw_read_is_locked.lua");
 script!(RW_WRITE_IS_LOCKED, "rw_write_is_locked.lua");
-script!(RW_RENEW_READ, "rw_renew_read.lua");
+script!(RW_RENEW_READ, "args.lua", "rw_renew_read.lua");
 
 impl Script {
     pub(crate) fn sha(&self) -> &str {

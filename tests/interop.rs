@@ -219,7 +219,10 @@ async fn java_unlock_latch_replays_like_ours() {
         "redisson_unlock_latch:{{{name}}}:{}",
         uuid::Uuid::new_v4().simple()
     );
-    let script = include_str!("../lua/unlock.lua");
+    let script = concat!(
+        include_str!("../lua/args.lua"),
+        include_str!("../lua/unlock.lua")
+    );
     let run = || {
         let raw = raw.clone();
         let keys = vec![name.clone(), channel.clone(), latch.clone()];

@@ -117,7 +117,10 @@ async fn explicit_lease_sets_pttl_and_busy_reply_is_holder_ttl() {
     }
 
     // The acquire script's busy reply is the holder's PTTL (asked the way Java does).
-    let script = include_str!("../lua/lock.lua");
+    let script = concat!(
+        include_str!("../lua/args.lua"),
+        include_str!("../lua/lock.lua")
+    );
     let other_field = format!("{}:1", b.id());
     let reply: Value = raw
         .eval(

@@ -1,0 +1,82 @@
+-- Fragment placed first in every script that writes (see src/script.rs):
+-- argument checks a script runs before its first write, so that a bad
+-- argument fails the whole call with nothing written (PEXPIRE, SET PX or a
+-- publish command failing half-way would leave partial state behind).
+-- ms_arg(i)         ARGV[i] as a number: milliseconds, a decimal integer in
+--                   [1, 3155760000000] (1 ms to 100 years).
+-- ms0_arg(i)        the same, 0 allowed: [0, 3155760000000].
+-- epoch_ms_arg(i)   ARGV[i] as a number: epoch milliseconds, a decimal integer
+--                   in [1, 2^53 - 1].
+-- count_arg(i)      ARGV[i] as a number: how many of the arguments after it
+--                   belong to it, a decimal integer in [1, #ARGV - i].
+-- text_arg(i)       ARGV[i], a non-empty string (owner fields, messages).
+-- flag_arg(i)       ARGV[i], exactly "0" or "1".
+-- publish_arg(i)    ARGV[i], exactly "PUBLISH" or "SPUBLISH".
+-- bad_arg(i, what)  refuse ARGV[i]; it must be `what`.
+-- Integers are decimal digits only, no sign, no leading zero, as Redis parses
+-- PEXPIRE and SET PX values; each range stays exact in a Lua double.
+-- KEYS, ARGV  none of its own: the helpers read the script's ARGV.
+-- Returns     nothing. A failed check raises the error reply
+--             INVALID_ARGUMENT ARGV[<i>] must be <what>, got "<value>"
+--             (the value cut to 40 bytes, control bytes as '?'; got nothing when
+--             absent), to which Redis appends " script: <sha>, on @user_script:<line>.".
+local function bad_arg(i, what)
+    local got = ARGV[i]
+    if got == nil then
+        got = 'nothing'
+    else
+        got = '"' .. string.gsub(string.sub(got, 1, 40), '%c', '?') .. '"'
+    end
+    error(redis.error_reply('INVALID_ARGUMENT ARGV[' .. i .. '] must be ' .. what .. ', got ' .. got))
+end
+
+local function int_arg(i, min, max, what)
+    local v = ARGV[i]
+    if v ~= nil and (v == '0' or string.find(v, '^[1-9]%d*$')) then
+        local n = tonumber(v)
+        if n >= min and n <= max then
+            return n
+        end
+    end
+    bad_arg(i, what)
+end
+
+local function ms_arg(i)
+    return int_arg(i, 1, 3155760000000, 'an integer of milliseconds in [1, 3155760000000]')
+end
+
+local function ms0_arg(i)
+    return int_arg(i, 0, 3155760000000, 'an integer of milliseconds in [0, 3155760000000]')
+end
+
+local function epoch_ms_arg(i)
+    return int_arg(i, 1, 9007199254740991, 'epoch milliseconds in [1, 9007199254740991]')
+end
+
+local function count_arg(i)
+    return int_arg(i, 1, #ARGV - i, 'a count in [1, ' .. (#ARGV - i) .. '] of the arguments after it')
+end
+
+local function text_arg(i)
+    local v = ARGV[i]
+    if v == nil or v == '' then
+        bad_arg(i, 'a non-empty string')
+    end
+    return v
+end
+
+local function flag_arg(i)
+    local v = ARGV[i]
+    if v ~= '0' and v ~= '1' then
+        bad_arg(i, '"0" or "1"')
+    end
+    return v
+end
+
+local function publish_arg(i)
+    local v = ARGV[i]
+    if v ~= 'PUBLISH' and v ~= 'SPUBLISH' then
+        bad_arg(i, 'PUBLISH or SPUBLISH')
+    end
+    return v
+end

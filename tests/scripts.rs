@@ -1,0 +1,815 @@
+//! Every script that writes checks its arguments before its first write
+//! (`lua/args.lua`): a bad one is refused with an `INVALID_ARGUMENT` error
+//! naming its position, and Redis is left exactly as it was (keys, values,
+//! TTLs, no latch, nothing published). Each script is also run once with good
+//! arguments, to show that the checks let them through.
+//!
+//! The scripts are run by plain EVAL, their bodies concatenated the way
+//! `src/script.rs` does it.
+mod common;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::{unique, Server};
+use fred::prelude::*;
+use fred::types::Message;
+use tokio::sync::broadcast;
+
+/// The files in `lua/`, concatenated in order (as `script!` in src/script.rs).
+macro_rules! body {
+    ($($file:literal),+) => {
+        concat!($(include_str!(concat!("../lua/", $file))),+)
+    };
+}
+
+const LOCK: &str = body!("args.lua", "lock.lua");
+const UNLOCK: &str = body!("args.lua", "unlock.lua");
+const FORCE_UNLOCK: &str = body!("args.lua", "force_unlock.lua");
+const RENEW: &str = body!("args.lua", "renew.lua");
+const SPIN_UNLOCK: &str = body!("args.lua", "spin_unlock.lua");
+const DELETE: &str = body!("args.lua", "delete.lua");
+const FENCED_LOCK: &str = body!("args.lua", "fenced_lock.lua");
+const FAIR_LOCK: &str = body!("args.lua", "fair_purge.lua", "fair_lock.lua");
+const FAIR_LEAVE: &str = body!("args.lua", "fair_leave.lua");
+const FAIR_UNLOCK: &str = body!("args.lua", "fair_purge.lua", "fair_unlock.lua");
+const FAIR_FORCE_UNLOCK: &str = body!("args.lua", "fair_purge.lua", "fair_force_unlock.lua");
+const RW_READ_LOCK: &str = body!("args.lua", "rw_read_lock.lua");
+const RW_READ_UNLOCK: &str = body!("args.lua", "rw_read_unlock.lua");
+const RW_WRITE_LOCK: &str = body!("args.lua", "rw_write_lock.lua");
+const RW_WRITE_UNLOCK: &str = body!("args.lua", "rw_write_unlock.lua");
+const RW_READ_FORCE_UNLOCK: &str = body!("args.lua", "rw_read_force_unlock.lua");
+const RW_WRITE_FORCE_UNLOCK: &str = body!("args.lua", "rw_write_force_unlock.lua");
+const RW_RENEW_READ: &str = body!("args.lua", "rw_renew_read.lua");
+
+/// What an argument is, and so which values it must refuse.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// Milliseconds, 1..=100 years.
+    Ms,
+    /// Milliseconds, 0..=100 years (the fair-lock thread-wait time).
+    Ms0,
+    /// The caller's epoch milliseconds.
+    Epoch,
+    /// How many owner fields follow (rw_renew_read).
+    Count,
+    /// An owner field or a message: any non-empty string.
+    Text,
+    /// "PUBLISH" or "SPUBLISH".
+    Publish,
+    /// "0" or "1".
+    Flag,
+}
+
+const I64_MAX: &str = "9223372036854775807";
+
+impl Kind {
+    fn bad_values(self) -> &'static [&'static str] {
+        match self {
+            Kind::Ms => &[
+                I64_MAX,
+                "0",
+                "-1",
+                "abc",
+                "1.5",
+                "",
+                "3155760000001",
+                "1e3",
+                "01",
+                " 5",
+            ],
+            Kind::Ms0 => &[I64_MAX, "-1", "abc", "1.5", "", "3155760000001", "1e3"],
+            Kind::Epoch => &["0", "-1", "abc", "1.5", "", "9007199254740992", I64_MAX],
+            // Each test gives one owner per count: "2" claims one too many.
+            Kind::Count => &["0", "-1", "abc", "1.5", "", "2"],
+            Kind::Text => &[""],
+            Kind::Publish => &["publish", "SET", "DEL", "", "SPUBLISH "],
+            Kind::Flag => &["2", "", "yes"],
+        }
+    }
+}
+
+/// One script call: body, keys, good arguments with their kinds, and every
+/// key whose state must not change when an argument is refused.
+struct Case {
+    body: &'static str,
+    keys: Vec<String>,
+    args: Vec<(Kind, String)>,
+    watch: Vec<String>,
+}
+
+impl Case {
+    fn good(&self) -> Vec<String> {
+        self.args.iter().map(|(_, v)| v.clone()).collect()
+    }
+}
+
+/// A private server, a raw client, and a listener on every channel whose
+/// name contains the test's unique `name`.
+struct Bench {
+    _server: Server,
+    raw: fred::clients::Client,
+    messages: broadcast::Receiver<Message>,
+    _listener: fred::clients::Client,
+    name: String,
+}
+
+impl Bench {
+    async fn new(prefix: &str) -> Bench {
+        let server = Server::start();
+        let raw = server.raw().await;
+        let listener = server.raw().await;
+        let messages = listener.message_rx();
+        let name = unique(prefix);
+        listener.psubscribe(format!("*{name}*")).await.unwrap();
+        Bench {
+            _server: server,
+            raw,
+            messages,
+            _listener: listener,
+            name,
+        }
+    }
+
+    /// Run one command, e.g. `["HSET", key, field, "1"]`.
+    async fn cmd(&self, parts: &[&str]) -> Value {
+        let args: Vec<String> = parts[1..].iter().map(|s| s.to_string()).collect();
+        self.raw
+            .custom(fred::cmd!(parts[0].to_string()), args)
+            .await
+            .unwrap_or_else(|e| panic!("{parts:?}: {e}"))
+    }
+
+    async fn eval(&self, body: &str, keys: &[String], args: Vec<String>) -> Result<Value, Error> {
+        self.raw.eval(body, keys.to_vec(), args).await
+    }
+
+    /// DUMP and PTTL of each key (nil and -2 when absent).
+    async fn snapshot(&self, keys: &[String]) -> Vec<(Value, i64)> {
+        let mut state = Vec::with_capacity(keys.len());
+        for key in keys {
+            let dump = self.cmd(&["DUMP", key]).await;
+            let pttl = self.cmd(&["PTTL", key]).await.as_i64().unwrap();
+            state.push((dump, pttl));
+        }
+        state
+    }
+
+    /// Run `case` with each bad value of each argument in turn (and without
+    /// its last argument, and with each call in `extra`), expecting an
+    /// INVALID_ARGUMENT error and no change at all.
+    async fn refuses_bad_args(&mut self, case: &Case, extra: &[(Vec<String>, Vec<String>, &str)]) {
+        let mut calls: Vec<(Vec<String>, Vec<String>, String)> = Vec::new();
+        for (i, (kind, _)) in case.args.iter().enumerate() {
+            for bad in kind.bad_values() {
+                let mut args = case.good();
+                args[i] = bad.to_string();
+                calls.push((case.keys.clone(), args, format!("ARGV[{}]", i + 1)));
+            }
+        }
+        if !case.args.is_empty() {
+            let mut args = case.good();
+            args.pop();
+            calls.push((case.keys.clone(), args, "ARGV[".into()));
+        }
+        for (keys, args, position) in extra {
+            calls.push((keys.clone(), args.clone(), position.to_string()));
+        }
+        for (keys, args, position) in calls {
+            let before = self.snapshot(&case.watch).await;
+            let outcome = self.eval(case.body, &keys, args.clone()).await;
+            let error = match outcome {
+                Err(e) => e.details().to_string(),
+                Ok(v) => panic!("{args:?} was accepted: {v:?}"),
+            };
+            assert!(
+                error.starts_with("INVALID_ARGUMENT ") && error.contains(&position),
+                "{args:?}: expected INVALID_ARGUMENT at {position}, got {error:?}"
+            );
+            let after = self.snapshot(&case.watch).await;
+            for ((key, (dump0, ttl0)), (dump1, ttl1)) in case.watch.iter().zip(before).zip(after) {
+                assert_eq!(dump0, dump1, "{args:?} changed {key}");
+                let ttl_kept = if ttl0 < 0 {
+                    ttl1 == ttl0
+                } else {
+                    ttl1 <= ttl0 && ttl1 > ttl0 - 2_000
+                };
+                assert!(
+                    ttl_kept,
+                    "{args:?} changed the TTL of {key}: {ttl0} -> {ttl1}"
+                );
+            }
+        }
+        self.nothing_published().await;
+    }
+
+    /// Nothing reached the listener: a marker published now arrives first.
+    async fn nothing_published(&mut self) {
+        let marker = format!("marker:{}", self.name);
+        let _: i64 = self.raw.publish(&marker, "marker").await.unwrap();
+        let first = self.next_message().await;
+        assert_eq!(
+            (first.0.as_str(), first.1.as_str()),
+            (marker.as_str(), "marker"),
+            "something was published"
+        );
+    }
+
+    /// The next (channel, message) the listener gets.
+    async fn next_message(&mut self) -> (String, String) {
+        let message = tokio::time::timeout(Duration::from_secs(5), self.messages.recv())
+            .await
+            .expect("a message within 5 s")
+            .unwrap();
+        (
+            message.channel.to_string(),
+            message.value.as_string().unwrap_or_default(),
+        )
+    }
+
+    async fn pttl(&self, key: &str) -> i64 {
+        self.cmd(&["PTTL", key]).await.as_i64().unwrap()
+    }
+
+    async fn hget(&self, key: &str, field: &str) -> Option<i64> {
+        self.cmd(&["HGET", key, field]).await.as_i64()
+    }
+
+    /// Hold `key` as the RLock hash `{field: count}` with a 100 s TTL.
+    async fn held(&self, key: &str, field: &str, count: &str) {
+        self.cmd(&["HSET", key, field, count]).await;
+        self.cmd(&["PEXPIRE", key, "100000"]).await;
+    }
+
+    /// Hold `key` as a read-write lock hash in `mode`, with a 100 s TTL.
+    async fn rw_held(&self, key: &str, mode: &str, field: &str) {
+        self.cmd(&["HSET", key, "mode", mode, field, "1"]).await;
+        self.cmd(&["PEXPIRE", key, "100000"]).await;
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn s(v: impl ToString) -> String {
+    v.to_string()
+}
+
+fn latch(name: &str) -> String {
+    format!(
+        "redisson_unlock_latch:{{{name}}}:{}",
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// The fair lock's keys: N, Q, Z, channel base.
+fn fair_keys(name: &str) -> [String; 4] {
+    [
+        name.to_string(),
+        format!("redisson_lock_queue:{{{name}}}"),
+        format!("redisson_lock_timeout:{{{name}}}"),
+        format!("redisson_lock__channel:{{{name}}}"),
+    ]
+}
+
+#[tokio::test]
+async fn args_error_text() {
+    let t = Bench::new("text").await;
+    let keys = vec![t.name.clone()];
+    let error = t
+        .eval(LOCK, &keys, vec![s("abc"), s("c:1")])
+        .await
+        .unwrap_err();
+    assert!(
+        error.details().starts_with(
+            "INVALID_ARGUMENT ARGV[1] must be an integer of milliseconds in [1, 3155760000000], got \"abc\""
+        ),
+        "{error:?}"
+    );
+    let error = t.eval(LOCK, &keys, vec![s("1000")]).await.unwrap_err();
+    assert!(
+        error
+            .details()
+            .starts_with("INVALID_ARGUMENT ARGV[2] must be a non-empty string, got nothing"),
+        "{error:?}"
+    );
+    let error = t
+        .eval(LOCK, &keys, vec![s("1\r\n2"), s("c:1")])
+        .await
+        .unwrap_err();
+    assert!(error.details().contains("got \"1??2\""), "{error:?}");
+    assert_eq!(t.cmd(&["EXISTS", &t.name]).await.as_i64(), Some(0));
+}
+
+#[tokio::test]
+async fn lock() {
+    let mut t = Bench::new("lock").await;
+    let n = t.name.clone();
+    t.held(&n, "c:1", "1").await;
+    let case = Case {
+        body: LOCK,
+        keys: vec![n.clone()],
+        args: vec![(Kind::Ms, s(30_000)), (Kind::Text, s("c:1"))],
+        watch: vec![n.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    // Valid: re-entered, TTL reset to the lease.
+    let reply = t.eval(LOCK, &case.keys, case.good()).await.unwrap();
+    assert!(reply.is_null());
+    assert_eq!(t.hget(&n, "c:1").await, Some(2));
+    assert!((29_000..=30_000).contains(&t.pttl(&n).await));
+    // The largest lease is taken.
+    let reply = t
+        .eval(LOCK, &case.keys, vec![s(3_155_760_000_000i64), s("c:1")])
+        .await
+        .unwrap();
+    assert!(reply.is_null());
+    assert!(t.pttl(&n).await > 3_155_000_000_000);
+}
+
+#[tokio::test]
+async fn unlock() {
+    let mut t = Bench::new("unlock").await;
+    let n = t.name.clone();
+    let channel = format!("redisson_lock__channel:{{{n}}}");
+    let latch = latch(&n);
+    t.held(&n, "c:1", "1").await;
+    let case = Case {
+        body: UNLOCK,
+        keys: vec![n.clone(), channel.clone(), latch.clone()],
+        args: vec![
+            (Kind::Text, s("0")),
+            (Kind::Ms, s(30_000)),
+            (Kind::Text, s("c:1")),
+            (Kind::Publish, s("PUBLISH")),
+            (Kind::Ms, s(16_000)),
+        ],
+        watch: vec![n.clone(), latch.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t.eval(UNLOCK, &case.keys, case.good()).await.unwrap();
+    assert_eq!(reply.as_i64(), Some(1));
+    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
+    assert_eq!(t.cmd(&["GET", &latch]).await.as_i64(), Some(1));
+    assert!((15_000..=16_000).contains(&t.pttl(&latch).await));
+    assert_eq!(t.next_message().await, (channel, s("0")));
+}
+
+#[tokio::test]
+async fn force_unlock() {
+    let mut t = Bench::new("force").await;
+    let n = t.name.clone();
+    let channel = format!("redisson_lock__channel:{{{n}}}");
+    t.held(&n, "c:1", "1").await;
+    let case = Case {
+        body: FORCE_UNLOCK,
+        keys: vec![n.clone(), channel.clone()],
+        args: vec![(Kind::Text, s("0")), (Kind::Publish, s("PUBLISH"))],
+        watch: vec![n.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t.eval(FORCE_UNLOCK, &case.keys, case.good()).await.unwrap();
+    assert_eq!(reply.as_i64(), Some(1));
+    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
+    assert_eq!(t.next_message().await, (channel, s("0")));
+}
+
+#[tokio::test]
+async fn renew() {
+    let mut t = Bench::new("renew").await;
+    let (n1, n2) = (format!("{}:1", t.name), format!("{}:2", t.name));
+    t.held(&n1, "c:1", "1").await;
+    t.held(&n2, "c:2", "1").await;
+    let case = Case {
+        body: RENEW,
+        keys: vec![n1.clone(), n2.clone()],
+        args: vec![
+            (Kind::Ms, s(30_000)),
+            (Kind::Text, s("c:1")),
+            (Kind::Text, s("c:2")),
+        ],
+        watch: vec![n1.clone(), n2.clone()],
+    };
+    let extra = [(
+        case.keys.clone(),
+        vec![s(30_000), s("c:1"), s("c:2"), s("c:3")],
+        "ARGV[4]",
+    )];
+    t.refuses_bad_args(&case, &extra).await;
+    let reply = t.eval(RENEW, &case.keys, case.good()).await.unwrap();
+    let renewed: Vec<i64> = reply.convert().unwrap();
+    assert_eq!(renewed, [1, 1]);
+    for key in [&n1, &n2] {
+        assert!((29_000..=30_000).contains(&t.pttl(key).await));
+    }
+}
+
+#[tokio::test]
+async fn spin_unlock() {
+    let mut t = Bench::new("spin").await;
+    let n = t.name.clone();
+    let latch = latch(&n);
+    t.held(&n, "c:1", "2").await;
+    let case = Case {
+        body: SPIN_UNLOCK,
+        keys: vec![n.clone(), latch.clone()],
+        args: vec![
+            (Kind::Ms, s(30_000)),
+            (Kind::Text, s("c:1")),
+            (Kind::Ms, s(16_000)),
+        ],
+        watch: vec![n.clone(), latch.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t.eval(SPIN_UNLOCK, &case.keys, case.good()).await.unwrap();
+    assert_eq!(reply.as_i64(), Some(0));
+    assert_eq!(t.hget(&n, "c:1").await, Some(1));
+    assert!((29_000..=30_000).contains(&t.pttl(&n).await));
+    assert_eq!(t.cmd(&["GET", &latch]).await.as_i64(), Some(0));
+}
+
+#[tokio::test]
+async fn delete() {
+    // No ARGV to check; the fragment in front of it changes nothing.
+    let t = Bench::new("delete").await;
+    let n = t.name.clone();
+    t.held(&n, "c:1", "1").await;
+    let keys = vec![n.clone()];
+    assert_eq!(
+        t.eval(DELETE, &keys, vec![]).await.unwrap().as_i64(),
+        Some(1)
+    );
+    assert_eq!(
+        t.eval(DELETE, &keys, vec![]).await.unwrap().as_i64(),
+        Some(0)
+    );
+}
+
+#[tokio::test]
+async fn fenced_lock() {
+    let mut t = Bench::new("fenced").await;
+    let n = t.name.clone();
+    let token = format!("redisson_lock_token:{{{n}}}");
+    let case = Case {
+        body: FENCED_LOCK,
+        keys: vec![n.clone(), token.clone()],
+        args: vec![(Kind::Ms, s(30_000)), (Kind::Text, s("c:1"))],
+        watch: vec![n.clone(), token.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t.eval(FENCED_LOCK, &case.keys, case.good()).await.unwrap();
+    let reply: Vec<i64> = reply.convert().unwrap();
+    assert_eq!(reply, [-1, 1]);
+    assert_eq!(t.hget(&n, "c:1").await, Some(1));
+    assert!((29_000..=30_000).contains(&t.pttl(&n).await));
+}
+
+#[tokio::test]
+async fn fair_lock() {
+    let mut t = Bench::new("fair-lock").await;
+    let [n, q, z, _] = fair_keys(&t.name);
+    let now = now_ms();
+    // Held by someone else, with a stale waiter at the head: a valid call
+    // purges it and joins the queue.
+    t.held(&n, "c:9", "1").await;
+    t.cmd(&["RPUSH", &q, "stale"]).await;
+    t.cmd(&["ZADD", &z, &s(now - 1_000), "stale"]).await;
+    let case = Case {
+        body: FAIR_LOCK,
+        keys: vec![n.clone(), q.clone(), z.clone()],
+        args: vec![
+            (Kind::Ms, s(30_000)),
+            (Kind::Text, s("c:1")),
+            (Kind::Ms0, s(60_000)),
+            (Kind::Epoch, s(now)),
+            (Kind::Flag, s("1")),
+        ],
+        watch: vec![n.clone(), q.clone(), z.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t.eval(FAIR_LOCK, &case.keys, case.good()).await.unwrap();
+    let ttl = reply.as_i64().unwrap();
+    assert!((90_000..=100_000).contains(&ttl), "{ttl}");
+    let queue: Vec<String> = t.cmd(&["LRANGE", &q, "0", "-1"]).await.convert().unwrap();
+    assert_eq!(queue, ["c:1"]);
+    let deadline = t.cmd(&["ZSCORE", &z, "c:1"]).await.as_f64().unwrap() as i64;
+    assert_eq!(deadline, now + ttl + 60_000);
+    // A wait of 0 ms is valid (a sub-millisecond wait, or a zero
+    // fair_lock_wait_timeout): only trying, busy.
+    let reply = t
+        .eval(
+            FAIR_LOCK,
+            &case.keys,
+            vec![s(30_000), s("c:2"), s(0), s(now_ms()), s("0")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.as_i64(), Some(1));
+}
+
+#[tokio::test]
+async fn fair_leave() {
+    let mut t = Bench::new("fair-leave").await;
+    let [n, q, z, base] = fair_keys(&t.name);
+    let now = now_ms();
+    // The head leaves a free lock: the next waiter's deadline moves up by the
+    // wait, and it is woken.
+    t.cmd(&["RPUSH", &q, "c:1", "c:2"]).await;
+    t.cmd(&[
+        "ZADD",
+        &z,
+        &s(now + 60_000),
+        "c:1",
+        &s(now + 120_000),
+        "c:2",
+    ])
+    .await;
+    let case = Case {
+        body: FAIR_LEAVE,
+        keys: vec![q.clone(), z.clone(), n.clone(), base.clone()],
+        args: vec![
+            (Kind::Text, s("c:1")),
+            (Kind::Ms0, s(60_000)),
+            (Kind::Publish, s("PUBLISH")),
+        ],
+        watch: vec![q.clone(), z.clone(), n.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t.eval(FAIR_LEAVE, &case.keys, case.good()).await.unwrap();
+    assert!(reply.is_null());
+    let queue: Vec<String> = t.cmd(&["LRANGE", &q, "0", "-1"]).await.convert().unwrap();
+    assert_eq!(queue, ["c:2"]);
+    let deadline = t.cmd(&["ZSCORE", &z, "c:2"]).await.as_f64().unwrap() as i64;
+    assert_eq!(deadline, now + 60_000);
+    assert_eq!(t.next_message().await, (format!("{base}:c:2"), s("0")));
+    // A wait of 0 ms is valid.
+    let reply = t
+        .eval(FAIR_LEAVE, &case.keys, vec![s("c:2"), s(0), s("PUBLISH")])
+        .await
+        .unwrap();
+    assert!(reply.is_null());
+    assert_eq!(t.cmd(&["EXISTS", &q, &z]).await.as_i64(), Some(0));
+}
+
+/// Fair-lock state where a valid unlock or force-unlock writes everything it
+/// can: N held by c:1, a stale head to purge, then c:2 to wake.
+async fn fair_held(t: &Bench, now: i64) -> [String; 4] {
+    let keys = fair_keys(&t.name);
+    let [n, q, z, _] = &keys;
+    t.held(n, "c:1", "1").await;
+    t.cmd(&["RPUSH", q, "stale", "c:2"]).await;
+    t.cmd(&["ZADD", z, &s(now - 1_000), "stale", &s(now + 60_000), "c:2"])
+        .await;
+    keys
+}
+
+#[tokio::test]
+async fn fair_unlock() {
+    let mut t = Bench::new("fair-unlock").await;
+    let now = now_ms();
+    let [n, q, z, base] = fair_held(&t, now).await;
+    let latch = latch(&n);
+    let case = Case {
+        body: FAIR_UNLOCK,
+        keys: vec![n.clone(), q.clone(), z.clone(), base.clone(), latch.clone()],
+        args: vec![
+            (Kind::Text, s("0")),
+            (Kind::Ms, s(30_000)),
+            (Kind::Text, s("c:1")),
+            (Kind::Epoch, s(now)),
+            (Kind::Publish, s("PUBLISH")),
+            (Kind::Ms, s(16_000)),
+        ],
+        watch: vec![n.clone(), q.clone(), z.clone(), latch.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t.eval(FAIR_UNLOCK, &case.keys, case.good()).await.unwrap();
+    assert_eq!(reply.as_i64(), Some(1));
+    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
+    let queue: Vec<String> = t.cmd(&["LRANGE", &q, "0", "-1"]).await.convert().unwrap();
+    assert_eq!(queue, ["c:2"]);
+    assert_eq!(t.cmd(&["GET", &latch]).await.as_i64(), Some(1));
+    assert_eq!(t.next_message().await, (format!("{base}:c:2"), s("0")));
+}
+
+#[tokio::test]
+async fn fair_force_unlock() {
+    let mut t = Bench::new("fair-force").await;
+    let now = now_ms();
+    let [n, q, z, base] = fair_held(&t, now).await;
+    let case = Case {
+        body: FAIR_FORCE_UNLOCK,
+        keys: vec![n.clone(), q.clone(), z.clone(), base.clone()],
+        args: vec![
+            (Kind::Text, s("0")),
+            (Kind::Epoch, s(now)),
+            (Kind::Publish, s("PUBLISH")),
+        ],
+        watch: vec![n.clone(), q.clone(), z.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t
+        .eval(FAIR_FORCE_UNLOCK, &case.keys, case.good())
+        .await
+        .unwrap();
+    assert_eq!(reply.as_i64(), Some(1));
+    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
+    let queue: Vec<String> = t.cmd(&["LRANGE", &q, "0", "-1"]).await.convert().unwrap();
+    assert_eq!(queue, ["c:2"]);
+    assert_eq!(t.next_message().await, (format!("{base}:c:2"), s("0")));
+}
+
+/// The read-write lock's keys for owner c:1: N, channel, key prefix, the
+/// owner's timeout prefix.
+fn rw_keys(name: &str) -> [String; 4] {
+    [
+        name.to_string(),
+        format!("redisson_rwlock:{{{name}}}"),
+        format!("{{{name}}}"),
+        format!("{{{name}}}:c:1:rwlock_timeout"),
+    ]
+}
+
+#[tokio::test]
+async fn rw_read_lock() {
+    let mut t = Bench::new("read-lock").await;
+    let [n, _, _, timeouts] = rw_keys(&t.name);
+    let (t1, t2) = (format!("{timeouts}:1"), format!("{timeouts}:2"));
+    t.rw_held(&n, "read", "c:1").await;
+    t.cmd(&["SET", &t1, "1", "PX", "100000"]).await;
+    let case = Case {
+        body: RW_READ_LOCK,
+        keys: vec![n.clone(), timeouts.clone()],
+        args: vec![
+            (Kind::Ms, s(30_000)),
+            (Kind::Text, s("c:1")),
+            (Kind::Text, s("c:1:write")),
+        ],
+        watch: vec![n.clone(), t1.clone(), t2.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t.eval(RW_READ_LOCK, &case.keys, case.good()).await.unwrap();
+    assert!(reply.is_null());
+    assert_eq!(t.hget(&n, "c:1").await, Some(2));
+    assert!((29_000..=30_000).contains(&t.pttl(&t2).await));
+}
+
+#[tokio::test]
+async fn rw_read_unlock() {
+    let mut t = Bench::new("read-unlock").await;
+    let [n, channel, prefix, timeouts] = rw_keys(&t.name);
+    let t1 = format!("{timeouts}:1");
+    let latch = latch(&n);
+    t.rw_held(&n, "read", "c:1").await;
+    t.cmd(&["SET", &t1, "1", "PX", "100000"]).await;
+    let case = Case {
+        body: RW_READ_UNLOCK,
+        keys: vec![
+            n.clone(),
+            channel.clone(),
+            timeouts.clone(),
+            prefix.clone(),
+            latch.clone(),
+        ],
+        args: vec![
+            (Kind::Text, s("0")),
+            (Kind::Text, s("c:1")),
+            (Kind::Publish, s("PUBLISH")),
+            (Kind::Ms, s(16_000)),
+        ],
+        watch: vec![n.clone(), t1.clone(), latch.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t
+        .eval(RW_READ_UNLOCK, &case.keys, case.good())
+        .await
+        .unwrap();
+    assert_eq!(reply.as_i64(), Some(1));
+    assert_eq!(t.cmd(&["EXISTS", &n, &t1]).await.as_i64(), Some(0));
+    assert_eq!(t.cmd(&["GET", &latch]).await.as_i64(), Some(1));
+    assert_eq!(t.next_message().await, (channel, s("0")));
+}
+
+#[tokio::test]
+async fn rw_write_lock() {
+    let mut t = Bench::new("write-lock").await;
+    let n = t.name.clone();
+    t.rw_held(&n, "write", "c:1:write").await;
+    let case = Case {
+        body: RW_WRITE_LOCK,
+        keys: vec![n.clone()],
+        args: vec![(Kind::Ms, s(30_000)), (Kind::Text, s("c:1:write"))],
+        watch: vec![n.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t
+        .eval(RW_WRITE_LOCK, &case.keys, case.good())
+        .await
+        .unwrap();
+    assert!(reply.is_null());
+    assert_eq!(t.hget(&n, "c:1:write").await, Some(2));
+    // Re-entry adds the lease to the remaining TTL.
+    assert!((120_000..=130_000).contains(&t.pttl(&n).await));
+}
+
+#[tokio::test]
+async fn rw_write_unlock() {
+    let mut t = Bench::new("write-unlock").await;
+    let [n, channel, _, _] = rw_keys(&t.name);
+    let latch = latch(&n);
+    t.rw_held(&n, "write", "c:1:write").await;
+    let case = Case {
+        body: RW_WRITE_UNLOCK,
+        keys: vec![n.clone(), channel.clone(), latch.clone()],
+        args: vec![
+            (Kind::Text, s("1")),
+            (Kind::Ms, s(30_000)),
+            (Kind::Text, s("c:1:write")),
+            (Kind::Publish, s("PUBLISH")),
+            (Kind::Ms, s(16_000)),
+        ],
+        watch: vec![n.clone(), latch.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t
+        .eval(RW_WRITE_UNLOCK, &case.keys, case.good())
+        .await
+        .unwrap();
+    assert_eq!(reply.as_i64(), Some(1));
+    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
+    assert_eq!(t.cmd(&["GET", &latch]).await.as_i64(), Some(1));
+    assert_eq!(t.next_message().await, (channel, s("1")));
+}
+
+#[tokio::test]
+async fn rw_read_force_unlock() {
+    rw_force_unlock(RW_READ_FORCE_UNLOCK, "read", "0").await;
+}
+
+#[tokio::test]
+async fn rw_write_force_unlock() {
+    rw_force_unlock(RW_WRITE_FORCE_UNLOCK, "write", "1").await;
+}
+
+async fn rw_force_unlock(body: &'static str, mode: &str, message: &str) {
+    let mut t = Bench::new(mode).await;
+    let [n, channel, _, _] = rw_keys(&t.name);
+    t.rw_held(&n, mode, "c:1").await;
+    let case = Case {
+        body,
+        keys: vec![n.clone(), channel.clone()],
+        args: vec![(Kind::Text, s(message)), (Kind::Publish, s("PUBLISH"))],
+        watch: vec![n.clone()],
+    };
+    t.refuses_bad_args(&case, &[]).await;
+    let reply = t.eval(body, &case.keys, case.good()).await.unwrap();
+    assert_eq!(reply.as_i64(), Some(1));
+    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
+    assert_eq!(t.next_message().await, (channel, s(message)));
+}
+
+#[tokio::test]
+async fn rw_renew_read() {
+    let mut t = Bench::new("renew-read").await;
+    let [n, _, prefix, timeouts] = rw_keys(&t.name);
+    let t1 = format!("{timeouts}:1");
+    t.rw_held(&n, "read", "c:1").await;
+    t.cmd(&["SET", &t1, "1", "PX", "100000"]).await;
+    let case = Case {
+        body: RW_RENEW_READ,
+        keys: vec![n.clone(), prefix.clone()],
+        args: vec![
+            (Kind::Ms, s(30_000)),
+            (Kind::Count, s(1)),
+            (Kind::Text, s("c:1")),
+        ],
+        watch: vec![n.clone(), t1.clone()],
+    };
+    let extra = [
+        // An argument too many.
+        (
+            case.keys.clone(),
+            vec![s(30_000), s(1), s("c:1"), s("c:2")],
+            "ARGV[4]",
+        ),
+        // A lock without its key prefix.
+        (
+            vec![n.clone(), prefix.clone(), n.clone()],
+            vec![s(30_000), s(1), s("c:1"), s(1), s("c:1")],
+            "KEYS[3]",
+        ),
+    ];
+    t.refuses_bad_args(&case, &extra).await;
+    let reply = t
+        .eval(RW_RENEW_READ, &case.keys, case.good())
+        .await
+        .unwrap();
+    let renewed: Vec<i64> = reply.convert().unwrap();
+    assert_eq!(renewed, [1]);
+    for key in [&n, &t1] {
+        assert!((29_000..=30_000).contains(&t.pttl(key).await));
+    }
+}
