@@ -6,11 +6,15 @@
 -- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
 -- Returns  {-1, token} when acquired or re-entered (INCR of the counter, every time);
 --          otherwise {PTTL N, -1}. An INVALID_ARGUMENT error, before anything is
---          written, if an argument is out of range (args.lua).
+--          written, if an argument is out of range (args.lua); a WRONGTYPE error,
+--          with nothing written, if the counter is not a number.
 ms_arg(1)
 text_arg(2)
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    local token = redis.call('incr', KEYS[2])
+    local token = redis.pcall('incr', KEYS[2])
+    if type(token) == 'table' then
+        return redis.error_reply('WRONGTYPE fencing token ' .. KEYS[2] .. ' is not a counter')
+    end
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {-1, token}
