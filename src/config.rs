@@ -35,23 +35,33 @@ pub struct Config {
     /// set-ups are described the way fred describes them.
     pub redis: fred::types::config::Config,
     /// Lease given to locks taken without an explicit lease, renewed every
-    /// third of it while held. Redisson's `lockWatchdogTimeout`. Default 30 s.
+    /// third of it while held (a failed renewal is tried again after
+    /// `retry_delay`). Redisson's `lockWatchdogTimeout`. Default 30 s; 3 ms
+    /// to [`MAX_DURATION`].
     pub lock_watchdog_timeout: Duration,
     /// How many held locks one renewal script call renews. Redisson's
     /// `lockWatchdogBatchSize`. Default 100.
     pub lock_watchdog_batch_size: usize,
     /// How long to wait for the reply to one command (also bounds connecting
-    /// and subscribing). Redisson's `timeout`. Default 3 s.
+    /// and subscribing). Redisson's `timeout`. Default 3 s; 1 ms to
+    /// [`MAX_DURATION`].
     pub timeout: Duration,
-    /// How many times an idempotent command (unlock with its latch, renewal,
-    /// queries) is tried again after a timeout or lost connection. Lock
-    /// acquisition is never blindly resent. Redisson's `retryAttempts`. Default 4.
+    /// How many times an idempotent command (unlock with its latch, queries,
+    /// latch deletion) is tried again after a transient error (timeout, lost
+    /// connection, server loading or failing over). Lock acquisition is
+    /// never blindly resent: an attempt with an unknown outcome is undone
+    /// first. Cleanups nobody awaits (a dropped guard's unlock, leaving a
+    /// fair queue) keep trying until the hold's lease or the queue entry's
+    /// deadline can have passed. A wait without a time limit gives up after
+    /// `(timeout + retry_delay) × retry_attempts` of failures in a row.
+    /// Redisson's `retryAttempts`. Default 4.
     pub retry_attempts: u32,
-    /// Pause between those attempts. Redisson's `retryDelay` (base). Default 1 s.
+    /// Pause between those attempts. Redisson's `retryDelay` (base). Default
+    /// 1 s; at most [`MAX_DURATION`].
     pub retry_delay: Duration,
     /// How long a fair-lock waiter that waits without a time limit stays in
     /// the queue before other clients may consider it dead. Redisson's
-    /// `fairLockWaitTimeout`. Default 5 min.
+    /// `fairLockWaitTimeout`. Default 5 min; 1 ms to [`MAX_DURATION`].
     pub fair_lock_wait_timeout: Duration,
     /// Use sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`, Redis 7+) instead of
     /// `PUBLISH`/`SUBSCRIBE`. Java Redisson 3.22+ uses sharded pub/sub on

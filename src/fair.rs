@@ -5,9 +5,15 @@
 //! Where Redisson's fair lock can stall (§13.2 Q3, Q4), this side does better
 //! while writing exactly what Java clients expect: a waiter behind a dead
 //! queue head sleeps until that head's deadline instead of spinning; a
+//! waiter never sleeps past the holder's lease, since a lease expiry is not
+//! announced and the next in line must take the lock then; when the lock is
+//! free and another waiter is next in line, it re-checks after 5 ms,
+//! doubling, until that waiter has taken it (or its deadline passed); a
 //! waiter that gives up always shifts the others' deadlines by the wait it
-//! enqueued with; a head that leaves passes a pending wake-up on; and every
-//! wait is bounded, so a lost notification costs at most a deadline.
+//! enqueued with, and leaves the queue only after its last attempt has
+//! landed (retried until it is known to have run); a head that leaves passes
+//! a pending wake-up on; and every wait is bounded, so a lost notification
+//! costs at most a deadline.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -17,8 +17,13 @@ use crate::watchdog::{self, Lease, Status};
 /// its hold in the background (errors are logged through `tracing`).
 ///
 /// [`lost`](Self::lost) resolves if the lock is lost while held: the watchdog
-/// found the key gone or could not renew it before it expired, it was
-/// force-unlocked, or an explicit lease ran out.
+/// found the key gone, it was force-unlocked, or the hold is no longer
+/// certain. A hold is certain until the send time of the last acquisition or
+/// renewal Redis confirmed, plus the lease, less a drift margin (1 % of the
+/// lease + 2 ms): Redis cannot have expired the key before then. Past it,
+/// with no newer confirmation (a stalled network, a paused server, an
+/// explicit lease ending), the hold counts as lost, whatever the network
+/// does; so `lost()` resolves before another client can take the lock.
 ///
 /// ```no_run
 /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
@@ -135,8 +140,11 @@ impl LockGuard {
         self.raw.is_held(&self.field).await
     }
 
-    /// Resolves once the lock is lost while this guard exists; never, if it
-    /// is released normally. Usable in `tokio::select!`; owns what it needs.
+    /// Resolves once the lock is lost while this guard exists: found gone,
+    /// force-unlocked, or no longer certain (see the type's docs): at the
+    /// latest when its lease can have run out on the server, less a drift
+    /// margin. Never, if it is released normally. Usable in
+    /// `tokio::select!`; owns what it needs.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         watchdog::lost(self.status.clone())
     }

@@ -227,7 +227,7 @@ impl RawLock {
             .await;
         match &outcome {
             Ok(Some(_)) => leaving.disarm(),
-            Ok(None) => leaving.run().await,
+            Ok(None) => leaving.run(false).await,
             // In the background: the server may be unreachable for a while.
             Err(_) => drop(leaving),
         }
@@ -386,7 +386,6 @@ impl RawLock {
     ) -> Result<(Attempt, Instant), Failure> {
         let inner = self.inner().clone();
         let lease_ms = crate::lock::millis(lease.duration(inner.config.lock_watchdog_timeout));
-        let undoable = inner.holds.count(self.name(), field) == 0;
         let sent_at = Instant::now();
         let fut = {
             let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.to_owned());
@@ -404,7 +403,7 @@ impl RawLock {
                         Ok(Attempt::Acquired { .. }) => {
                             let _status = inner.holds.acquired(proto.name(), &field, lease, proto.renewal(), sent_at);
                         }
-                        Err(e) if e.is_transient() && undoable => {}
+                        Err(e) if e.is_transient() && inner.holds.count(proto.name(), &field) == 0 => {}
                         _ => return,
                     }
                     if let Err(e) = release(&inner, proto.as_ref(), &field, Patience::UntilExpiry).await {
@@ -418,7 +417,8 @@ impl RawLock {
         let (outcome, step) = FinishOnDrop::new(inner.runtime.clone(), fut, orphan).await;
         match outcome {
             Ok(attempt) => Ok((attempt, sent_at)),
-            Err(e) if e.is_transient() && undoable => {
+            // A lost reply can be undone if the owner held nothing before.
+            Err(e) if e.is_transient() && inner.holds.count(self.name(), field) == 0 => {
                 let proto = self.proto.clone();
                 let field = field.to_owned();
                 let mut step = step;
@@ -550,12 +550,7 @@ struct Pending {
 }
 
 impl GiveUp {
-    fn new(
-        lock: &RawLock,
-        field: &str,
-        mode: AttemptMode,
-        order: &Steps,
-    ) -> GiveUp {
+    fn new(lock: &RawLock, field: &str, mode: AttemptMode, order: &Steps) -> GiveUp {
         let pending = match mode {
             AttemptMode::Waiting { wait } => {
                 lock.proto
@@ -576,19 +571,25 @@ impl GiveUp {
         self.pending = None;
     }
 
-    /// Run the step. It stays pending until it has run, so if this future
-    /// is dropped part-way, `Drop` sends it again (the step is idempotent).
-    async fn run(&mut self) {
+    /// Run the step, after every earlier step of the acquisition. It stays
+    /// pending until it has run, so if this future is dropped part-way, or
+    /// the step fails with a transient error after `retry_attempts` tries,
+    /// `Drop` goes on with it in the background (the step is idempotent),
+    /// `patiently`: until the queue entry cannot matter any more.
+    async fn run(&mut self, patiently: bool) {
         if let Some(p) = &self.pending {
             let _step = p.order.clone().lock_owned().await;
-            let until = Instant::now() + p.patience;
-            let outcome = p
-                .inner
-                .redis
-                .persisting(until, || p.inner.redis.eval(|| p.call.clone()))
-                .await;
-            if let Err(e) = outcome {
-                tracing::warn!(error = %e, "leaving the wait queue failed");
+            let leave = || p.inner.redis.eval(|| p.call.clone());
+            let outcome = if patiently {
+                let until = Instant::now() + p.patience;
+                p.inner.redis.persisting(until, leave).await
+            } else {
+                p.inner.redis.retrying(leave).await
+            };
+            match outcome {
+                Err(e) if e.is_transient() && !patiently => return,
+                Err(e) => tracing::warn!(error = %e, "leaving the wait queue failed"),
+                Ok(_) => {}
             }
         }
         self.pending = None;
@@ -602,7 +603,7 @@ impl Drop for GiveUp {
             let mut rest = GiveUp {
                 pending: Some(pending),
             };
-            runtime.spawn(async move { rest.run().await });
+            runtime.spawn(async move { rest.run(true).await });
         }
     }
 }
@@ -650,12 +651,7 @@ pub(crate) async fn release(
     };
     let reply = match patience {
         Patience::Attempts => inner.redis.retrying(unlock).await,
-        Patience::UntilExpiry => {
-            inner
-                .redis
-                .persisting(Instant::now() + lease, unlock)
-                .await
-        }
+        Patience::UntilExpiry => inner.redis.persisting(Instant::now() + lease, unlock).await,
     }?;
     inner.redis.delete_later(latch);
     match reply {

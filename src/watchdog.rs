@@ -437,7 +437,10 @@ pub(crate) async fn run(
 ) {
     let lease = holds.watchdog;
     let period = lease / 3;
-    let retry = retry_delay.clamp(Duration::from_millis(1), period.max(Duration::from_millis(1)));
+    let retry = retry_delay.clamp(
+        Duration::from_millis(1),
+        period.max(Duration::from_millis(1)),
+    );
     let lease_ms = Value::Integer(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
     let mut run = 0u64;
     let mut pause = period;

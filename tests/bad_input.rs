@@ -152,12 +152,18 @@ async fn names_of_every_shape() {
     let client = server.client().await;
     let raw = server.raw().await;
     assert!(matches!(client.lock(""), Err(Error::InvalidName { .. })));
-    assert!(matches!(client.fair_lock(""), Err(Error::InvalidName { .. })));
+    assert!(matches!(
+        client.fair_lock(""),
+        Err(Error::InvalidName { .. })
+    ));
     assert!(matches!(
         client.read_write_lock(""),
         Err(Error::InvalidName { .. })
     ));
-    assert!(matches!(client.spin_lock(""), Err(Error::InvalidName { .. })));
+    assert!(matches!(
+        client.spin_lock(""),
+        Err(Error::InvalidName { .. })
+    ));
     assert!(matches!(
         client.fenced_lock(""),
         Err(Error::InvalidName { .. })
@@ -220,15 +226,16 @@ async fn wrong_type<K: Kind>(make: Make<K>, at: fn(&str) -> String, types: &[&st
         args.extend(setup[1..].iter().map(|s| s.to_string()));
         let _: Value = raw.custom(fred::cmd!(setup[0]), args).await.unwrap();
         let before = keys_like(&raw, &name).await;
-        let dump: Value = raw.custom(fred::cmd!("DUMP"), vec![key.clone()]).await.unwrap();
+        let dump: Value = raw
+            .custom(fred::cmd!("DUMP"), vec![key.clone()])
+            .await
+            .unwrap();
         for outcome in [
             lock.try_lock().await.map(drop),
             lock.try_lock_for(Duration::from_millis(50), None)
                 .await
                 .map(drop),
-            lock.lock_with_lease(Duration::from_secs(1))
-                .await
-                .map(drop),
+            lock.lock_with_lease(Duration::from_secs(1)).await.map(drop),
         ] {
             // Queue and token keys of the wrong type are only touched by
             // the kinds that use them; an unused one is no error.
@@ -250,12 +257,19 @@ async fn wrong_type<K: Kind>(make: Make<K>, at: fn(&str) -> String, types: &[&st
                 Err(Error::WrongType { .. }) | Ok(true)
             ));
         }
-        let after: Value = raw.custom(fred::cmd!("DUMP"), vec![key.clone()]).await.unwrap();
+        let after: Value = raw
+            .custom(fred::cmd!("DUMP"), vec![key.clone()])
+            .await
+            .unwrap();
         assert_eq!(dump, after, "{kind} at {key} untouched");
         let ttl: i64 = raw.pttl(key.as_str()).await.unwrap();
         assert_eq!(ttl, -1, "{kind}: no TTL added");
         if key == name {
-            assert_eq!(before, keys_like(&raw, &name).await, "{kind}: nothing else written");
+            assert_eq!(
+                before,
+                keys_like(&raw, &name).await,
+                "{kind}: nothing else written"
+            );
         }
         let _: i64 = raw.del(key.as_str()).await.unwrap();
         let _: Value = raw
@@ -280,7 +294,12 @@ async fn wrong_type_rlock() {
 async fn wrong_type_fair() {
     wrong_type(fair, same, NOT_HASH).await;
     let queue = |n: &str| format!("redisson_lock_queue:{{{n}}}");
-    wrong_type(non_reentrant_fair, queue, &["string", "set", "zset", "hash"]).await;
+    wrong_type(
+        non_reentrant_fair,
+        queue,
+        &["string", "set", "zset", "hash"],
+    )
+    .await;
     let timeouts = |n: &str| format!("redisson_lock_timeout:{{{n}}}");
     wrong_type(fair, timeouts, &["string", "list", "set", "hash"]).await;
 }

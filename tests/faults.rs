@@ -1,0 +1,510 @@
+//! Faults injected for real: a proxy that stalls or cuts one client's
+//! connection, `CLIENT PAUSE`, `SCRIPT FLUSH`, a killed and restarted server.
+//! Each test checks what users rely on: nobody holds twice by their own
+//! account, the lost signal comes before the lease can have run out on the
+//! server, waiters answer within their deadlines and recover afterwards, and
+//! nothing is left behind.
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::fault::{client_pause, script_flush, PauseMode, Proxy};
+use common::{eventually, unique, wait_numsub, Server};
+use fred::prelude::*;
+use rand::Rng;
+use redisson_lock::{Client, Error, Kind, Lock};
+use tokio::time::Instant;
+
+type Make<K> = fn(&Client, &str) -> Lock<K>;
+
+fn rlock(c: &Client, n: &str) -> Lock<redisson_lock::Reentrant> {
+    c.lock(n).unwrap()
+}
+fn fair(c: &Client, n: &str) -> Lock<redisson_lock::Fair> {
+    c.fair_lock(n).unwrap()
+}
+fn spin(c: &Client, n: &str) -> Lock<redisson_lock::Spin> {
+    c.spin_lock(n).unwrap()
+}
+fn fenced(c: &Client, n: &str) -> Lock<redisson_lock::Fenced> {
+    c.fenced_lock(n).unwrap()
+}
+fn read(c: &Client, n: &str) -> Lock<redisson_lock::Read> {
+    c.read_write_lock(n).unwrap().read()
+}
+fn write(c: &Client, n: &str) -> Lock<redisson_lock::Write> {
+    c.read_write_lock(n).unwrap().write()
+}
+
+const WATCHDOG: Duration = Duration::from_millis(1_500);
+
+/// A holder whose connection stalls (renewals neither sent nor answered)
+/// is told it lost the lock before another process can take it: `lost()`
+/// resolves no later than the last confirmed renewal's send time plus the
+/// lease, so before the server expires the key. The other process, waiting
+/// all along, gets the lock at that expiry.
+async fn stalled_holder_is_told_before_anyone_else_holds<K: Kind, O: Kind>(
+    make: Make<K>,
+    other: Make<O>,
+) {
+    let server = Server::start();
+    let proxy = Proxy::start(server.port).await;
+    let holder_client = Client::connect(
+        redisson_lock::Config::from_url(&proxy.url())
+            .unwrap()
+            .lock_watchdog_timeout(WATCHDOG),
+    )
+    .await
+    .unwrap();
+    let other_client = server.client().await;
+    let name = unique("stalled");
+    let guard = make(&holder_client, &name).lock().await.unwrap();
+    // Let a renewal or two land, then cut the holder off.
+    tokio::time::sleep(WATCHDOG / 2).await;
+    let lost = guard.lost();
+    let waiter = {
+        let lock = other(&other_client, &name);
+        tokio::spawn(async move {
+            let guard = lock.lock().await.unwrap();
+            (Instant::now(), guard)
+        })
+    };
+    proxy.stall();
+    let stalled_at = Instant::now();
+    tokio::time::timeout(WATCHDOG * 2, lost)
+        .await
+        .expect("lost() fires within the lease");
+    let lost_at = Instant::now();
+    assert!(guard.is_lost());
+    let (acquired_at, other_guard) = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the other process gets the lock at the server-side expiry")
+        .unwrap();
+    let lateness = lost_at.saturating_duration_since(acquired_at);
+    let lead = acquired_at.saturating_duration_since(lost_at);
+    println!(
+        "lost {:?} after the stall, {lead:?} before the other holder (lateness {lateness:?})",
+        lost_at - stalled_at
+    );
+    assert!(
+        lost_at <= acquired_at,
+        "told {lateness:?} after another process took the lock"
+    );
+    assert!(
+        lost_at - stalled_at <= WATCHDOG,
+        "lost {:?} after the stall: later than the lease",
+        lost_at - stalled_at
+    );
+    proxy.resume();
+    other_guard.unlock().await.unwrap();
+    drop(guard);
+}
+
+#[tokio::test]
+async fn stalled_holder_rlock() {
+    stalled_holder_is_told_before_anyone_else_holds(rlock, rlock).await;
+}
+#[tokio::test]
+async fn stalled_holder_fair() {
+    stalled_holder_is_told_before_anyone_else_holds(fair, fair).await;
+}
+#[tokio::test]
+async fn stalled_holder_spin() {
+    stalled_holder_is_told_before_anyone_else_holds(spin, spin).await;
+}
+#[tokio::test]
+async fn stalled_holder_fenced() {
+    stalled_holder_is_told_before_anyone_else_holds(fenced, fenced).await;
+}
+#[tokio::test]
+async fn stalled_holder_write() {
+    stalled_holder_is_told_before_anyone_else_holds(write, write).await;
+}
+#[tokio::test]
+async fn stalled_holder_read() {
+    stalled_holder_is_told_before_anyone_else_holds(read, write).await;
+}
+
+/// The same under `CLIENT PAUSE` of the whole server: renewals are held
+/// back, and the holder is told within the lease of its last renewal, not
+/// a reply timeout after it. A lease taken by the caller is held to the
+/// same rule.
+#[tokio::test]
+async fn holder_is_told_on_time_while_the_server_is_paused() {
+    let server = Server::start();
+    let raw = server.raw().await;
+    let client = server
+        .client_with(|c| c.lock_watchdog_timeout(WATCHDOG))
+        .await;
+    let name = unique("paused");
+    let guard = client.lock(&name).unwrap().lock().await.unwrap();
+    let leased = client
+        .lock(&format!("{name}-leased"))
+        .unwrap()
+        .lock_with_lease(WATCHDOG)
+        .await
+        .unwrap();
+    let leased_expiry = leased.expires_at().unwrap();
+    let when = |lost: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>| {
+        tokio::spawn(async move {
+            lost.await;
+            Instant::now()
+        })
+    };
+    let leased_lost = when(Box::pin(leased.lost()));
+    tokio::time::sleep(WATCHDOG / 2).await;
+    client_pause(&raw, WATCHDOG * 2, PauseMode::Write).await;
+    let paused_at = Instant::now();
+    let lost_at = tokio::time::timeout(WATCHDOG * 2, when(Box::pin(guard.lost())))
+        .await
+        .expect("lost within the lease")
+        .unwrap();
+    assert!(lost_at - paused_at <= WATCHDOG, "{:?}", lost_at - paused_at);
+    let leased_lost_at = tokio::time::timeout(WATCHDOG, leased_lost)
+        .await
+        .expect("a leased hold is lost at its lease")
+        .unwrap();
+    assert!(leased_lost_at.into_std() <= leased_expiry);
+    drop((guard, leased));
+}
+
+/// A waiter learns at once that the server died: it stops sleeping toward
+/// the holder's 30 s TTL, retries while its deadline allows, and then
+/// answers with a typed transient error, not `Ok(None)` and not late.
+#[tokio::test]
+async fn waiter_fails_with_a_transient_error_at_its_deadline_when_the_server_dies() {
+    let mut server = Server::private();
+    let holder = server.client().await;
+    let waiter_client = server
+        .client_with(|c| {
+            c.timeout(Duration::from_millis(500))
+                .retry_delay(Duration::from_millis(100))
+        })
+        .await;
+    let raw = server.raw().await;
+    let name = unique("dead");
+    let _held = holder.lock(&name).unwrap().lock().await.unwrap();
+    let lock = rlock(&waiter_client, &name);
+    let wait = Duration::from_secs(2);
+    let started = Instant::now();
+    let waiter = tokio::spawn(async move { lock.try_lock_for(wait, None).await });
+    wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
+    server.kill();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("answers in bounded time")
+        .unwrap();
+    let took = started.elapsed();
+    match outcome {
+        Err(e) => assert!(e.is_transient(), "{e:?}"),
+        Ok(g) => panic!("expected a transient error, got {:?}", g.is_some()),
+    }
+    assert!(
+        took >= wait && took < wait + Duration::from_millis(1_500),
+        "answered after {took:?}"
+    );
+}
+
+/// A waiter without a time limit learns at once that the server died: it
+/// does not sleep toward the holder's 30 s TTL, but fails with a transient
+/// error once Redis has been unreachable for the retry budget
+/// (`(timeout + retry_delay) × retry_attempts`, 2.4 s here).
+#[tokio::test]
+async fn unbounded_waiter_fails_within_the_retry_budget_when_the_server_dies() {
+    let mut server = Server::private();
+    let holder = server.client().await;
+    let waiter_client = server
+        .client_with(|c| {
+            c.timeout(Duration::from_millis(500))
+                .retry_delay(Duration::from_millis(100))
+        })
+        .await;
+    let raw = server.raw().await;
+    let name = unique("dead");
+    let _held = holder.lock(&name).unwrap().lock().await.unwrap();
+    let lock = rlock(&waiter_client, &name);
+    let waiter = tokio::spawn(async move { lock.lock().await });
+    wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
+    server.kill();
+    let killed_at = Instant::now();
+    let outcome = tokio::time::timeout(Duration::from_secs(20), waiter)
+        .await
+        .expect("answers long before the holder's TTL")
+        .unwrap();
+    let err = outcome.expect_err("no server, no lock");
+    assert!(err.is_transient(), "{err:?}");
+    let took = killed_at.elapsed();
+    println!("unbounded waiter answered {took:?} after the server died");
+    assert!(took < Duration::from_secs(5), "answered after {took:?}");
+}
+
+/// One attempt that times out inside a long `try_lock_for` does not end the
+/// wait: the attempt is undone (it may still run once the connection moves
+/// again) and the waiter goes on, and takes the lock once it is free. Here
+/// the waiter's requests are held back by a proxy for longer than its reply
+/// timeout, right when the unlock message makes it try again.
+#[tokio::test]
+async fn a_timed_out_attempt_does_not_end_a_long_wait() {
+    let server = Server::start();
+    let proxy = Proxy::start(server.port).await;
+    let raw = server.raw().await;
+    let holder = server.client().await;
+    let waiter_client = Client::connect(
+        redisson_lock::Config::from_url(&proxy.url())
+            .unwrap()
+            .timeout(Duration::from_millis(300))
+            .retry_delay(Duration::from_millis(100)),
+    )
+    .await
+    .unwrap();
+    let name = unique("slow");
+    let held = holder.lock(&name).unwrap().lock().await.unwrap();
+    let lock = rlock(&waiter_client, &name);
+    let waiter =
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
+    wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
+    proxy.stall_to_server();
+    held.unlock().await.unwrap(); // the waiter hears it and tries: held back
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    proxy.resume();
+    let guard = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("answers")
+        .unwrap()
+        .expect("no error: time remained")
+        .expect("acquired");
+    let count: i64 = raw.hget(&name, guard.field()).await.unwrap();
+    assert_eq!(count, 1, "held once, not re-entered by the late attempt");
+    guard.unlock().await.unwrap();
+    assert_eq!(raw.exists::<i64, _>(&name).await.unwrap(), 0);
+}
+
+/// Waiters keep waiting through a server restart and take the lock soon
+/// after the server is back (its data, and so the old hold, is gone),
+/// long before the old holder's TTL. The old holder learns it lost.
+#[tokio::test]
+async fn waiters_take_the_lock_soon_after_a_server_restart() {
+    let mut server = Server::private();
+    let holder = server.client().await; // 30 s watchdog: the TTL a waiter would sleep
+    let waiter_client = server
+        .client_with(|c| {
+            c.timeout(Duration::from_millis(500))
+                .retry_delay(Duration::from_millis(100))
+        })
+        .await;
+    let raw = server.raw().await;
+    let name = unique("restart");
+    let _held = holder.lock(&name).unwrap().lock().await.unwrap();
+    let mut waiters = Vec::new();
+    for make in [0, 1] {
+        let lock = waiter_client.clone();
+        let name = name.clone();
+        waiters.push(tokio::spawn(async move {
+            let outcome = if make == 0 {
+                rlock(&lock, &name)
+                    .try_lock_for(Duration::from_secs(20), None)
+                    .await
+            } else {
+                rlock(&lock, &name).lock().await.map(Some)
+            };
+            let guard = outcome.unwrap().expect("acquired");
+            let at = Instant::now();
+            guard.unlock().await.unwrap();
+            at
+        }));
+    }
+    wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
+    drop(raw);
+    server.kill();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.start_again();
+    let back_at = Instant::now();
+    for waiter in waiters {
+        let at = tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .expect("acquired after the restart")
+            .unwrap();
+        let stall = at.saturating_duration_since(back_at);
+        println!("waiter took the lock {stall:?} after the server was back");
+        assert!(stall < Duration::from_secs(5), "stalled {stall:?}");
+    }
+}
+
+/// A fair-lock waiter cancelled while its first attempt is in flight (here:
+/// the script cache is empty, so the attempt is EVALSHA, NOSCRIPT, then
+/// EVAL) leaves the queue after that attempt, never before it: no ghost
+/// entry is left to block the lock for minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_fair_waiters_leave_no_ghost_even_while_scripts_reload() {
+    let server = Server::start();
+    let raw = server.raw().await;
+    let holder = server.client().await;
+    let waiter_client = server.client().await;
+    let name = unique("ghost");
+    let lock = fair(&waiter_client, &name);
+    let queue = format!("redisson_lock_queue:{{{name}}}");
+    let timeouts = format!("redisson_lock_timeout:{{{name}}}");
+    let held = fair(&holder, &name).lock().await.unwrap();
+    let mut rng = rand::rng();
+    for round in 0..400 {
+        script_flush(&raw).await;
+        // Mostly while the first attempt (EVALSHA, NOSCRIPT, EVAL) is in flight.
+        let cancel_after = Duration::from_micros(rng.random_range(0..600));
+        let attempt = lock.try_lock_for(Duration::from_secs(60), None);
+        let outcome = tokio::time::timeout(cancel_after, attempt).await;
+        assert!(
+            matches!(outcome, Err(_) | Ok(Ok(None))),
+            "round {round}: {outcome:?}"
+        );
+    }
+    eventually("every cancelled waiter left the queue", || async {
+        let len: i64 = raw.llen(&queue).await.unwrap();
+        let card: i64 = raw.zcard(&timeouts).await.unwrap();
+        len == 0 && card == 0
+    })
+    .await;
+    held.unlock().await.unwrap();
+    let guard = lock.try_lock().await.unwrap();
+    assert!(guard.is_some(), "the free lock is not blocked by a ghost");
+}
+
+/// A cancelled fair waiter whose client cannot reach Redis keeps trying to
+/// leave the queue, and does so once the connection is back.
+#[tokio::test]
+async fn fair_queue_leave_is_retried_until_the_connection_is_back() {
+    let server = Server::start();
+    let proxy = Proxy::start(server.port).await;
+    let raw = server.raw().await;
+    let holder = server.client().await;
+    let waiter_client = Client::connect(
+        redisson_lock::Config::from_url(&proxy.url())
+            .unwrap()
+            .timeout(Duration::from_millis(300))
+            .retry_delay(Duration::from_millis(100))
+            .retry_attempts(1),
+    )
+    .await
+    .unwrap();
+    let name = unique("leave");
+    let queue = format!("redisson_lock_queue:{{{name}}}");
+    let held = fair(&holder, &name).lock().await.unwrap();
+    let lock = fair(&waiter_client, &name);
+    let waiter =
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(60), None).await });
+    eventually("the waiter queued", || async {
+        raw.llen::<i64, _>(&queue).await.unwrap() == 1
+    })
+    .await;
+    proxy.refuse(true);
+    proxy.cut();
+    proxy.wait_connections(0, Duration::from_secs(5)).await;
+    waiter.abort();
+    let _ = waiter.await;
+    // Unreachable for longer than `retry_attempts` retries take: the entry
+    // stays (nothing could remove it)...
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(raw.llen::<i64, _>(&queue).await.unwrap(), 1);
+    // ...and is removed once the client reconnects.
+    proxy.refuse(false);
+    eventually("the waiter left the queue", || async {
+        raw.llen::<i64, _>(&queue).await.unwrap() == 0
+    })
+    .await;
+    held.unlock().await.unwrap();
+}
+
+/// A lost connection is a transient error, and what is idempotent is
+/// retried through it: an unlock, and the background unlock of a dropped
+/// guard, both succeed across a cut connection, long before the TTL.
+#[tokio::test]
+async fn unlocks_are_retried_across_a_cut_connection() {
+    let server = Server::start();
+    let proxy = Proxy::start(server.port).await;
+    let raw = server.raw().await;
+    let client = Client::connect(
+        redisson_lock::Config::from_url(&proxy.url())
+            .unwrap()
+            .timeout(Duration::from_millis(500))
+            .retry_delay(Duration::from_millis(100)),
+    )
+    .await
+    .unwrap();
+    let name = unique("cut");
+    let lock = client.lock(&name).unwrap();
+
+    let guard = lock.lock().await.unwrap();
+    proxy.cut();
+    guard.unlock().await.expect("unlock retried after the cut");
+    assert_eq!(raw.exists::<i64, _>(&name).await.unwrap(), 0);
+
+    let guard = lock.lock().await.unwrap();
+    proxy.cut();
+    drop(guard);
+    eventually("the dropped guard's unlock went through", || async {
+        raw.exists::<i64, _>(&name).await.unwrap() == 0
+    })
+    .await;
+
+    // With no retries at all, the error says it is transient.
+    let once = Client::connect(
+        redisson_lock::Config::from_url(&proxy.url())
+            .unwrap()
+            .retry_attempts(0),
+    )
+    .await
+    .unwrap();
+    proxy.refuse(true);
+    proxy.cut();
+    proxy.wait_connections(0, Duration::from_secs(5)).await;
+    let err = once.lock(&name).unwrap().is_locked().await.unwrap_err();
+    assert!(err.is_transient(), "{err:?}");
+    assert!(
+        matches!(err, Error::Connection(_) | Error::Timeout(_)),
+        "{err:?}"
+    );
+}
+
+/// Redisson's fair-lock `testLeaseTimeout` shape: holders with short leases
+/// that never unlock. Each lease expiry hands the lock to the next waiter
+/// in line without any publish, so every waiter must get its turn within
+/// about one lease of the previous one, not sleep toward a queue deadline.
+#[tokio::test]
+async fn fair_lock_hands_over_at_every_lease_expiry() {
+    let server = Server::start();
+    let clients = [server.client().await, server.client().await];
+    let name = unique("leases");
+    let lease = Duration::from_millis(300);
+    let first = fair(&clients[0], &name)
+        .lock_with_lease(lease)
+        .await
+        .unwrap();
+    std::mem::forget(first);
+    let started = Instant::now();
+    let order = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let mut waiters = Vec::new();
+    for i in 0..8 {
+        let lock = fair(&clients[i % 2], &name);
+        let order = order.clone();
+        waiters.push(tokio::spawn(async move {
+            let guard = lock.lock_with_lease(lease).await.unwrap();
+            order.lock().push(Instant::now());
+            std::mem::forget(guard); // never unlocked: only the lease ends it
+        }));
+    }
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .expect("every waiter gets its turn")
+            .unwrap();
+    }
+    let times = order.lock().clone();
+    let total = started.elapsed();
+    println!("8 lease-expiry handovers in {total:?}");
+    let mut previous = started;
+    for at in times {
+        let gap = at - previous;
+        assert!(gap < lease + Duration::from_millis(400), "gap {gap:?}");
+        previous = at;
+    }
+}
