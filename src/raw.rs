@@ -227,7 +227,7 @@ impl RawLock {
             .await;
         match &outcome {
             Ok(Some(_)) => leaving.disarm(),
-            Ok(None) => leaving.run(false).await,
+            Ok(None) => leaving.run().await,
             // In the background: the server may be unreachable for a while.
             Err(_) => drop(leaving),
         }
@@ -571,23 +571,20 @@ impl GiveUp {
         self.pending = None;
     }
 
-    /// Run the step, after every earlier step of the acquisition. It stays
-    /// pending until it has run, so if this future is dropped part-way, or
-    /// the step fails with a transient error after `retry_attempts` tries,
-    /// `Drop` goes on with it in the background (the step is idempotent),
-    /// `patiently`: until the queue entry cannot matter any more.
-    async fn run(&mut self, patiently: bool) {
+    /// Run the step, after every earlier step of the acquisition, with
+    /// `retry_attempts` tries. If it is dropped part-way or still fails with
+    /// a transient error, it stays pending, and `Drop` goes on with it in
+    /// the background (the step is idempotent).
+    async fn run(&mut self) {
         if let Some(p) = &self.pending {
             let _step = p.order.clone().lock_owned().await;
-            let leave = || p.inner.redis.eval(|| p.call.clone());
-            let outcome = if patiently {
-                let until = Instant::now() + p.patience;
-                p.inner.redis.persisting(until, leave).await
-            } else {
-                p.inner.redis.retrying(leave).await
-            };
+            let outcome = p
+                .inner
+                .redis
+                .retrying(|| p.inner.redis.eval(|| p.call.clone()))
+                .await;
             match outcome {
-                Err(e) if e.is_transient() && !patiently => return,
+                Err(e) if e.is_transient() => return,
                 Err(e) => tracing::warn!(error = %e, "leaving the wait queue failed"),
                 Ok(_) => {}
             }
@@ -596,14 +593,27 @@ impl GiveUp {
     }
 }
 
+impl Pending {
+    /// Run the step in the background, after every earlier step of the
+    /// acquisition, trying again after transient errors until it is known to
+    /// have run or the queue entry cannot matter any more.
+    async fn run_patiently(self) {
+        let _step = self.order.clone().lock_owned().await;
+        let until = Instant::now() + self.patience;
+        let leave = || self.inner.redis.eval(|| self.call.clone());
+        if let Err(e) = self.inner.redis.persisting(until, leave).await {
+            tracing::warn!(error = %e, "leaving the wait queue failed");
+        }
+    }
+}
+
 impl Drop for GiveUp {
     fn drop(&mut self) {
+        // A plain future, not a `GiveUp`: dropping it (a runtime shutting
+        // down) must not spawn it again.
         if let Some(pending) = self.pending.take() {
             let runtime = pending.inner.runtime.clone();
-            let mut rest = GiveUp {
-                pending: Some(pending),
-            };
-            runtime.spawn(async move { rest.run(true).await });
+            runtime.spawn(pending.run_patiently());
         }
     }
 }

@@ -169,74 +169,112 @@ async fn holder_is_told_on_time_while_the_server_is_paused() {
     drop((guard, leased));
 }
 
-/// A waiter learns at once that the server died: it stops sleeping toward
-/// the holder's 30 s TTL, retries while its deadline allows, and then
-/// answers with a typed transient error, not `Ok(None)` and not late.
-#[tokio::test]
-async fn waiter_fails_with_a_transient_error_at_its_deadline_when_the_server_dies() {
-    let mut server = Server::private();
-    let holder = server.client().await;
-    let waiter_client = server
-        .client_with(|c| {
-            c.timeout(Duration::from_millis(500))
-                .retry_delay(Duration::from_millis(100))
-        })
-        .await;
-    let raw = server.raw().await;
-    let name = unique("dead");
-    let _held = holder.lock(&name).unwrap().lock().await.unwrap();
-    let lock = rlock(&waiter_client, &name);
-    let wait = Duration::from_secs(2);
-    let started = Instant::now();
-    let waiter = tokio::spawn(async move { lock.try_lock_for(wait, None).await });
-    wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
-    server.kill();
-    let outcome = tokio::time::timeout(Duration::from_secs(10), waiter)
-        .await
-        .expect("answers in bounded time")
-        .unwrap();
-    let took = started.elapsed();
-    match outcome {
-        Err(e) => assert!(e.is_transient(), "{e:?}"),
-        Ok(g) => panic!("expected a transient error, got {:?}", g.is_some()),
-    }
-    assert!(
-        took >= wait && took < wait + Duration::from_millis(1_500),
-        "answered after {took:?}"
-    );
+/// How a test knows a waiter of some kind is waiting.
+#[derive(Clone, Copy)]
+enum Waits {
+    /// It subscribed to `redisson_lock__channel:{N}` (RLock, fenced).
+    LockChannel,
+    /// It subscribed to `redisson_rwlock:{N}`.
+    RwChannel,
+    /// It joined the fair queue.
+    Queue,
+    /// No event to see (spin lock): give it a moment.
+    Spinning,
 }
 
-/// A waiter without a time limit learns at once that the server died: it
-/// does not sleep toward the holder's 30 s TTL, but fails with a transient
-/// error once Redis has been unreachable for the retry budget
-/// (`(timeout + retry_delay) × retry_attempts`, 2.4 s here).
-#[tokio::test]
-async fn unbounded_waiter_fails_within_the_retry_budget_when_the_server_dies() {
+async fn until_waiting(raw: &fred::clients::Client, waits: Waits, name: &str, waiters: i64) {
+    match waits {
+        Waits::LockChannel => {
+            wait_numsub(raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await
+        }
+        Waits::RwChannel => wait_numsub(raw, &format!("redisson_rwlock:{{{name}}}"), 1).await,
+        Waits::Queue => {
+            let queue = format!("redisson_lock_queue:{{{name}}}");
+            eventually("waiters queued", || async {
+                raw.llen::<i64, _>(&queue).await.unwrap() == waiters
+            })
+            .await
+        }
+        Waits::Spinning => tokio::time::sleep(Duration::from_millis(200)).await,
+    }
+}
+
+fn waiter_config(c: redisson_lock::Config) -> redisson_lock::Config {
+    c.timeout(Duration::from_millis(500))
+        .retry_delay(Duration::from_millis(100))
+}
+
+/// When the server dies under a waiter (the holder's TTL is 30 s):
+/// * a waiter with a deadline keeps trying until it, then answers with a
+///   typed transient error, neither `Ok(None)` nor late;
+/// * a waiter without a time limit learns at once and fails with a
+///   transient error once Redis has been unreachable for the retry budget
+///   (`(timeout + retry_delay) × retry_attempts`, 2.4 s here), long before
+///   the holder's TTL.
+async fn server_dies_under_waiters<K: Kind, H: Kind>(make: Make<K>, holder: Make<H>, waits: Waits) {
     let mut server = Server::private();
-    let holder = server.client().await;
-    let waiter_client = server
-        .client_with(|c| {
-            c.timeout(Duration::from_millis(500))
-                .retry_delay(Duration::from_millis(100))
-        })
-        .await;
+    let holder_client = server.client().await;
+    let waiter_client = server.client_with(waiter_config).await;
     let raw = server.raw().await;
     let name = unique("dead");
-    let _held = holder.lock(&name).unwrap().lock().await.unwrap();
-    let lock = rlock(&waiter_client, &name);
-    let waiter = tokio::spawn(async move { lock.lock().await });
-    wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
+    let _held = holder(&holder_client, &name).lock().await.unwrap();
+    let wait = Duration::from_secs(2);
+    let bounded = {
+        let lock = make(&waiter_client, &name);
+        tokio::spawn(async move {
+            let outcome = lock.try_lock_for(wait, None).await.map(|g| g.is_some());
+            (outcome, Instant::now())
+        })
+    };
+    let unbounded = {
+        let lock = make(&waiter_client, &name);
+        tokio::spawn(async move {
+            let outcome = lock.lock().await.map(|_| true);
+            (outcome, Instant::now())
+        })
+    };
+    until_waiting(&raw, waits, &name, 2).await;
     server.kill();
     let killed_at = Instant::now();
-    let outcome = tokio::time::timeout(Duration::from_secs(20), waiter)
-        .await
-        .expect("answers long before the holder's TTL")
-        .unwrap();
-    let err = outcome.expect_err("no server, no lock");
-    assert!(err.is_transient(), "{err:?}");
-    let took = killed_at.elapsed();
-    println!("unbounded waiter answered {took:?} after the server died");
-    assert!(took < Duration::from_secs(5), "answered after {took:?}");
+    for (waiter, limit) in [(bounded, wait), (unbounded, Duration::from_secs(5))] {
+        let (outcome, at) = tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .expect("answers long before the holder's TTL")
+            .unwrap();
+        let err = outcome.expect_err("no server, no lock");
+        assert!(err.is_transient(), "{err:?}");
+        let took = at - killed_at;
+        println!("waiter answered {took:?} after the server died");
+        assert!(
+            took < limit + Duration::from_millis(1_500),
+            "answered after {took:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn server_dies_under_rlock_waiters() {
+    server_dies_under_waiters(rlock, rlock, Waits::LockChannel).await;
+}
+#[tokio::test]
+async fn server_dies_under_fair_waiters() {
+    server_dies_under_waiters(fair, fair, Waits::Queue).await;
+}
+#[tokio::test]
+async fn server_dies_under_spin_waiters() {
+    server_dies_under_waiters(spin, spin, Waits::Spinning).await;
+}
+#[tokio::test]
+async fn server_dies_under_fenced_waiters() {
+    server_dies_under_waiters(fenced, fenced, Waits::LockChannel).await;
+}
+#[tokio::test]
+async fn server_dies_under_read_waiters() {
+    server_dies_under_waiters(read, write, Waits::RwChannel).await;
+}
+#[tokio::test]
+async fn server_dies_under_write_waiters() {
+    server_dies_under_waiters(write, read, Waits::RwChannel).await;
 }
 
 /// One attempt that times out inside a long `try_lock_for` does not end the
@@ -281,32 +319,27 @@ async fn a_timed_out_attempt_does_not_end_a_long_wait() {
 }
 
 /// Waiters keep waiting through a server restart and take the lock soon
-/// after the server is back (its data, and so the old hold, is gone),
-/// long before the old holder's TTL. The old holder learns it lost.
-#[tokio::test]
-async fn waiters_take_the_lock_soon_after_a_server_restart() {
+/// after the server is back (its data, and so the old hold, is gone), long
+/// before the old holder's 30 s TTL.
+async fn server_restarts_under_waiters<K: Kind, H: Kind>(
+    make: Make<K>,
+    holder: Make<H>,
+    waits: Waits,
+) {
     let mut server = Server::private();
-    let holder = server.client().await; // 30 s watchdog: the TTL a waiter would sleep
-    let waiter_client = server
-        .client_with(|c| {
-            c.timeout(Duration::from_millis(500))
-                .retry_delay(Duration::from_millis(100))
-        })
-        .await;
+    let holder_client = server.client().await; // 30 s watchdog: the TTL a waiter would sleep
+    let waiter_client = server.client_with(waiter_config).await;
     let raw = server.raw().await;
     let name = unique("restart");
-    let _held = holder.lock(&name).unwrap().lock().await.unwrap();
+    let _held = holder(&holder_client, &name).lock().await.unwrap();
     let mut waiters = Vec::new();
-    for make in [0, 1] {
-        let lock = waiter_client.clone();
-        let name = name.clone();
+    for bounded in [true, false] {
+        let lock = make(&waiter_client, &name);
         waiters.push(tokio::spawn(async move {
-            let outcome = if make == 0 {
-                rlock(&lock, &name)
-                    .try_lock_for(Duration::from_secs(20), None)
-                    .await
+            let outcome = if bounded {
+                lock.try_lock_for(Duration::from_secs(20), None).await
             } else {
-                rlock(&lock, &name).lock().await.map(Some)
+                lock.lock().await.map(Some)
             };
             let guard = outcome.unwrap().expect("acquired");
             let at = Instant::now();
@@ -314,7 +347,7 @@ async fn waiters_take_the_lock_soon_after_a_server_restart() {
             at
         }));
     }
-    wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
+    until_waiting(&raw, waits, &name, 2).await;
     drop(raw);
     server.kill();
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -329,6 +362,31 @@ async fn waiters_take_the_lock_soon_after_a_server_restart() {
         println!("waiter took the lock {stall:?} after the server was back");
         assert!(stall < Duration::from_secs(5), "stalled {stall:?}");
     }
+}
+
+#[tokio::test]
+async fn server_restarts_under_rlock_waiters() {
+    server_restarts_under_waiters(rlock, rlock, Waits::LockChannel).await;
+}
+#[tokio::test]
+async fn server_restarts_under_fair_waiters() {
+    server_restarts_under_waiters(fair, fair, Waits::Queue).await;
+}
+#[tokio::test]
+async fn server_restarts_under_spin_waiters() {
+    server_restarts_under_waiters(spin, spin, Waits::Spinning).await;
+}
+#[tokio::test]
+async fn server_restarts_under_fenced_waiters() {
+    server_restarts_under_waiters(fenced, fenced, Waits::LockChannel).await;
+}
+#[tokio::test]
+async fn server_restarts_under_read_waiters() {
+    server_restarts_under_waiters(read, write, Waits::RwChannel).await;
+}
+#[tokio::test]
+async fn server_restarts_under_write_waiters() {
+    server_restarts_under_waiters(write, read, Waits::RwChannel).await;
 }
 
 /// A fair-lock waiter cancelled while its first attempt is in flight (here:
