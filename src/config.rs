@@ -56,8 +56,10 @@ pub struct Config {
     /// `(timeout + retry_delay) × retry_attempts` of failures in a row.
     /// Redisson's `retryAttempts`. Default 4.
     pub retry_attempts: u32,
-    /// Pause between those attempts. Redisson's `retryDelay` (base). Default
-    /// 1 s; at most [`MAX_DURATION`].
+    /// Pause between those attempts: a random pause from half of it to all
+    /// of it (Redisson's equal jitter), so clients that failed together do
+    /// not retry together. Redisson's `retryDelay`. Default 1 s; at most
+    /// [`MAX_DURATION`].
     pub retry_delay: Duration,
     /// How long a fair-lock waiter that waits without a time limit stays in
     /// the queue before other clients may consider it dead. Redisson's

@@ -87,7 +87,7 @@ impl Error {
     pub(crate) fn from_redis(err: fred::error::Error, key: &str, timeout: Duration) -> Error {
         use fred::error::ErrorKind;
         let details = err.details();
-        if details.contains(crate::fair::NON_REENTRANT) {
+        if details.contains(NON_REENTRANT) {
             return Error::NotReentrant {
                 name: key.to_owned(),
             };
@@ -119,6 +119,10 @@ impl Error {
         }
     }
 }
+
+/// The text of the error reply a non-reentrant lock gives on re-entry
+/// (Redisson 4.7's, PROTOCOL.md §4.8).
+pub(crate) const NON_REENTRANT: &str = "NON_REENTRANT_REACQUIRE";
 
 /// The error code our scripts reply when an argument is out of range.
 const INVALID_ARGUMENT: &str = "INVALID_ARGUMENT";

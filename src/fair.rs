@@ -21,18 +21,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use fred::types::Value;
 
 use crate::client::{Client, Inner};
-use crate::error::{Error, Result};
-use crate::lock::{millis, Kind, Lock};
+use crate::error::{Error, Result, NON_REENTRANT};
+use crate::lock::{Kind, Lock};
 use crate::names::{prefix_name, LockKeys};
-use crate::raw::{Attempt, AttemptMode, Protocol, RawLock, ScriptCall, Waiting};
+use crate::raw::{Attempt, AttemptMode, Protocol, RawLock, Waiting};
 use crate::script;
+use crate::script::millis;
+use crate::script::ScriptCall;
 
 /// Redisson's fair lock (`getFairLock(name)`), or its non-reentrant variant
 /// (`getNonReentrantFairLock(name)`, Redisson 4.7).
 pub type FairLock = Lock<Fair>;
-
-/// The text of the error reply a non-reentrant fair lock gives on re-entry.
-pub(crate) const NON_REENTRANT: &str = "NON_REENTRANT_REACQUIRE";
 
 /// The [`FairLock`] kind.
 #[derive(Clone)]

@@ -28,8 +28,9 @@ use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
 use crate::lock::{unlock_call, Kind, Lock, ReentrantProtocol};
 use crate::names::{prefix_name, LockKeys};
-use crate::raw::{Attempt, AttemptMode, Protocol, RawLock, ScriptCall, Waiting};
+use crate::raw::{Attempt, AttemptMode, Protocol, RawLock, Waiting};
 use crate::script;
+use crate::script::ScriptCall;
 
 /// Redisson's fenced lock (`getFencedLock(name)`).
 pub type FencedLock = Lock<Fenced>;

@@ -72,6 +72,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod backoff;
 pub mod blocking;
 mod client;
 mod config;
@@ -86,11 +87,13 @@ mod names;
 mod owner;
 mod pubsub;
 mod raw;
+mod redis;
 mod rwlock;
 mod script;
 mod spin;
 mod watchdog;
 
+pub use backoff::BackOff;
 pub use client::Client;
 pub use config::{Config, MAX_DURATION};
 pub use error::{Error, Result};
@@ -101,7 +104,7 @@ pub use lock::{Kind, Lock, RLock, Reentrant, Ttl};
 pub use multi::{AnyLock, MultiGuard, MultiLock};
 pub use owner::Owner;
 pub use rwlock::{Read, ReadLock, ReadWriteLock, Write, WriteLock};
-pub use spin::{BackOff, Spin, SpinLock};
+pub use spin::{Spin, SpinLock};
 
 /// Re-export of the Redis client crate, for [`Config::redis`].
 pub use fred;

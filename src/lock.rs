@@ -12,8 +12,9 @@ use crate::error::{Error, Result};
 use crate::guard::LockGuard;
 use crate::names::LockKeys;
 use crate::owner::Owner;
-use crate::raw::{AttemptMode, Protocol, RawLock, ScriptCall, Waiting};
-use crate::script;
+use crate::raw::{AttemptMode, Protocol, RawLock, Waiting};
+use crate::script::ScriptCall;
+use crate::script::{self, millis};
 use crate::watchdog::Lease;
 
 pub(crate) mod sealed {
@@ -288,8 +289,4 @@ pub(crate) fn fixed_lease(lease: Duration) -> Result<Lease> {
         )));
     }
     Ok(Lease::Fixed(lease))
-}
-
-pub(crate) fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

@@ -143,7 +143,7 @@ impl MultiLock {
         };
         loop {
             let span = millis_u64(high.saturating_sub(low)).max(1);
-            let round = low + Duration::from_millis(random_below(span));
+            let round = low + Duration::from_millis(crate::backoff::random_below(span));
             if let Some(guard) = self.try_lock_for(round, Some(lease)).await? {
                 return Ok(guard);
             }
@@ -350,9 +350,4 @@ impl MultiGuard {
 
 fn millis_u64(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-fn random_below(bound: u64) -> u64 {
-    let random = uuid::Uuid::new_v4().as_u128();
-    u64::try_from(random % u128::from(bound.max(1))).unwrap_or(0)
 }

@@ -16,31 +16,14 @@ use fred::types::{Key, Value};
 use futures::FutureExt;
 use tokio::time::Instant;
 
+use crate::backoff::equal_jitter;
 use crate::client::{Client, Inner};
 use crate::detach::FinishOnDrop;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
 use crate::owner::Owner;
-use crate::script::Script;
+use crate::script::ScriptCall;
 use crate::watchdog::{Lease, Renewal};
-
-/// One script invocation.
-#[derive(Clone)]
-pub(crate) struct ScriptCall {
-    pub script: &'static Script,
-    pub keys: Vec<Key>,
-    pub args: Vec<Value>,
-}
-
-impl ScriptCall {
-    pub(crate) fn new(script: &'static Script, keys: &[&str], args: Vec<Value>) -> ScriptCall {
-        ScriptCall {
-            script,
-            keys: keys.iter().map(|k| Key::from(*k)).collect(),
-            args,
-        }
-    }
-}
 
 /// What one acquire attempt found.
 #[derive(Debug, Clone, Copy)]
@@ -98,7 +81,7 @@ pub(crate) enum Waiting {
     /// Subscribe to this channel; unlocks publish on it.
     Channel(String),
     /// No messages: sleep per this back-off between attempts (spin lock).
-    Backoff(crate::spin::Backoff),
+    Backoff(crate::backoff::Backoff),
 }
 
 /// The Redis side of one lock type.
@@ -147,9 +130,19 @@ pub(crate) trait Protocol: Send + Sync + 'static {
 
     /// How the watchdog renews a hold of this lock.
     fn renewal(&self) -> Renewal {
-        Renewal::Hash
+        HASH_RENEWAL
     }
 }
+
+/// Renewal of a hash held by one field (RLock, fair, write, spin, fenced):
+/// `HEXISTS N field` then `PEXPIRE N`; `KEYS = N…`, `ARGV = lease, field…`.
+pub(crate) const HASH_RENEWAL: Renewal = Renewal {
+    script: &crate::script::RENEW,
+    append: |name, field, keys, args| {
+        keys.push(Key::from(name));
+        args.push(Value::from(field));
+    },
+};
 
 /// A lock of some protocol, as seen from one client. Cheap to clone.
 #[derive(Clone)]
@@ -290,7 +283,7 @@ impl RawLock {
                         if expired() {
                             return out_of_time(last_error);
                         }
-                        sleep_until_deadline(retry_delay, deadline).await;
+                        sleep_until_deadline(equal_jitter(retry_delay), deadline).await;
                         continue;
                     }
                     Err(e) => return Err(e),
@@ -346,7 +339,7 @@ impl RawLock {
                     }
                     tracing::debug!(lock = %self.name(), error = %e, "acquire attempt failed, retrying");
                     last_error = Some(e);
-                    retry_delay
+                    equal_jitter(retry_delay)
                 }
                 Err(Failure::Final(e)) => return Err(e),
             };
@@ -385,7 +378,7 @@ impl RawLock {
         step: Step,
     ) -> Result<(Attempt, Instant), Failure> {
         let inner = self.inner().clone();
-        let lease_ms = crate::lock::millis(lease.duration(inner.config.lock_watchdog_timeout));
+        let lease_ms = crate::script::millis(lease.duration(inner.config.lock_watchdog_timeout));
         let sent_at = Instant::now();
         let fut = {
             let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.to_owned());
@@ -653,7 +646,7 @@ pub(crate) async fn release(
     }
     let latch = crate::names::latch_key(proto.latch_prefix());
     let lease = registry.lease.unwrap_or(inner.config.lock_watchdog_timeout);
-    let lease_ms = crate::lock::millis(lease);
+    let lease_ms = crate::script::millis(lease);
     let unlock = || {
         inner
             .redis

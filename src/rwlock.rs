@@ -17,14 +17,16 @@
 
 use std::sync::Arc;
 
-use fred::types::Value;
+use fred::types::{Key, Value};
 
 use crate::client::{Client, Inner};
 use crate::error::Result;
-use crate::lock::{millis, sealed, Kind, Lock};
+use crate::lock::{sealed, Kind, Lock};
 use crate::names::{prefix_name, suffix_name, validate};
-use crate::raw::{AttemptMode, Protocol, RawLock, ScriptCall, Waiting};
+use crate::raw::{AttemptMode, Protocol, RawLock, Waiting};
 use crate::script;
+use crate::script::millis;
+use crate::script::ScriptCall;
 use crate::watchdog::Renewal;
 
 /// The read half of a [`ReadWriteLock`] (Redisson's `readLock()`): shared
@@ -171,7 +173,7 @@ impl RwKeys {
 
 /// The prefix of `N`'s reader timeout keys: `N` if it contains `{`, else
 /// `{N}` (what Redisson gets by cutting `":" + owner` off the timeout prefix).
-pub(crate) fn key_prefix(name: &str) -> String {
+fn key_prefix(name: &str) -> String {
     if name.contains('{') {
         name.to_owned()
     } else {
@@ -247,7 +249,18 @@ impl Protocol for ReadProtocol {
     }
 
     fn renewal(&self) -> Renewal {
-        Renewal::Read
+        // A read hold (PROTOCOL.md §5.6, Redisson 4.5+): `HGET N field`, then
+        // `PEXPIRE` the owner's timeout keys `{N}:field:rwlock_timeout:1..count`
+        // and `N`. One pair `[N, key prefix]` per hold; ARGV `1, field`.
+        Renewal {
+            script: &script::RW_RENEW_READ,
+            append: |name, field, keys, args| {
+                keys.push(Key::from(name));
+                keys.push(Key::from(key_prefix(name)));
+                args.push(Value::Integer(1));
+                args.push(Value::from(field));
+            },
+        }
     }
 }
 

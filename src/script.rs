@@ -2,6 +2,9 @@
 //! to EVAL (which also caches the script) when the server answers NOSCRIPT.
 
 use std::sync::LazyLock;
+use std::time::Duration;
+
+use fred::types::{Key, Value};
 
 /// One embedded script and its SHA1.
 pub(crate) struct Script {
@@ -64,4 +67,27 @@ impl Script {
     pub(crate) fn sha(&self) -> &str {
         &self.sha
     }
+}
+
+/// One script invocation.
+#[derive(Clone)]
+pub(crate) struct ScriptCall {
+    pub script: &'static Script,
+    pub keys: Vec<Key>,
+    pub args: Vec<Value>,
+}
+
+impl ScriptCall {
+    pub(crate) fn new(script: &'static Script, keys: &[&str], args: Vec<Value>) -> ScriptCall {
+        ScriptCall {
+            script,
+            keys: keys.iter().map(|k| Key::from(*k)).collect(),
+            args,
+        }
+    }
+}
+
+/// A duration as the integer milliseconds scripts take (saturating).
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

@@ -3,16 +3,18 @@
 //! pub/sub: waiters sleep per a back-off and try again.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use fred::types::Value;
 
+use crate::backoff::{BackOff, Backoff};
 use crate::client::{Client, Inner};
 use crate::error::Result;
-use crate::lock::{millis, Kind, Lock, ReentrantProtocol};
+use crate::lock::{Kind, Lock, ReentrantProtocol};
 use crate::names::LockKeys;
-use crate::raw::{AttemptMode, Protocol, RawLock, ScriptCall, Waiting};
+use crate::raw::{AttemptMode, Protocol, RawLock, Waiting};
 use crate::script;
+use crate::script::millis;
+use crate::script::ScriptCall;
 
 /// Redisson's spin lock (`getSpinLock(name)`).
 pub type SpinLock = Lock<Spin>;
@@ -25,78 +27,6 @@ pub struct Spin {
 
 impl crate::lock::sealed::Sealed for Spin {}
 impl Kind for Spin {}
-
-/// How a spin-lock waiter paces its attempts (Redisson's `LockOptions.BackOff`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackOff {
-    /// Delay `d0 = initial`, then `d(k+1) = min(max, multiplier * d(k) + jitter[0, k] ms)`.
-    Exponential {
-        /// First delay. Redisson: 1 ms.
-        initial: Duration,
-        /// Largest delay. Redisson: 128 ms.
-        max: Duration,
-        /// Growth factor. Redisson: 2.
-        multiplier: u32,
-    },
-    /// The same delay every time. Redisson: 64 ms.
-    Constant(Duration),
-}
-
-impl Default for BackOff {
-    /// Redisson's default: exponential from 1 ms to 128 ms, doubling.
-    fn default() -> Self {
-        BackOff::Exponential {
-            initial: Duration::from_millis(1),
-            max: Duration::from_millis(128),
-            multiplier: 2,
-        }
-    }
-}
-
-/// The back-off state of one waiter (a fresh one per acquisition).
-#[derive(Clone, Debug)]
-pub(crate) struct Backoff {
-    policy: BackOff,
-    next: Duration,
-    step: u64,
-}
-
-impl Backoff {
-    pub(crate) fn new(policy: BackOff) -> Backoff {
-        let next = match policy {
-            BackOff::Exponential { initial, .. } => initial,
-            BackOff::Constant(d) => d,
-        };
-        Backoff {
-            policy,
-            next,
-            step: 0,
-        }
-    }
-
-    /// The next sleep.
-    pub(crate) fn next_delay(&mut self) -> Duration {
-        let delay = self.next;
-        if let BackOff::Exponential {
-            max, multiplier, ..
-        } = self.policy
-        {
-            let jitter = Duration::from_millis(random_below(self.step + 1));
-            self.next = delay
-                .saturating_mul(multiplier)
-                .saturating_add(jitter)
-                .min(max);
-            self.step += 1;
-        }
-        delay
-    }
-}
-
-/// A uniformly random number in `0..bound`.
-fn random_below(bound: u64) -> u64 {
-    let random = uuid::Uuid::new_v4().as_u128();
-    u64::try_from(random % u128::from(bound.max(1))).unwrap_or(0)
-}
 
 impl SpinLock {
     pub(crate) fn new(client: Client, name: &str, backoff: BackOff) -> Result<SpinLock> {

@@ -18,10 +18,10 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::client::Redis;
 use crate::error::Error;
-use crate::raw::ScriptCall;
-use crate::script;
+use crate::redis::Redis;
+use crate::script::Script;
+use crate::script::ScriptCall;
 
 /// How a hold's TTL is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,53 +42,36 @@ impl Lease {
     }
 }
 
-/// Which renewal script keeps a watchdog hold alive.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Renewal {
-    /// `HEXISTS N field` then `PEXPIRE N` (RLock, fair, write, spin, fenced).
-    Hash,
-    /// A read hold of a read-write lock (PROTOCOL.md §5.6, Redisson 4.5+):
-    /// `HGET N field`, then `PEXPIRE` the owner's own timeout keys
-    /// `{N}:field:rwlock_timeout:1..count` and `N`.
-    Read,
+/// How the watchdog renews one kind of hold, handed to it by the lock
+/// kind: a batch script whose KEYS and ARGV (after the lease in `ARGV[1]`)
+/// are every hold's parts, one after the other. The watchdog knows no key
+/// layout; it groups holds by script and appends their parts.
+#[derive(Clone, Copy)]
+pub(crate) struct Renewal {
+    pub script: &'static Script,
+    /// Append one hold's keys and arguments, for the lock `name` held by
+    /// the owner `field`, to a batch call.
+    pub append: fn(name: &str, field: &str, keys: &mut Vec<Key>, args: &mut Vec<Value>),
 }
 
 impl Renewal {
-    /// The script call renewing `batch` (all of this kind) to `lease_ms`.
+    /// Which group of a run this renewal's holds go to.
+    fn group(&self) -> usize {
+        std::ptr::from_ref(self.script) as usize
+    }
+
+    /// The script call renewing `batch` (all of this renewal) to `lease_ms`.
     fn call(&self, batch: &[HoldKey], lease_ms: Value) -> ScriptCall {
-        match self {
-            Renewal::Hash => {
-                let keys = batch
-                    .iter()
-                    .map(|(name, _)| Key::from(name.as_str()))
-                    .collect();
-                let mut args = Vec::with_capacity(batch.len() + 1);
-                args.push(lease_ms);
-                args.extend(batch.iter().map(|(_, field)| Value::from(field.as_str())));
-                ScriptCall {
-                    script: &script::RENEW,
-                    keys,
-                    args,
-                }
-            }
-            Renewal::Read => {
-                // One pair [N, keyPrefix] per hold; ARGV: lease, then 1 and
-                // the hold's field per pair.
-                let mut keys = Vec::with_capacity(batch.len() * 2);
-                let mut args = Vec::with_capacity(batch.len() * 2 + 1);
-                args.push(lease_ms);
-                for (name, field) in batch {
-                    keys.push(Key::from(name.as_str()));
-                    keys.push(Key::from(crate::rwlock::key_prefix(name)));
-                    args.push(Value::Integer(1));
-                    args.push(Value::from(field.as_str()));
-                }
-                ScriptCall {
-                    script: &script::RW_RENEW_READ,
-                    keys,
-                    args,
-                }
-            }
+        let mut keys = Vec::with_capacity(batch.len() * 2);
+        let mut args = Vec::with_capacity(batch.len() * 2 + 1);
+        args.push(lease_ms);
+        for (name, field) in batch {
+            (self.append)(name, field, &mut keys, &mut args);
+        }
+        ScriptCall {
+            script: self.script,
+            keys,
+            args,
         }
     }
 }
@@ -290,10 +273,10 @@ impl Holds {
     /// Grouped by renewal kind, so each group is renewed by its own script,
     /// and on a cluster also by hash slot, since one script may only touch
     /// keys of one slot (PROTOCOL.md §2.6).
-    fn begin_run(&self, run: u64, by_slot: bool) -> HashMap<(Renewal, u16), Vec<HoldKey>> {
+    fn begin_run(&self, run: u64, by_slot: bool) -> HashMap<(usize, u16), (Renewal, Vec<HoldKey>)> {
         let now = Instant::now();
         let mut map = self.map.lock();
-        let mut groups: HashMap<(Renewal, u16), Vec<HoldKey>> = HashMap::new();
+        let mut groups: HashMap<(usize, u16), (Renewal, Vec<HoldKey>)> = HashMap::new();
         for (name, holds) in map.iter_mut() {
             let slot = if by_slot {
                 fred::util::redis_keyslot(name.as_bytes())
@@ -310,8 +293,9 @@ impl Holds {
                 } else {
                     hold.in_run = Some(run);
                     groups
-                        .entry((hold.renewal.clone(), slot))
-                        .or_default()
+                        .entry((hold.renewal.group(), slot))
+                        .or_insert_with(|| (hold.renewal, Vec::new()))
+                        .1
                         .push((name.clone(), field.clone()));
                 }
             }
@@ -448,7 +432,7 @@ pub(crate) async fn run(
         tokio::time::sleep(pause).await;
         run += 1;
         pause = period;
-        for ((renewal, _slot), in_run) in holds.begin_run(run, by_slot) {
+        for (renewal, in_run) in holds.begin_run(run, by_slot).into_values() {
             for batch in in_run.chunks(batch_size) {
                 let Some(valid_until) = holds.batch_valid_until(batch) else {
                     continue;

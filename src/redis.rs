@@ -1,0 +1,241 @@
+//! The Redis command layer every lock uses, knowing no lock: connecting,
+//! scripts by EVALSHA with the NOSCRIPT fallback, error translation,
+//! retries of idempotent commands, and batched deletion of unlock latches.
+
+use std::future::Future;
+use std::time::Duration;
+
+use fred::interfaces::{ClientLike, KeysInterface, LuaInterface};
+use fred::types::config::{ConnectionConfig, PerformanceConfig, ReconnectPolicy};
+use fred::types::{Key, Value};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::backoff::equal_jitter;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::script::ScriptCall;
+
+/// Connect the command and the pub/sub connection of a client, both at
+/// once, within `config.timeout`. Relies on nothing but the outcome of each
+/// connection (fred's `init` subscribes to the connect notification before
+/// it starts connecting, so none is missed).
+pub(crate) async fn connect(
+    config: &Config,
+) -> Result<(fred::clients::Client, fred::clients::Client)> {
+    let redis = fred_client(config)?;
+    let subscriber = redis.clone_new();
+    let connected = tokio::time::timeout(
+        config.timeout,
+        futures::future::try_join(redis.init(), subscriber.init()),
+    )
+    .await;
+    let failure = match connected {
+        Ok(Ok(_tasks)) => return Ok((redis, subscriber)),
+        Ok(Err(e)) => Error::Connection(e.to_string()),
+        Err(_) => Error::Connection(format!("could not connect within {:?}", config.timeout)),
+    };
+    // Stop the connection tasks without waiting for a server that may
+    // never answer.
+    for client in [redis, subscriber] {
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(1), client.quit()).await;
+        });
+    }
+    Err(failure)
+}
+
+fn fred_client(config: &Config) -> Result<fred::clients::Client> {
+    let perf = PerformanceConfig {
+        default_command_timeout: config.timeout,
+        broadcast_channel_capacity: 4096,
+        ..PerformanceConfig::default()
+    };
+    let connection = ConnectionConfig {
+        connection_timeout: config.timeout,
+        internal_command_timeout: config.timeout,
+        // A command whose connection dies in flight is not resent by fred: lock
+        // acquisition is not idempotent; our retry layer resends only what is.
+        max_command_attempts: 1,
+        ..ConnectionConfig::default()
+    };
+    fred::types::Builder::from_config(config.redis.clone())
+        .set_performance_config(perf)
+        .set_connection_config(connection)
+        .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
+        .build()
+        .map_err(|e| Error::Config(e.to_string()))
+}
+
+/// The command layer: scripts by EVALSHA with NOSCRIPT fallback, error
+/// translation, and retries for idempotent commands.
+#[derive(Clone)]
+pub(crate) struct Redis {
+    pub(crate) client: fred::clients::Client,
+    timeout: Duration,
+    retry_attempts: u32,
+    retry_delay: Duration,
+    /// Unlock latch keys to delete, for [`delete_latches`].
+    latches: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl Redis {
+    /// The command layer over `client`, and its latch-deleting task.
+    pub(crate) fn start(client: fred::clients::Client, config: &Config) -> (Redis, JoinHandle<()>) {
+        let (latches, latch_rx) = tokio::sync::mpsc::unbounded_channel();
+        let redis = Redis {
+            client,
+            timeout: config.timeout,
+            retry_attempts: config.retry_attempts,
+            retry_delay: config.retry_delay,
+            latches,
+        };
+        let task = tokio::spawn(delete_latches(
+            redis.clone(),
+            latch_rx,
+            config.redis.server.is_clustered(),
+        ));
+        (redis, task)
+    }
+
+    /// Run `script` once. `keys[0]` names the key in a WRONGTYPE error.
+    pub(crate) async fn eval(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
+        let call = build();
+        // A cheap handle (reference counted), named in a WRONGTYPE error.
+        let first_key = call.keys.first().cloned();
+        let reply = match self
+            .client
+            .evalsha::<Value, _, _, _>(call.script.sha(), call.keys, call.args)
+            .await
+        {
+            Err(e) if e.details().starts_with("NOSCRIPT") => {
+                // EVAL runs the script and caches it for the next EVALSHA;
+                // the arguments are built again rather than kept for this.
+                let call = build();
+                self.client
+                    .eval::<Value, _, _, _>(call.script.body, call.keys, call.args)
+                    .await
+            }
+            other => other,
+        };
+        reply.map_err(|e| {
+            let key = first_key.as_ref().and_then(Key::as_str).unwrap_or_default();
+            Error::from_redis(e, key, self.timeout)
+        })
+    }
+
+    /// Run an idempotent operation, trying again after transient errors.
+    pub(crate) async fn retrying<T, F, Fut>(&self, mut op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut attempt = 0;
+        loop {
+            match op().await {
+                Err(e) if e.is_transient() && attempt < self.retry_attempts => {
+                    attempt += 1;
+                    tracing::debug!(error = %e, attempt, "retrying Redis command");
+                    tokio::time::sleep(equal_jitter(self.retry_delay)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Run an idempotent operation nobody awaits (a cleanup in the
+    /// background), trying again after transient errors until it succeeds
+    /// or `until` has passed.
+    pub(crate) async fn persisting<T, F, Fut>(&self, until: Instant, mut op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let pause = self.retry_delay.max(Duration::from_millis(10));
+        let mut attempt = 0u64;
+        loop {
+            match op().await {
+                Err(e) if e.is_transient() && Instant::now() + pause < until => {
+                    attempt += 1;
+                    tracing::debug!(error = %e, attempt, "retrying Redis command");
+                    tokio::time::sleep(equal_jitter(pause)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// A plain single-key command, with retries, translating errors.
+    pub(crate) async fn key_command<T, F, Fut>(&self, key: &str, op: F) -> Result<T>
+    where
+        F: Fn(fred::clients::Client) -> Fut,
+        Fut: Future<Output = std::result::Result<T, fred::error::Error>>,
+    {
+        self.retrying(|| {
+            let fut = op(self.client.clone());
+            async move {
+                fut.await
+                    .map_err(|e| Error::from_redis(e, key, self.timeout))
+            }
+        })
+        .await
+    }
+
+    /// Delete an unlock latch soon, without waiting for it.
+    pub(crate) fn delete_later(&self, key: String) {
+        // The latch expires by itself if the client is gone.
+        let _ = self.latches.send(key);
+    }
+}
+
+/// Delete unlock latches (PROTOCOL.md §2.4: the client deletes its latch once
+/// it has the unlock's reply). One task, so an unlock costs a channel send,
+/// not a task; latches queued while a DEL is in flight go out together in
+/// the next one (per hash slot on a cluster, where a DEL spans one slot).
+/// No collection window: measured, its timer wake-ups cost uncontended
+/// throughput more than the saved DELs gain (BENCHMARKS.md).
+async fn delete_latches(
+    redis: Redis,
+    mut latches: tokio::sync::mpsc::UnboundedReceiver<String>,
+    by_slot: bool,
+) {
+    const MAX_BATCH: usize = 512;
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while latches.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        if by_slot {
+            let mut by_slots: std::collections::HashMap<u16, Vec<String>> = Default::default();
+            for key in batch.drain(..) {
+                by_slots
+                    .entry(fred::util::redis_keyslot(key.as_bytes()))
+                    .or_default()
+                    .push(key);
+            }
+            for keys in by_slots.into_values() {
+                delete(&redis, keys).await;
+            }
+        } else {
+            let keys = std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH));
+            delete(&redis, keys).await;
+        }
+    }
+}
+
+/// Delete latch keys, retrying after transient errors; a latch that cannot
+/// be deleted expires by itself (its TTL covers one unlock's retries).
+async fn delete(redis: &Redis, keys: Vec<String>) {
+    let outcome = redis
+        .retrying(|| {
+            let keys = keys.clone();
+            async move {
+                redis
+                    .client
+                    .del::<i64, _>(keys)
+                    .await
+                    .map_err(|e| Error::from_redis(e, "", redis.timeout))
+            }
+        })
+        .await;
+    if let Err(e) = outcome {
+        tracing::debug!(error = %e, "deleting unlock latches failed; they expire by themselves");
+    }
+}
