@@ -84,3 +84,35 @@ pub(crate) fn equal_jitter(delay: Duration) -> Duration {
     let spread = u64::try_from((delay - half).as_micros()).unwrap_or(u64::MAX);
     half + Duration::from_micros(random_below(spread.saturating_add(1)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponential_backoff_grows_to_its_cap() {
+        let mut b = Backoff::new(BackOff::default());
+        let delays: Vec<u128> = (0..12).map(|_| b.next_delay().as_millis()).collect();
+        assert_eq!(delays[0], 1);
+        assert!((2..=3).contains(&delays[1]), "{delays:?}");
+        assert!(delays.windows(2).all(|w| w[1] >= w[0]), "{delays:?}");
+        assert_eq!(*delays.last().unwrap_or(&0), 128);
+    }
+
+    #[test]
+    fn equal_jitter_stays_between_half_and_all() {
+        let d = Duration::from_millis(100);
+        for _ in 0..1_000 {
+            let j = equal_jitter(d);
+            assert!(j >= d / 2 && j <= d, "{j:?}");
+        }
+        assert_eq!(equal_jitter(Duration::ZERO), Duration::ZERO);
+        assert!(equal_jitter(Duration::MAX) >= Duration::MAX / 2);
+    }
+
+    #[test]
+    fn constant_backoff_stays() {
+        let mut b = Backoff::new(BackOff::Constant(Duration::from_millis(64)));
+        assert!((0..5).all(|_| b.next_delay() == Duration::from_millis(64)));
+    }
+}

@@ -83,24 +83,3 @@ impl Protocol for SpinProtocol {
         ScriptCall::new(&script::DELETE, &[self.name()], Vec::new())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exponential_backoff_grows_to_its_cap() {
-        let mut b = Backoff::new(BackOff::default());
-        let delays: Vec<u128> = (0..12).map(|_| b.next_delay().as_millis()).collect();
-        assert_eq!(delays[0], 1);
-        assert!((2..=3).contains(&delays[1]), "{delays:?}");
-        assert!(delays.windows(2).all(|w| w[1] >= w[0]), "{delays:?}");
-        assert_eq!(*delays.last().unwrap_or(&0), 128);
-    }
-
-    #[test]
-    fn constant_backoff_stays() {
-        let mut b = Backoff::new(BackOff::Constant(Duration::from_millis(64)));
-        assert!((0..5).all(|_| b.next_delay() == Duration::from_millis(64)));
-    }
-}
