@@ -58,27 +58,25 @@ if ARGV[5] ~= '1' then
     return 1
 end
 -- join the queue behind the last waiter, with Redisson's deadline
+local pttl = redis.call('pttl', KEYS[1])
 if redis.call('zscore', KEYS[3], ARGV[2]) == false then
     local last = redis.call('lindex', KEYS[2], -1)
-    local ttl
+    local ttl = pttl
     if last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last) ~= false then
         ttl = tonumber(redis.call('zscore', KEYS[3], last)) - now
-    else
-        ttl = redis.call('pttl', KEYS[1])
     end
     if redis.call('zadd', KEYS[3], ttl + wait + now, ARGV[2]) == 1 then
         redis.call('rpush', KEYS[2], ARGV[2])
     end
 end
 -- queued: how long to sleep
-local ttl = redis.call('pttl', KEYS[1])
 local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false and head ~= ARGV[2] then
     -- a head without a deadline (written by someone else) never expires: -1
     local deadline = tonumber(redis.call('zscore', KEYS[3], head))
     local until_head = -1
     if deadline ~= nil then until_head = math.max(1, deadline - now) end
-    if ttl == -2 then return {until_head} end
-    if deadline ~= nil and (ttl == -1 or until_head < ttl) then return until_head end
+    if pttl == -2 then return {until_head} end
+    if deadline ~= nil and (pttl == -1 or until_head < pttl) then return until_head end
 end
-return ttl
+return pttl

@@ -1,15 +1,25 @@
--- RLock acquire or re-enter (PROTOCOL.md §2.2, Redisson's tryLockInner).
--- Runs after args.lua.
+-- RLock acquire or re-enter (PROTOCOL.md §2.2, Redisson's tryLockInner), and the
+-- non-reentrant lock's acquire (§6.3, Redisson 4.7). Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- ARGV[1]  lease in milliseconds (PEXPIRE value), 1..3155760000000
 -- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
+-- ARGV[3]  optional: error text; when given, re-entry is refused with it
+--          (non-reentrant lock, §6.3)
 -- Returns  nil when acquired or re-entered (count + 1, TTL reset to the lease);
 --          otherwise PTTL of N in milliseconds (-1 if someone removed its TTL). An
 --          INVALID_ARGUMENT error, before anything is written, if an argument is
 --          out of range (args.lua).
 ms_arg(1)
 text_arg(2)
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+if redis.call('exists', KEYS[1]) == 0 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    if ARGV[3] then
+        return redis.error_reply(ARGV[3])
+    end
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil

@@ -25,17 +25,32 @@ use crate::client::Client;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
-use crate::lock::{Kind, Lock, Reentrant, Ttl};
+use crate::kind::Kind;
+use crate::lock::{Lock, Ttl};
 use crate::owner::Owner;
+use crate::rlock::Reentrant;
+
+impl Client {
+    /// The blocking twin of this client, for threads outside any async
+    /// runtime. Its calls run on this client's runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] if that runtime is not multi-threaded.
+    pub fn blocking(&self) -> Result<BlockingClient> {
+        BlockingClient::from_async(self.clone())
+    }
+}
 
 /// A [`Client`] driven from blocking code. Cheap to clone.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct BlockingClient {
     client: Client,
     runtime: Arc<Driver>,
 }
 
 /// The runtime the blocking calls run on: owned, or the async client's.
+#[derive(Debug)]
 struct Driver {
     handle: Handle,
     owned: Option<Runtime>,
@@ -130,8 +145,16 @@ impl BlockingClient {
     }
 
     /// A handle to the non-reentrant fair lock `name`.
-    pub fn non_reentrant_fair_lock(&self, name: &str) -> Result<BlockingLock<crate::Fair>> {
+    pub fn non_reentrant_fair_lock(
+        &self,
+        name: &str,
+    ) -> Result<BlockingLock<crate::NonReentrantFair>> {
         Ok(self.wrap(self.client.non_reentrant_fair_lock(name)?))
+    }
+
+    /// A handle to the non-reentrant lock `name`.
+    pub fn non_reentrant_lock(&self, name: &str) -> Result<BlockingLock<crate::NonReentrant>> {
+        Ok(self.wrap(self.client.non_reentrant_lock(name)?))
     }
 
     /// A handle to the fenced lock `name`; guards carry the fencing token.
@@ -164,7 +187,7 @@ impl BlockingClient {
 
 /// The blocking twin of a [`Lock`] of any kind. Every call acts as the
 /// calling OS thread's owner, so a thread that holds the lock re-enters it.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct BlockingLock<K: Kind> {
     lock: Lock<K>,
     runtime: Arc<Driver>,
@@ -180,7 +203,7 @@ impl<K: Kind> BlockingLock<K> {
         self.lock.with_owner(Owner::current_thread())
     }
 
-    fn guard(&self, guard: LockGuard) -> BlockingGuard {
+    fn guard(&self, guard: LockGuard<K>) -> BlockingGuard<K> {
         BlockingGuard {
             guard: Some(guard),
             runtime: self.runtime.clone(),
@@ -194,19 +217,19 @@ impl<K: Kind> BlockingLock<K> {
     }
 
     /// Wait as long as it takes; watchdog-renewed while held.
-    pub fn lock(&self) -> Result<BlockingGuard> {
+    pub fn lock(&self) -> Result<BlockingGuard<K>> {
         let guard = self.runtime.run(self.mine().lock())??;
         Ok(self.guard(guard))
     }
 
     /// Wait as long as it takes; expires `lease` after acquisition.
-    pub fn lock_with_lease(&self, lease: Duration) -> Result<BlockingGuard> {
+    pub fn lock_with_lease(&self, lease: Duration) -> Result<BlockingGuard<K>> {
         let guard = self.runtime.run(self.mine().lock_with_lease(lease))??;
         Ok(self.guard(guard))
     }
 
     /// Try once without waiting.
-    pub fn try_lock(&self) -> Result<Option<BlockingGuard>> {
+    pub fn try_lock(&self) -> Result<Option<BlockingGuard<K>>> {
         let guard = self.runtime.run(self.mine().try_lock())??;
         Ok(guard.map(|g| self.guard(g)))
     }
@@ -216,9 +239,21 @@ impl<K: Kind> BlockingLock<K> {
         &self,
         wait: Duration,
         lease: Option<Duration>,
-    ) -> Result<Option<BlockingGuard>> {
+    ) -> Result<Option<BlockingGuard<K>>> {
         let guard = self.runtime.run(self.mine().try_lock_for(wait, lease))??;
         Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// Release one hold of the calling thread without its guard, as Java's
+    /// `lock.unlock()` does. Pair it with guards you
+    /// [`forget`](BlockingGuard::forget): a dropped guard releases a hold
+    /// of the thread too.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotHeld`] if the thread does not hold the lock.
+    pub fn unlock(&self) -> Result<()> {
+        self.runtime.run(self.mine().unlock())?
     }
 
     /// Delete the lock whoever holds it; returns whether it was held.
@@ -252,13 +287,13 @@ impl<K: Kind> BlockingLock<K> {
 /// One hold taken by a thread. Dropping it unlocks synchronously; it cannot
 /// leave its thread, as the hold belongs to that thread.
 #[must_use = "dropping the guard releases the lock at once"]
-pub struct BlockingGuard {
-    guard: Option<LockGuard>,
+pub struct BlockingGuard<K: Kind> {
+    guard: Option<LockGuard<K>>,
     runtime: Arc<Driver>,
     _thread_bound: PhantomData<*const ()>,
 }
 
-impl BlockingGuard {
+impl<K: Kind> BlockingGuard<K> {
     /// Release this hold, reporting errors (such as the lock having been lost).
     pub fn unlock(mut self) -> Result<()> {
         match self.guard.take() {
@@ -272,13 +307,39 @@ impl BlockingGuard {
         self.guard.as_ref().is_some_and(LockGuard::is_lost)
     }
 
+    /// Keep the hold without unlocking it and stop renewing it: it ends
+    /// when its lease runs out, or with [`BlockingLock::unlock`] on its thread.
+    pub fn forget(mut self) {
+        if let Some(guard) = self.guard.take() {
+            guard.forget();
+        }
+    }
+
     /// The async guard underneath.
-    pub fn as_async(&self) -> Option<&LockGuard> {
+    pub fn as_async(&self) -> Option<&LockGuard<K>> {
         self.guard.as_ref()
     }
 }
 
-impl Drop for BlockingGuard {
+impl BlockingGuard<crate::Fenced> {
+    /// The fencing token of this acquisition (see
+    /// [`LockGuard::fencing_token`]).
+    pub fn fencing_token(&self) -> i64 {
+        self.guard
+            .as_ref()
+            .map_or(0, LockGuard::<crate::Fenced>::fencing_token)
+    }
+}
+
+impl<K: Kind> std::fmt::Debug for BlockingGuard<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockingGuard")
+            .field("guard", &self.guard)
+            .finish()
+    }
+}
+
+impl<K: Kind> Drop for BlockingGuard<K> {
     fn drop(&mut self) {
         if let Some(guard) = self.guard.take() {
             // Inside a runtime this falls back to the guard's background release.
@@ -290,7 +351,7 @@ impl Drop for BlockingGuard {
 }
 
 /// The blocking twin of a [`MultiLock`](crate::MultiLock).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct BlockingMultiLock {
     lock: crate::MultiLock,
     runtime: Arc<Driver>,
@@ -308,6 +369,19 @@ impl BlockingMultiLock {
     pub fn lock(&self) -> Result<BlockingMultiGuard> {
         let guard = self.runtime.run(self.lock.lock())??;
         Ok(self.guard(guard))
+    }
+
+    /// Wait as long as it takes; every member lives at least `lease` after
+    /// the acquisition completes (see
+    /// [`MultiLock::lock_with_lease`](crate::MultiLock::lock_with_lease)).
+    pub fn lock_with_lease(&self, lease: Duration) -> Result<BlockingMultiGuard> {
+        let guard = self.runtime.run(self.lock.lock_with_lease(lease))??;
+        Ok(self.guard(guard))
+    }
+
+    /// Whether enough members are locked for the whole to be held.
+    pub fn is_locked(&self) -> Result<bool> {
+        self.runtime.run(self.lock.is_locked())?
     }
 
     /// Try each member once.
@@ -330,6 +404,7 @@ impl BlockingMultiLock {
 /// The members held by one blocking multi-lock acquisition; dropping it
 /// unlocks them synchronously.
 #[must_use = "dropping the guard releases the locks at once"]
+#[derive(Debug)]
 pub struct BlockingMultiGuard {
     guard: Option<crate::MultiGuard>,
     runtime: Arc<Driver>,
@@ -347,6 +422,14 @@ impl BlockingMultiGuard {
     /// Whether too many members are known to be lost right now.
     pub fn is_lost(&self) -> bool {
         self.guard.as_ref().is_some_and(crate::MultiGuard::is_lost)
+    }
+
+    /// Whether enough members are still held, per Redis.
+    pub fn is_held(&self) -> Result<bool> {
+        match &self.guard {
+            Some(guard) => self.runtime.run(guard.is_held())?,
+            None => Ok(false),
+        }
     }
 }
 

@@ -9,7 +9,6 @@ use uuid::Uuid;
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::lock::RLock;
 use crate::owner::Owner;
 use crate::pubsub::Hub;
 use crate::redis::Redis;
@@ -96,59 +95,31 @@ impl Client {
         &self.inner.config
     }
 
-    /// A handle to the reentrant lock `name` (Redisson's `getLock(name)`).
-    /// Fails only for an empty name; no command is sent.
-    pub fn lock(&self, name: &str) -> Result<RLock> {
-        RLock::new(self.clone(), name)
-    }
-
-    /// A handle to the fair lock `name` (Redisson's `getFairLock(name)`):
-    /// waiters of all clients get it in the order they queued.
-    pub fn fair_lock(&self, name: &str) -> Result<crate::FairLock> {
-        crate::FairLock::new(self.clone(), name, true)
-    }
-
-    /// A fair lock that refuses re-entry with
-    /// [`Error::NotReentrant`](crate::Error::NotReentrant)
-    /// (Redisson 4.7's `getNonReentrantFairLock(name)`).
-    pub fn non_reentrant_fair_lock(&self, name: &str) -> Result<crate::FairLock> {
-        crate::FairLock::new(self.clone(), name, false)
-    }
-
-    /// A handle to the fenced lock `name` (Redisson's `getFencedLock(name)`):
-    /// every acquisition carries a strictly increasing fencing token.
-    pub fn fenced_lock(&self, name: &str) -> Result<crate::FencedLock> {
-        crate::FencedLock::new(self.clone(), name)
-    }
-
-    /// A handle to the spin lock `name` (Redisson's `getSpinLock(name)`),
-    /// waiting with Redisson's default exponential back-off.
-    pub fn spin_lock(&self, name: &str) -> Result<crate::SpinLock> {
-        crate::SpinLock::new(self.clone(), name, crate::BackOff::default())
-    }
-
-    /// A spin lock with a chosen back-off (`getSpinLock(name, backOff)`).
-    pub fn spin_lock_with(&self, name: &str, backoff: crate::BackOff) -> Result<crate::SpinLock> {
-        crate::SpinLock::new(self.clone(), name, backoff)
-    }
-
-    /// A handle to the read-write lock `name` (Redisson's
-    /// `getReadWriteLock(name)`): readers share it, a writer excludes
-    /// everyone else. Fails only for an empty name; no command is sent.
-    pub fn read_write_lock(&self, name: &str) -> Result<crate::ReadWriteLock> {
-        crate::ReadWriteLock::new(self.clone(), name)
-    }
-
-    /// The blocking twin of this client, for threads outside any async runtime.
-    /// Its calls run on this client's runtime, which must be multi-threaded.
-    pub fn blocking(&self) -> Result<crate::blocking::BlockingClient> {
-        crate::blocking::BlockingClient::from_async(self.clone())
+    /// `name` as Redis sees it: through the configured
+    /// [`NameMapper`](crate::NameMapper), if any, and checked.
+    pub(crate) fn map_name(&self, name: &str) -> Result<String> {
+        crate::names::validate(name)?;
+        let mapped = match &self.inner.config.name_mapper {
+            Some(mapper) => mapper.map(name),
+            None => return Ok(name.to_owned()),
+        };
+        crate::names::validate(&mapped)?;
+        Ok(mapped)
     }
 
     /// The underlying fred client for commands, for anything this crate does
     /// not cover. Do not put it into subscriber mode.
     pub fn redis(&self) -> &fred::clients::Client {
         &self.inner.redis.client
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("id", &self.inner.id)
+            .field("config", &self.inner.config)
+            .finish()
     }
 }
 

@@ -1,8 +1,10 @@
 //! Client configuration, named after Redisson's `Config` where it has a twin.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::names::NameMapper;
 
 /// The longest lease, timeout or other duration this crate sends to Redis:
 /// 100 years (of 365.25 days). Longer leases and settings are refused with
@@ -28,7 +30,8 @@ pub const MAX_DURATION: Duration = Duration::from_millis(3_155_760_000_000);
 /// assert_eq!(config.lock_watchdog_batch_size, 100);
 /// # Ok::<(), redisson_lock::Error>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
+#[non_exhaustive]
 pub struct Config {
     /// Where and how to connect: server(s), credentials, database, TLS. This
     /// is fred's own configuration, so centralized, cluster and sentinel
@@ -69,6 +72,32 @@ pub struct Config {
     /// `PUBLISH`/`SUBSCRIBE`. Java Redisson 3.22+ uses sharded pub/sub on
     /// Redis 7 clusters; set this to match the Java side. Default off.
     pub sharded_pubsub: bool,
+    /// Maps every lock name to the name Redis sees (Redisson's
+    /// `nameMapper`), e.g. a prefix per tenant. Default none.
+    pub name_mapper: Option<Arc<dyn NameMapper>>,
+}
+
+/// Shows where and how the client connects, never the password.
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("server", &self.redis.server)
+            .field("database", &self.redis.database)
+            .field("username", &self.redis.username)
+            .field(
+                "password",
+                &self.redis.password.as_ref().map(|_| "<redacted>"),
+            )
+            .field("lock_watchdog_timeout", &self.lock_watchdog_timeout)
+            .field("lock_watchdog_batch_size", &self.lock_watchdog_batch_size)
+            .field("timeout", &self.timeout)
+            .field("retry_attempts", &self.retry_attempts)
+            .field("retry_delay", &self.retry_delay)
+            .field("fair_lock_wait_timeout", &self.fair_lock_wait_timeout)
+            .field("sharded_pubsub", &self.sharded_pubsub)
+            .field("name_mapper", &self.name_mapper)
+            .finish()
+    }
 }
 
 impl Default for Config {
@@ -82,6 +111,7 @@ impl Default for Config {
             retry_delay: Duration::from_secs(1),
             fair_lock_wait_timeout: Duration::from_secs(300),
             sharded_pubsub: false,
+            name_mapper: None,
         }
     }
 }
@@ -142,6 +172,12 @@ impl Config {
     /// Set [`sharded_pubsub`](Self::sharded_pubsub).
     pub fn sharded_pubsub(mut self, on: bool) -> Self {
         self.sharded_pubsub = on;
+        self
+    }
+
+    /// Set [`name_mapper`](Self::name_mapper).
+    pub fn name_mapper(mut self, mapper: impl NameMapper) -> Self {
+        self.name_mapper = Some(Arc::new(mapper));
         self
     }
 

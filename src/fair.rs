@@ -22,27 +22,23 @@ use fred::types::Value;
 
 use crate::client::{Client, Inner};
 use crate::error::{Error, Result, NON_REENTRANT};
-use crate::lock::{Kind, Lock};
+use crate::kind::{sealed, Kind, ReentrantKind};
+use crate::lock::Lock;
 use crate::names::{prefix_name, LockKeys};
-use crate::raw::{Attempt, AttemptMode, Protocol, RawLock, Waiting};
-use crate::script;
-use crate::script::millis;
-use crate::script::ScriptCall;
+use crate::raw::{Attempt, AttemptMode, Protocol, Waiting};
+use crate::script::{self, millis, ScriptCall};
 
-/// Redisson's fair lock (`getFairLock(name)`), or its non-reentrant variant
-/// (`getNonReentrantFairLock(name)`, Redisson 4.7).
+/// Redisson's fair lock (`getFairLock(name)`).
 pub type FairLock = Lock<Fair>;
 
-/// The [`FairLock`] kind.
-#[derive(Clone)]
+/// Redisson 4.7's non-reentrant fair lock (`getNonReentrantFairLock(name)`):
+/// the fair lock's layout, but the holder taking it again is refused with
+/// [`Error::NotReentrant`].
+pub type NonReentrantFairLock = Lock<NonReentrantFair>;
+
+/// The [`FairLock`] kind and its scripts.
+#[derive(Debug)]
 pub struct Fair {
-    keys: Arc<FairKeys>,
-}
-
-impl crate::lock::sealed::Sealed for Fair {}
-impl Kind for Fair {}
-
-struct FairKeys {
     lock: LockKeys,
     /// `redisson_lock_queue:{N}`.
     queue: String,
@@ -51,50 +47,89 @@ struct FairKeys {
     reentrant: bool,
 }
 
-impl FairLock {
-    pub(crate) fn new(client: Client, name: &str, reentrant: bool) -> Result<FairLock> {
-        let lock = LockKeys::new(name)?;
-        let keys = Arc::new(FairKeys {
+impl sealed::Sealed for Fair {}
+impl Kind for Fair {}
+impl ReentrantKind for Fair {}
+
+/// The [`NonReentrantFairLock`] kind.
+#[derive(Debug)]
+pub struct NonReentrantFair {
+    fair: Fair,
+}
+
+impl sealed::Sealed for NonReentrantFair {}
+impl Kind for NonReentrantFair {}
+
+impl Fair {
+    fn new(name: &str, reentrant: bool) -> Result<Fair> {
+        Ok(Fair {
+            lock: LockKeys::new(name)?,
             queue: prefix_name("redisson_lock_queue", name),
             timeouts: prefix_name("redisson_lock_timeout", name),
-            lock,
             reentrant,
-        });
-        let raw = RawLock::new(client, Arc::new(FairProtocol { keys: keys.clone() }));
-        Ok(Lock::from_parts(raw, Fair { keys }))
+        })
     }
 
-    /// The wait queue's key (`redisson_lock_queue:{N}`, a list of owner fields).
-    pub fn queue_key(&self) -> &str {
-        &self.kind.keys.queue
-    }
-
-    /// The waiter deadlines' key (`redisson_lock_timeout:{N}`, a sorted set).
-    pub fn timeout_key(&self) -> &str {
-        &self.kind.keys.timeouts
-    }
-
-    /// The channel the waiter with this owner field is woken on.
-    pub fn waiter_channel(&self, field: &str) -> String {
-        format!("{}:{field}", self.kind.keys.lock.channel)
-    }
-
-    /// Whether the holder may acquire again; `false` for the non-reentrant
-    /// variant, which refuses with [`Error::NotReentrant`](crate::Error::NotReentrant).
-    pub fn is_reentrant(&self) -> bool {
-        self.kind.keys.reentrant
-    }
-}
-
-struct FairProtocol {
-    keys: Arc<FairKeys>,
-}
-
-impl FairProtocol {
     fn keys(&self) -> [&str; 3] {
-        [&self.keys.lock.name, &self.keys.queue, &self.keys.timeouts]
+        [&self.lock.name, &self.queue, &self.timeouts]
     }
 }
+
+impl Client {
+    /// A handle to the fair lock `name` (Redisson's `getFairLock(name)`):
+    /// waiters of all clients get it in the order they queued.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
+    pub fn fair_lock(&self, name: &str) -> Result<FairLock> {
+        let kind = Arc::new(Fair::new(&self.map_name(name)?, true)?);
+        Ok(Lock::new(self.clone(), kind.clone(), kind))
+    }
+
+    /// A fair lock that refuses re-entry with [`Error::NotReentrant`]
+    /// (Redisson 4.7's `getNonReentrantFairLock(name)`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
+    pub fn non_reentrant_fair_lock(&self, name: &str) -> Result<NonReentrantFairLock> {
+        let kind = Arc::new(NonReentrantFair {
+            fair: Fair::new(&self.map_name(name)?, false)?,
+        });
+        Ok(Lock::new(self.clone(), kind.clone(), kind))
+    }
+}
+
+/// Wire accessors of both fair kinds, for tests and inspection.
+macro_rules! fair_accessors {
+    ($kind:ty, $fair:ident => $get:expr) => {
+        impl Lock<$kind> {
+            /// The wait queue's key (`redisson_lock_queue:{N}`, a list of owner fields).
+            #[doc(hidden)]
+            pub fn queue_key(&self) -> &str {
+                let $fair = &*self.kind;
+                &$get.queue
+            }
+
+            /// The waiter deadlines' key (`redisson_lock_timeout:{N}`, a sorted set).
+            #[doc(hidden)]
+            pub fn timeout_key(&self) -> &str {
+                let $fair = &*self.kind;
+                &$get.timeouts
+            }
+
+            /// The channel the waiter with this owner field is woken on.
+            #[doc(hidden)]
+            pub fn waiter_channel(&self, field: &str) -> String {
+                let $fair = &*self.kind;
+                format!("{}:{field}", $get.lock.channel)
+            }
+        }
+    };
+}
+fair_accessors!(Fair, f => f);
+fair_accessors!(NonReentrantFair, f => f.fair);
 
 /// The caller's wall clock in epoch milliseconds, as Redisson's `now`.
 fn now_ms() -> i64 {
@@ -103,9 +138,9 @@ fn now_ms() -> i64 {
         .map_or(0, millis)
 }
 
-impl Protocol for FairProtocol {
+impl Protocol for Fair {
     fn name(&self) -> &str {
-        &self.keys.lock.name
+        &self.lock.name
     }
 
     fn acquire(&self, inner: &Inner, field: &str, lease_ms: i64, mode: AttemptMode) -> ScriptCall {
@@ -121,7 +156,7 @@ impl Protocol for FairProtocol {
             Value::Integer(now_ms()),
             Value::from(queue),
         ];
-        if !self.keys.reentrant {
+        if !self.reentrant {
             args.push(Value::from(NON_REENTRANT));
         }
         ScriptCall::new(&script::FAIR_LOCK, &self.keys(), args)
@@ -140,17 +175,17 @@ impl Protocol for FairProtocol {
     }
 
     fn waiting(&self, field: &str) -> Waiting {
-        Waiting::Channel(format!("{}:{field}", self.keys.lock.channel))
+        Waiting::Channel(format!("{}:{field}", self.lock.channel))
     }
 
     fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
             &script::FAIR_UNLOCK,
             &[
-                &self.keys.lock.name,
-                &self.keys.queue,
-                &self.keys.timeouts,
-                &self.keys.lock.channel,
+                &self.lock.name,
+                &self.queue,
+                &self.timeouts,
+                &self.lock.channel,
                 latch,
             ],
             vec![
@@ -165,17 +200,17 @@ impl Protocol for FairProtocol {
     }
 
     fn latch_prefix(&self) -> &str {
-        &self.keys.lock.latch_prefix
+        &self.lock.latch_prefix
     }
 
     fn gave_up(&self, inner: &Inner, field: &str, wait: Duration) -> Option<ScriptCall> {
         Some(ScriptCall::new(
             &script::FAIR_LEAVE,
             &[
-                &self.keys.queue,
-                &self.keys.timeouts,
-                &self.keys.lock.name,
-                &self.keys.lock.channel,
+                &self.queue,
+                &self.timeouts,
+                &self.lock.name,
+                &self.lock.channel,
             ],
             vec![
                 Value::from(field),
@@ -189,10 +224,10 @@ impl Protocol for FairProtocol {
         ScriptCall::new(
             &script::FAIR_FORCE_UNLOCK,
             &[
-                &self.keys.lock.name,
-                &self.keys.queue,
-                &self.keys.timeouts,
-                &self.keys.lock.channel,
+                &self.lock.name,
+                &self.queue,
+                &self.timeouts,
+                &self.lock.channel,
             ],
             vec![
                 Value::from("0"),
@@ -200,5 +235,39 @@ impl Protocol for FairProtocol {
                 Value::from(inner.publish_command()),
             ],
         )
+    }
+}
+
+impl Protocol for NonReentrantFair {
+    fn name(&self) -> &str {
+        self.fair.name()
+    }
+
+    fn acquire(&self, inner: &Inner, field: &str, lease_ms: i64, mode: AttemptMode) -> ScriptCall {
+        self.fair.acquire(inner, field, lease_ms, mode)
+    }
+
+    fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
+        self.fair.parse_acquire(reply)
+    }
+
+    fn waiting(&self, field: &str) -> Waiting {
+        self.fair.waiting(field)
+    }
+
+    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+        self.fair.release(inner, field, lease_ms, latch)
+    }
+
+    fn latch_prefix(&self) -> &str {
+        self.fair.latch_prefix()
+    }
+
+    fn gave_up(&self, inner: &Inner, field: &str, wait: Duration) -> Option<ScriptCall> {
+        self.fair.gave_up(inner, field, wait)
+    }
+
+    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
+        self.fair.force_unlock(inner)
     }
 }

@@ -13,7 +13,7 @@
 //! # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
 //! let lock = client.fenced_lock("ledger")?;
 //! let guard = lock.lock().await?;
-//! let token = guard.fencing_token().unwrap_or_default();
+//! let token = guard.fencing_token();
 //! // e.g. UPDATE ledger SET ..., fence = $token WHERE fence < $token
 //! guard.unlock().await?;
 //! # Ok(()) }
@@ -26,39 +26,51 @@ use fred::types::Value;
 
 use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
-use crate::lock::{unlock_call, Kind, Lock, ReentrantProtocol};
+use crate::guard::LockGuard;
+use crate::kind::{sealed, Kind, ReentrantKind};
+use crate::lock::Lock;
 use crate::names::{prefix_name, LockKeys};
-use crate::raw::{Attempt, AttemptMode, Protocol, RawLock, Waiting};
-use crate::script;
-use crate::script::ScriptCall;
+use crate::raw::{Attempt, AttemptMode, Protocol, Waiting};
+use crate::rlock::{unlock_call, Reentrant};
+use crate::script::{self, ScriptCall};
 
 /// Redisson's fenced lock (`getFencedLock(name)`).
 pub type FencedLock = Lock<Fenced>;
 
-/// The [`FencedLock`] kind.
-#[derive(Clone)]
+/// The [`FencedLock`] kind: RLock's scripts, plus the token counter.
+#[derive(Debug)]
 pub struct Fenced {
-    token_key: Arc<str>,
+    rlock: Reentrant,
+    /// `redisson_lock_token:{N}`.
+    token_key: String,
 }
 
-impl crate::lock::sealed::Sealed for Fenced {}
+impl sealed::Sealed for Fenced {}
 impl Kind for Fenced {}
+impl ReentrantKind for Fenced {}
+
+impl Client {
+    /// A handle to the fenced lock `name` (Redisson's `getFencedLock(name)`):
+    /// every acquisition carries a strictly increasing fencing token.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
+    pub fn fenced_lock(&self, name: &str) -> Result<FencedLock> {
+        let name = self.map_name(name)?;
+        let kind = Arc::new(Fenced {
+            rlock: Reentrant {
+                keys: LockKeys::new(&name)?,
+            },
+            token_key: prefix_name("redisson_lock_token", &name),
+        });
+        Ok(Lock::new(self.clone(), kind.clone(), kind))
+    }
+}
 
 impl FencedLock {
-    pub(crate) fn new(client: Client, name: &str) -> Result<FencedLock> {
-        let keys = Arc::new(LockKeys::new(name)?);
-        let token_key: Arc<str> = prefix_name("redisson_lock_token", name).into();
-        let proto = FencedProtocol {
-            rlock: ReentrantProtocol { keys },
-            token_key: token_key.clone(),
-        };
-        Ok(Lock::from_parts(
-            RawLock::new(client, Arc::new(proto)),
-            Fenced { token_key },
-        ))
-    }
-
     /// The token counter's key (`redisson_lock_token:{N}`).
+    #[doc(hidden)]
     pub fn token_key(&self) -> &str {
         &self.kind.token_key
     }
@@ -66,7 +78,7 @@ impl FencedLock {
     /// The last token handed out, by any client (Redisson's `getToken()`);
     /// `None` before the first acquisition.
     pub async fn token(&self) -> Result<Option<i64>> {
-        let key = self.kind.token_key.to_string();
+        let key = self.kind.token_key.clone();
         self.inner()
             .redis
             .key_command(&self.kind.token_key, |c| {
@@ -77,12 +89,15 @@ impl FencedLock {
     }
 }
 
-struct FencedProtocol {
-    rlock: ReentrantProtocol,
-    token_key: Arc<str>,
+impl LockGuard<Fenced> {
+    /// The fencing token of this acquisition: strictly greater than every
+    /// token handed out before it, by any client (Java ones included).
+    pub fn fencing_token(&self) -> i64 {
+        self.hold().token().unwrap_or_default()
+    }
 }
 
-impl Protocol for FencedProtocol {
+impl Protocol for Fenced {
     fn name(&self) -> &str {
         self.rlock.name()
     }

@@ -1,20 +1,19 @@
-//! [`LockGuard`]: proof of one hold, released on unlock or drop.
+//! [`LockGuard`]: proof of one hold of a lock of kind `K`, released on
+//! unlock or drop.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
-use tokio::sync::watch;
-
-use crate::detach::FinishOnDrop;
 use crate::error::Result;
+use crate::hold::RawHold;
+use crate::kind::{AnyKind, Kind, ReentrantKind};
 use crate::owner::Owner;
-use crate::raw::{release, Patience, RawLock};
-use crate::watchdog::{self, Lease, Status};
 
-/// One hold of a lock, of any kind. Release it with [`unlock`](Self::unlock)
+/// One hold of a lock of kind `K`. Release it with [`unlock`](Self::unlock)
 /// to learn whether that worked; a guard dropped without unlocking releases
-/// its hold in the background (errors are logged through `tracing`).
+/// its hold in the background (errors are logged through `tracing`);
+/// [`forget`](Self::forget) keeps the hold until its lease ends.
 ///
 /// [`lost`](Self::lost) resolves if the lock is lost while held: the watchdog
 /// found the key gone, it was force-unlocked, or the hold is no longer
@@ -24,6 +23,10 @@ use crate::watchdog::{self, Lease, Status};
 /// with no newer confirmation (a stalled network, a paused server, an
 /// explicit lease ending), the hold counts as lost, whatever the network
 /// does; so `lost()` resolves before another client can take the lock.
+///
+/// What a guard can do depends on its kind: [`reenter`](Self::reenter) on
+/// reentrant kinds, `fencing_token` on [`Fenced`](crate::Fenced) guards,
+/// `downgrade` on [`Write`](crate::Write) guards.
 ///
 /// ```no_run
 /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
@@ -36,58 +39,44 @@ use crate::watchdog::{self, Lease, Status};
 /// # Ok(()) }
 /// ```
 #[must_use = "dropping the guard releases the lock at once"]
-pub struct LockGuard {
-    raw: RawLock,
-    owner: Owner,
-    field: String,
-    lease: Lease,
-    status: watch::Receiver<Status>,
-    token: Option<i64>,
-    armed: bool,
+pub struct LockGuard<K: Kind> {
+    hold: RawHold,
+    kind: Arc<K>,
 }
 
-impl LockGuard {
-    pub(crate) fn new(
-        raw: RawLock,
-        owner: Owner,
-        field: String,
-        lease: Lease,
-        status: watch::Receiver<Status>,
-        token: Option<i64>,
-    ) -> LockGuard {
-        LockGuard {
-            raw,
-            owner,
-            field,
-            lease,
-            status,
-            token,
-            armed: true,
-        }
+impl<K: Kind> LockGuard<K> {
+    pub(crate) fn new(hold: RawHold, kind: Arc<K>) -> LockGuard<K> {
+        LockGuard { hold, kind }
+    }
+
+    pub(crate) fn kind(&self) -> &Arc<K> {
+        &self.kind
+    }
+
+    pub(crate) fn hold(&self) -> &RawHold {
+        &self.hold
     }
 
     /// The owner this hold belongs to.
     pub fn owner(&self) -> Owner {
-        self.owner
+        self.hold.owner()
     }
 
     /// The hash field that records this hold (`<clientId>:<ownerId>`, plus
     /// `:write` for a write lock).
+    #[doc(hidden)]
     pub fn field(&self) -> &str {
-        &self.field
+        self.hold.field()
     }
 
     /// The name of the lock held.
     pub fn name(&self) -> &str {
-        self.raw.name()
+        self.hold.raw().name()
     }
 
     /// The explicit lease, if the lock was taken with one (else watchdog-renewed).
     pub fn lease(&self) -> Option<Duration> {
-        match self.lease {
-            Lease::Fixed(d) => Some(d),
-            Lease::Watchdog => None,
-        }
+        self.hold.lease()
     }
 
     /// When the lock expires unless unlocked or re-entered first, for a lock
@@ -95,49 +84,41 @@ impl LockGuard {
     /// sent, so never later than the server's expiry); `None` while the
     /// watchdog renews it.
     pub fn expires_at(&self) -> Option<std::time::Instant> {
-        self.status
-            .borrow()
-            .expires
-            .map(tokio::time::Instant::into_std)
+        self.hold.expires_at()
     }
 
-    /// The fencing token of this acquisition, for a fenced lock.
-    pub fn fencing_token(&self) -> Option<i64> {
-        self.token
+    /// Release this hold.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotHeld`](crate::Error::NotHeld) if the lock was lost
+    /// meanwhile; a transient error if Redis stayed unreachable through
+    /// `retry_attempts` retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping this future part-way still completes the unlock in the
+    /// background.
+    pub async fn unlock(self) -> Result<()> {
+        self.hold.unlock().await
     }
 
-    /// Release this hold. Fails with [`Error::NotHeld`](crate::Error::NotHeld)
-    /// if the lock was lost meanwhile. Dropping this future part-way still
-    /// completes the unlock in the background.
-    pub async fn unlock(mut self) -> Result<()> {
-        self.armed = false;
-        let (raw, field) = (self.raw.clone(), self.field.clone());
-        let call = async move {
-            release(raw.inner(), raw.proto.as_ref(), &field, Patience::Attempts)
-                .await
-                .map(drop)
-        };
-        FinishOnDrop::new(self.raw.inner().runtime.clone(), call, |_| async {}.boxed()).await
-    }
-
-    /// Take the lock again with the same owner (hold count + 1), returning a
-    /// second guard. Never waits: fails with
-    /// [`Error::NotHeld`](crate::Error::NotHeld) if this hold was lost. One
-    /// more round trip than an acquisition: it first checks the hold exists.
-    pub async fn reenter(&self) -> Result<LockGuard> {
-        self.raw
-            .reenter(self.owner, self.lease, self.is_lost())
-            .await
+    /// Keep the hold without unlocking it, and stop renewing it: the lock
+    /// stays held until its lease runs out (for a watchdog-renewed hold,
+    /// `lock_watchdog_timeout` after its last renewal), like `forget` on
+    /// tokio's permits and `lock_api`'s guards. No command is sent.
+    pub fn forget(self) {
+        self.hold.forget();
     }
 
     /// How many holds this guard's owner has on the lock, per Redis.
     pub async fn hold_count(&self) -> Result<u32> {
-        self.raw.hold_count(&self.field).await
+        self.hold.hold_count().await
     }
 
     /// Whether this guard's owner still holds the lock, per Redis.
     pub async fn is_held(&self) -> Result<bool> {
-        self.raw.is_held(&self.field).await
+        self.hold.is_held().await
     }
 
     /// Resolves once the lock is lost while this guard exists: found gone,
@@ -146,37 +127,63 @@ impl LockGuard {
     /// margin. Never, if it is released normally. Usable in
     /// `tokio::select!`; owns what it needs.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        watchdog::lost(self.status.clone())
+        self.hold.lost()
     }
 
     /// Whether the lock is known to be lost right now.
     pub fn is_lost(&self) -> bool {
-        watchdog::is_lost(&self.status)
+        self.hold.is_lost()
     }
-}
 
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
+    /// This guard with its kind erased, as a multi-lock member.
+    pub fn erase(self) -> LockGuard<AnyKind> {
+        LockGuard {
+            hold: self.hold,
+            kind: Arc::new(AnyKind::new()),
         }
-        let (raw, field) = (self.raw.clone(), self.field.clone());
-        self.raw.inner().runtime.spawn(async move {
-            let patience = Patience::UntilExpiry;
-            if let Err(e) = release(raw.inner(), raw.proto.as_ref(), &field, patience).await {
-                tracing::warn!(lock = %raw.name(), error = %e, "background unlock of a dropped guard failed");
-            }
-        });
     }
 }
 
-impl std::fmt::Debug for LockGuard {
+impl<K: ReentrantKind> LockGuard<K> {
+    /// Take the lock again with the same owner (hold count + 1), returning a
+    /// second guard. Never waits. One more round trip than an acquisition:
+    /// it first checks the hold exists.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotHeld`](crate::Error::NotHeld) if this hold was lost.
+    pub async fn reenter(&self) -> Result<LockGuard<K>> {
+        Ok(LockGuard {
+            hold: self.hold.reenter().await?,
+            kind: self.kind.clone(),
+        })
+    }
+}
+
+impl LockGuard<AnyKind> {
+    /// Take the lock again with the same owner, for a guard whose kind was
+    /// erased: checked when it runs, not when it compiles.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotReentrant`](crate::Error::NotReentrant) if the lock's kind
+    /// is not reentrant; [`Error::NotHeld`](crate::Error::NotHeld) if this
+    /// hold was lost.
+    pub async fn reenter(&self) -> Result<LockGuard<AnyKind>> {
+        Ok(LockGuard {
+            hold: self.hold.reenter().await?,
+            kind: self.kind.clone(),
+        })
+    }
+}
+
+impl<K: Kind> std::fmt::Debug for LockGuard<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
             .field("name", &self.name())
-            .field("field", &self.field)
+            .field("kind", &self.kind)
+            .field("field", &self.field())
             .field("lease", &self.lease())
-            .field("fencing_token", &self.token)
             .finish()
     }
 }

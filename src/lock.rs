@@ -1,5 +1,4 @@
-//! [`Lock`]: the handle every lock type shares, and [`RLock`], Redisson's
-//! reentrant lock.
+//! [`Lock`]: the handle every lock kind shares.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,29 +9,27 @@ use fred::types::Value;
 use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
-use crate::names::LockKeys;
+use crate::hold::RawHold;
+use crate::kind::{AnyKind, Kind};
 use crate::owner::Owner;
-use crate::raw::{AttemptMode, Protocol, RawLock, Waiting};
-use crate::script::ScriptCall;
-use crate::script::{self, millis};
+use crate::raw::{release, Acquired, Patience, RawLock};
 use crate::watchdog::Lease;
 
-pub(crate) mod sealed {
-    pub trait Sealed {}
-}
-
-/// What kind of lock a [`Lock`] is: [`Reentrant`], [`Fair`](crate::Fair),
-/// [`Read`](crate::Read), [`Write`](crate::Write), [`Spin`](crate::Spin) or
-/// [`Fenced`](crate::Fenced). Sealed: the kinds are Redisson's.
-pub trait Kind: sealed::Sealed + Clone + Send + Sync + 'static {}
-
-/// A handle to one lock by name. Cheap to clone. The kind decides the Redis
-/// layout and scripts; every kind shares these methods.
+/// A handle to one lock by name. Cheap to clone. The kind `K` decides the
+/// Redis layout and scripts, and what its guards can do; every kind shares
+/// these methods.
 ///
 /// Every acquisition returns a [`LockGuard`]. By default each acquisition
 /// gets a fresh [`Owner`], so two futures can never share a hold by accident,
-/// even inside one task; re-enter through [`LockGuard::reenter`]. Use
+/// even inside one task; re-enter through
+/// [`LockGuard::reenter`](crate::LockGuard::reenter). Use
 /// [`with_owner`](Self::with_owner) for Redisson's explicit `threadId` model.
+///
+/// # Cancel safety
+///
+/// Every future may be dropped at any await point. A command already sent
+/// is finished in the background and a hold it took is released; a fair
+/// waiter leaves the queue after its last attempt landed.
 ///
 /// ```no_run
 /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
@@ -46,14 +43,29 @@ pub trait Kind: sealed::Sealed + Clone + Send + Sync + 'static {}
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
 pub struct Lock<K: Kind> {
     pub(crate) raw: RawLock,
-    pub(crate) kind: K,
+    pub(crate) kind: Arc<K>,
 }
 
-/// Redisson's reentrant lock (`RLock`, `getLock(name)`).
-pub type RLock = Lock<Reentrant>;
+impl<K: Kind> Clone for Lock<K> {
+    fn clone(&self) -> Self {
+        Lock {
+            raw: self.raw.clone(),
+            kind: self.kind.clone(),
+        }
+    }
+}
+
+impl<K: Kind> std::fmt::Debug for Lock<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("name", &self.name())
+            .field("kind", &self.kind)
+            .field("owner", &self.raw.owner)
+            .finish()
+    }
+}
 
 /// The remaining time to live of a lock's key (`PTTL`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,11 +79,19 @@ pub enum Ttl {
 }
 
 impl<K: Kind> Lock<K> {
-    pub(crate) fn from_parts(raw: RawLock, kind: K) -> Lock<K> {
-        Lock { raw, kind }
+    /// A lock of kind `kind` on `client`: `kind` is also its protocol.
+    pub(crate) fn new(
+        client: Client,
+        kind: Arc<K>,
+        proto: Arc<dyn crate::raw::Protocol>,
+    ) -> Lock<K> {
+        Lock {
+            raw: RawLock::new(client, proto),
+            kind,
+        }
     }
 
-    /// The lock's name (the Redis key of its hash).
+    /// The lock's name (the Redis key of its hash, before name mapping).
     pub fn name(&self) -> &str {
         self.raw.name()
     }
@@ -83,7 +103,8 @@ impl<K: Kind> Lock<K> {
 
     /// A handle whose acquisitions all use `owner`, like Redisson's
     /// `lockAsync(threadId)` family: acquiring again with the same owner
-    /// re-enters instead of waiting. Each guard still releases one hold.
+    /// re-enters (for reentrant kinds) instead of waiting. Each guard still
+    /// releases one hold.
     pub fn with_owner(&self, owner: Owner) -> Lock<K> {
         Lock {
             raw: self.raw.with_owner(owner),
@@ -91,31 +112,59 @@ impl<K: Kind> Lock<K> {
         }
     }
 
+    /// This handle with its kind erased, as a [`MultiLock`](crate::MultiLock)
+    /// member.
+    pub fn erase(self) -> Lock<AnyKind> {
+        Lock {
+            raw: self.raw,
+            kind: Arc::new(AnyKind::new()),
+        }
+    }
+
     /// The hash field this client writes for `owner` on this lock.
+    #[doc(hidden)]
     pub fn owner_field(&self, owner: Owner) -> String {
         self.raw.proto.field(self.inner(), owner)
     }
 
     /// Wait as long as it takes; the watchdog keeps the lock while held.
-    pub async fn lock(&self) -> Result<LockGuard> {
-        self.raw
-            .acquire(None, Lease::Watchdog)
-            .await
-            .and_then(expect_guard)
+    ///
+    /// # Errors
+    ///
+    /// A Redis or connection error once retrying no longer helps (see
+    /// [`try_lock_for`](Self::try_lock_for)); [`Error::WrongType`] if the
+    /// key holds something else; [`Error::NotReentrant`] on re-entry of a
+    /// non-reentrant kind with an explicit owner.
+    pub async fn lock(&self) -> Result<LockGuard<K>> {
+        let acquired = self.raw.acquire(None, Lease::Watchdog).await?;
+        self.guard(expect_acquired(acquired)?)
     }
 
     /// Wait as long as it takes; the lock expires `lease` after acquisition
     /// unless unlocked first (no watchdog).
-    pub async fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a lease below 1 ms or above
+    /// [`MAX_DURATION`](crate::MAX_DURATION), before anything is sent; else
+    /// as [`lock`](Self::lock).
+    pub async fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard<K>> {
         let lease = fixed_lease(lease)?;
-        self.raw.acquire(None, lease).await.and_then(expect_guard)
+        let acquired = self.raw.acquire(None, lease).await?;
+        self.guard(expect_acquired(acquired)?)
     }
 
     /// Try once, without waiting; watchdog-renewed if acquired.
-    pub async fn try_lock(&self) -> Result<Option<LockGuard>> {
-        self.raw
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Self::lock); a transient error is returned at once.
+    pub async fn try_lock(&self) -> Result<Option<LockGuard<K>>> {
+        let acquired = self
+            .raw
             .acquire(Some(Duration::ZERO), Lease::Watchdog)
-            .await
+            .await?;
+        acquired.map(|a| self.guard(a)).transpose()
     }
 
     /// Wait up to `wait` (zero: try once; above
@@ -126,17 +175,54 @@ impl<K: Kind> Lock<K> {
     /// Transient failures (a lost connection, a timed-out attempt) do not end
     /// the wait while time remains: the attempt is undone if it may have
     /// acquired, and retried. The wait ends with the transient error when
-    /// its time is up, or after `retry_attempts` failures in a row.
+    /// its time is up, or, without a time limit, after
+    /// `(timeout + retry_delay) × retry_attempts` of failures in a row.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a bad lease, before anything is sent;
+    /// the last transient error if the time ran out while Redis was
+    /// unreachable; [`Error::WrongType`] and other definite errors at once.
     pub async fn try_lock_for(
         &self,
         wait: Duration,
         lease: Option<Duration>,
-    ) -> Result<Option<LockGuard>> {
+    ) -> Result<Option<LockGuard<K>>> {
         let lease = match lease {
             Some(lease) => fixed_lease(lease)?,
             None => Lease::Watchdog,
         };
-        self.raw.acquire(Some(wait), lease).await
+        let acquired = self.raw.acquire(Some(wait), lease).await?;
+        acquired.map(|a| self.guard(a)).transpose()
+    }
+
+    /// Release one hold of this handle's owner without its guard, like
+    /// Redisson's `unlock()` / `unlockAsync(threadId)`: for a handle made
+    /// with [`with_owner`](Self::with_owner) (the blocking API's thread
+    /// owners included). Pair it with guards you
+    /// [`forget`](LockGuard::forget); a guard of the hold released here
+    /// would otherwise release another hold of its owner when dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a handle without an owner (each of its
+    /// acquisitions had its own: unlock through the guard);
+    /// [`Error::NotHeld`] if the owner does not hold the lock.
+    pub async fn unlock(&self) -> Result<()> {
+        let Some(owner) = self.raw.owner else {
+            return Err(Error::InvalidArgument(
+                "unlock without a guard needs a handle with an owner (with_owner)".into(),
+            ));
+        };
+        let field = self.raw.proto.field(self.inner(), owner);
+        release(
+            self.inner(),
+            self.raw.proto.as_ref(),
+            &field,
+            Patience::Attempts,
+        )
+        .await
+        .map(drop)
     }
 
     /// Unlock whoever holds it, and wake a waiter. Returns whether it was
@@ -186,98 +272,17 @@ impl<K: Kind> Lock<K> {
     pub(crate) fn inner(&self) -> &Arc<Inner> {
         self.raw.inner()
     }
-}
 
-/// The [`RLock`] kind: Redisson's reentrant lock (PROTOCOL.md §2).
-#[derive(Clone)]
-pub struct Reentrant {
-    keys: Arc<LockKeys>,
-}
-
-impl sealed::Sealed for Reentrant {}
-impl Kind for Reentrant {}
-
-impl RLock {
-    pub(crate) fn new(client: Client, name: &str) -> Result<RLock> {
-        let keys = Arc::new(LockKeys::new(name)?);
-        let raw = RawLock::new(client, Arc::new(ReentrantProtocol { keys: keys.clone() }));
-        Ok(Lock::from_parts(raw, Reentrant { keys }))
-    }
-
-    /// The channel its unlocks are published on (`redisson_lock__channel:{N}`).
-    pub fn channel(&self) -> &str {
-        &self.kind.keys.channel
+    fn guard(&self, acquired: Acquired) -> Result<LockGuard<K>> {
+        Ok(LockGuard::new(
+            RawHold::new(&self.raw, acquired),
+            self.kind.clone(),
+        ))
     }
 }
 
-/// RLock's scripts (PROTOCOL.md §2.2, §2.3, §2.5).
-pub(crate) struct ReentrantProtocol {
-    pub keys: Arc<LockKeys>,
-}
-
-impl Protocol for ReentrantProtocol {
-    fn name(&self) -> &str {
-        &self.keys.name
-    }
-
-    fn acquire(
-        &self,
-        _inner: &Inner,
-        field: &str,
-        lease_ms: i64,
-        _mode: AttemptMode,
-    ) -> ScriptCall {
-        ScriptCall::new(
-            &script::LOCK,
-            &[&self.keys.name],
-            vec![Value::Integer(lease_ms), Value::from(field)],
-        )
-    }
-
-    fn waiting(&self, _field: &str) -> Waiting {
-        Waiting::Channel(self.keys.channel.clone())
-    }
-
-    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        unlock_call(inner, &self.keys, field, lease_ms, latch)
-    }
-
-    fn latch_prefix(&self) -> &str {
-        &self.keys.latch_prefix
-    }
-
-    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
-        ScriptCall::new(
-            &script::FORCE_UNLOCK,
-            &[&self.keys.name, &self.keys.channel],
-            vec![Value::from("0"), Value::from(inner.publish_command())],
-        )
-    }
-}
-
-/// The RLock unlock script call (shared by the kinds with RLock's layout).
-pub(crate) fn unlock_call(
-    inner: &Inner,
-    keys: &LockKeys,
-    field: &str,
-    lease_ms: i64,
-    latch: &str,
-) -> ScriptCall {
-    ScriptCall::new(
-        &script::UNLOCK,
-        &[&keys.name, &keys.channel, latch],
-        vec![
-            Value::from("0"),
-            Value::Integer(lease_ms),
-            Value::from(field),
-            Value::from(inner.publish_command()),
-            Value::Integer(millis(inner.config.latch_ttl())),
-        ],
-    )
-}
-
-fn expect_guard(guard: Option<LockGuard>) -> Result<LockGuard> {
-    guard.ok_or_else(|| Error::Protocol("an unbounded wait ended without the lock".into()))
+fn expect_acquired(acquired: Option<Acquired>) -> Result<Acquired> {
+    acquired.ok_or_else(|| Error::Protocol("an unbounded wait ended without the lock".into()))
 }
 
 /// A caller's lease: from one millisecond (PEXPIRE's unit) to

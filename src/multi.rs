@@ -32,33 +32,15 @@ use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
-use crate::lock::{Kind, Lock};
+use crate::hold::RawHold;
+use crate::kind::{AnyKind, Kind};
+use crate::lock::Lock;
 use crate::raw::RawLock;
 use crate::watchdog::Lease;
 
-/// A member of a [`MultiLock`]: any lock handle, of any kind and client.
-#[derive(Clone)]
-pub struct AnyLock {
-    raw: RawLock,
-}
-
-impl<K: Kind> From<Lock<K>> for AnyLock {
-    fn from(lock: Lock<K>) -> AnyLock {
-        AnyLock { raw: lock.raw }
-    }
-}
-
-impl<K: Kind> From<&Lock<K>> for AnyLock {
-    fn from(lock: &Lock<K>) -> AnyLock {
-        AnyLock {
-            raw: lock.raw.clone(),
-        }
-    }
-}
-
 /// Several locks acquired as one: all of them (multi-lock) or a majority
 /// (RedLock). Cheap to clone.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct MultiLock {
     members: Arc<[RawLock]>,
     /// How many members may fail in a successful round.
@@ -67,22 +49,32 @@ pub struct MultiLock {
 }
 
 impl MultiLock {
-    /// All-or-nothing over `locks` (Redisson's `RedissonMultiLock`).
-    pub fn new<L: Into<AnyLock>>(locks: impl IntoIterator<Item = L>) -> Result<MultiLock> {
+    /// All-or-nothing over `locks` (Redisson's `RedissonMultiLock`). For
+    /// members of several kinds, [`erase`](Lock::erase) each one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for no member, or for one lock twice on
+    /// one client (it would wait for itself).
+    pub fn new<K: Kind>(locks: impl IntoIterator<Item = Lock<K>>) -> Result<MultiLock> {
         MultiLock::build(locks, false)
     }
 
     /// A majority (`n/2 + 1`) of `locks`, each usually on its own independent
     /// server (Redisson's `RedissonRedLock`).
-    pub fn red_lock<L: Into<AnyLock>>(locks: impl IntoIterator<Item = L>) -> Result<MultiLock> {
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn red_lock<K: Kind>(locks: impl IntoIterator<Item = Lock<K>>) -> Result<MultiLock> {
         MultiLock::build(locks, true)
     }
 
-    fn build<L: Into<AnyLock>>(
-        locks: impl IntoIterator<Item = L>,
+    fn build<K: Kind>(
+        locks: impl IntoIterator<Item = Lock<K>>,
         majority: bool,
     ) -> Result<MultiLock> {
-        let members: Arc<[RawLock]> = locks.into_iter().map(|l| l.into().raw).collect();
+        let members: Arc<[RawLock]> = locks.into_iter().map(|l| l.raw).collect();
         if members.is_empty() {
             return Err(Error::InvalidArgument(
                 "a multi-lock needs at least one lock".into(),
@@ -113,6 +105,23 @@ impl MultiLock {
     /// How many members a successful acquisition holds at least.
     pub fn quorum(&self) -> usize {
         self.members.len() - self.failures_allowed
+    }
+
+    /// Whether enough members are locked (by anyone) for the whole to be
+    /// held: all of them for a multi-lock, a majority for RedLock.
+    pub async fn is_locked(&self) -> Result<bool> {
+        let mut locked = 0;
+        for member in self.members.iter() {
+            let inner = member.inner();
+            let reply = inner
+                .redis
+                .retrying(|| inner.redis.eval(|| member.proto.is_locked()))
+                .await?;
+            if matches!(reply, fred::types::Value::Integer(1)) {
+                locked += 1;
+            }
+        }
+        Ok(locked >= self.quorum())
     }
 
     /// The members' names, in acquisition order.
@@ -195,7 +204,7 @@ impl MultiLock {
     /// One pass over the members.
     async fn round(&self, wait: Duration, deadline: Instant, lease: Lease) -> Round {
         let n = self.members.len();
-        let mut held: Vec<LockGuard> = Vec::with_capacity(n);
+        let mut held: Vec<LockGuard<AnyKind>> = Vec::with_capacity(n);
         let mut budget = self.failures_allowed;
         let mut busy = false;
         let mut error = None;
@@ -211,8 +220,11 @@ impl MultiLock {
                 remain
             };
             let acquired = match member.acquire(Some(member_wait), lease).await {
-                Ok(Some(guard)) => {
-                    held.push(guard);
+                Ok(Some(acquired)) => {
+                    held.push(LockGuard::new(
+                        RawHold::new(member, acquired),
+                        Arc::new(AnyKind::new()),
+                    ));
                     true
                 }
                 Ok(None) => {
@@ -254,7 +266,7 @@ impl MultiLock {
         }
     }
 
-    fn guard(&self, guards: Vec<LockGuard>) -> MultiGuard {
+    fn guard(&self, guards: Vec<LockGuard<AnyKind>>) -> MultiGuard {
         MultiGuard {
             may_lose: guards.len() - self.quorum(),
             majority: self.majority,
@@ -270,12 +282,12 @@ impl MultiLock {
 }
 
 enum Round {
-    Acquired(Vec<LockGuard>),
+    Acquired(Vec<LockGuard<AnyKind>>),
     Failed { error: Option<Error> },
 }
 
 /// Unlock members in parallel, ignoring errors (a lost member is simply gone).
-async fn release_all(guards: Vec<LockGuard>) {
+async fn release_all(guards: Vec<LockGuard<AnyKind>>) {
     futures::future::join_all(guards.into_iter().map(LockGuard::unlock)).await;
 }
 
@@ -284,7 +296,7 @@ async fn release_all(guards: Vec<LockGuard>) {
 #[must_use = "dropping the guard releases the locks at once"]
 #[derive(Debug)]
 pub struct MultiGuard {
-    guards: Vec<LockGuard>,
+    guards: Vec<LockGuard<AnyKind>>,
     /// How many members may be lost before the whole is lost.
     may_lose: usize,
     majority: bool,
@@ -292,7 +304,7 @@ pub struct MultiGuard {
 
 impl MultiGuard {
     /// The member guards, in acquisition order.
-    pub fn guards(&self) -> &[LockGuard] {
+    pub fn guards(&self) -> &[LockGuard<AnyKind>] {
         &self.guards
     }
 
@@ -340,6 +352,18 @@ impl MultiGuard {
             }
             std::future::pending().await
         }
+    }
+
+    /// Whether enough members are still held by this guard's owners, per
+    /// Redis: all of them for a multi-lock, a majority for RedLock.
+    pub async fn is_held(&self) -> Result<bool> {
+        let mut held = 0;
+        for guard in &self.guards {
+            if guard.is_held().await? {
+                held += 1;
+            }
+        }
+        Ok(held + self.may_lose >= self.guards.len())
     }
 
     /// Whether too many members are known to be lost right now.

@@ -20,7 +20,6 @@ use crate::backoff::equal_jitter;
 use crate::client::{Client, Inner};
 use crate::detach::FinishOnDrop;
 use crate::error::{Error, Result};
-use crate::guard::LockGuard;
 use crate::owner::Owner;
 use crate::script::ScriptCall;
 use crate::watchdog::{Lease, Renewal};
@@ -66,6 +65,17 @@ async fn sleep_until_deadline(pause: Duration, deadline: Option<Instant>) {
 type Steps = Arc<tokio::sync::Mutex<Option<Error>>>;
 /// One acquisition's turn to talk to Redis.
 type Step = tokio::sync::OwnedMutexGuard<Option<Error>>;
+
+/// A successful acquisition, recorded in the client's registry: what a
+/// hold needs to know of itself.
+pub(crate) struct Acquired {
+    pub owner: Owner,
+    pub field: String,
+    pub lease: Lease,
+    pub status: tokio::sync::watch::Receiver<crate::watchdog::Status>,
+    /// The fencing token, for a fenced lock.
+    pub token: Option<i64>,
+}
 
 /// Why an attempt failed.
 enum Failure {
@@ -144,6 +154,15 @@ pub(crate) const HASH_RENEWAL: Renewal = Renewal {
     },
 };
 
+impl std::fmt::Debug for RawLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawLock")
+            .field("name", &self.name())
+            .field("owner", &self.owner)
+            .finish()
+    }
+}
+
 /// A lock of some protocol, as seen from one client. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct RawLock {
@@ -193,7 +212,7 @@ impl RawLock {
         &self,
         wait: Option<Duration>,
         lease: Lease,
-    ) -> Result<Option<LockGuard>> {
+    ) -> Result<Option<Acquired>> {
         let start = Instant::now();
         let wait = wait.filter(|w| *w <= crate::MAX_DURATION);
         let deadline = wait.and_then(|w| start.checked_add(w));
@@ -235,7 +254,7 @@ impl RawLock {
         mode: AttemptMode,
         deadline: Option<Instant>,
         order: &Steps,
-    ) -> Result<Option<LockGuard>> {
+    ) -> Result<Option<Acquired>> {
         let config = &self.inner().config;
         // Never wait longer than one watchdog period without re-checking: a
         // message can be lost (reconnect gap, PUBLISH/SPUBLISH mismatch).
@@ -310,7 +329,7 @@ impl RawLock {
             }
             let pause = match self.attempt(field, lease, mode, step).await {
                 Ok((Attempt::Acquired { token }, sent_at)) => {
-                    return Ok(Some(self.guard(owner, field, lease, sent_at, token)))
+                    return Ok(Some(self.acquired(owner, field, lease, sent_at, token)))
                 }
                 Ok((Attempt::Busy(ttl), _)) => {
                     failing_since = None;
@@ -429,52 +448,25 @@ impl RawLock {
         }
     }
 
-    fn guard(
+    /// Record a successful attempt in the client's registry.
+    fn acquired(
         &self,
         owner: Owner,
         field: &str,
         lease: Lease,
         sent_at: Instant,
         token: Option<i64>,
-    ) -> LockGuard {
+    ) -> Acquired {
         let status =
             self.inner()
                 .holds
                 .acquired(self.name(), field, lease, self.proto.renewal(), sent_at);
-        LockGuard::new(
-            self.with_owner(owner),
+        Acquired {
             owner,
-            field.to_owned(),
+            field: field.to_owned(),
             lease,
             status,
             token,
-        )
-    }
-
-    /// Re-enter with `owner`'s existing hold: try once, never wait. A hold
-    /// known lost, or no longer in Redis, is refused rather than taken
-    /// afresh (the acquire script would take a free lock).
-    pub(crate) async fn reenter(
-        &self,
-        owner: Owner,
-        lease: Lease,
-        lost: bool,
-    ) -> Result<LockGuard> {
-        let field = self.proto.field(self.inner(), owner);
-        let not_held = || Error::NotHeld {
-            name: self.name().to_owned(),
-            owner: field.clone(),
-        };
-        if lost || !self.is_held(&field).await? {
-            return Err(not_held());
-        }
-        match self
-            .with_owner(owner)
-            .acquire(Some(Duration::ZERO), lease)
-            .await?
-        {
-            Some(guard) => Ok(guard),
-            None => Err(not_held()),
         }
     }
 

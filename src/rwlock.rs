@@ -20,13 +20,13 @@ use std::sync::Arc;
 use fred::types::{Key, Value};
 
 use crate::client::{Client, Inner};
-use crate::error::Result;
-use crate::lock::{sealed, Kind, Lock};
+use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::kind::{sealed, Kind, ReentrantKind};
+use crate::lock::Lock;
 use crate::names::{prefix_name, suffix_name, validate};
-use crate::raw::{AttemptMode, Protocol, RawLock, Waiting};
-use crate::script;
-use crate::script::millis;
-use crate::script::ScriptCall;
+use crate::raw::{AttemptMode, Protocol, Waiting};
+use crate::script::{self, millis, ScriptCall};
 use crate::watchdog::Renewal;
 
 /// The read half of a [`ReadWriteLock`] (Redisson's `readLock()`): shared
@@ -44,92 +44,93 @@ pub type WriteLock = Lock<Write>;
 /// Acquisitions follow the crate's owner model: each gets a fresh
 /// [`Owner`](crate::Owner) unless the half was made with
 /// [`with_owner`](Lock::with_owner). A writer that wants to read (re-entry
-/// across halves, and the downgrade write → read) must therefore use the
-/// same owner on both halves, as a Java thread does:
+/// across halves) must therefore use the same owner on both halves, as a
+/// Java thread does; [`LockGuard::downgrade`] does it for a write guard:
 ///
 /// ```no_run
 /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
-/// use redisson_lock::Owner;
-///
 /// let rw = client.read_write_lock("catalog")?;
-/// let me = Owner::new(1);
-/// let write = rw.write().with_owner(me).lock().await?;
-/// let read = rw.read().with_owner(me).lock().await?; // the writer may read
-/// write.unlock().await?; // downgrade: now held for reading only
+/// let write = rw.write().lock().await?;
+/// // ... update ...
+/// let read = write.downgrade().await?; // now held for reading only; readers wake
 /// read.unlock().await?;
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ReadWriteLock {
     client: Client,
     keys: Arc<RwKeys>,
 }
 
-impl ReadWriteLock {
-    pub(crate) fn new(client: Client, name: &str) -> Result<ReadWriteLock> {
+impl Client {
+    /// A handle to the read-write lock `name` (Redisson's
+    /// `getReadWriteLock(name)`): readers share it, a writer excludes
+    /// everyone else. No command is sent.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
+    pub fn read_write_lock(&self, name: &str) -> Result<ReadWriteLock> {
         Ok(ReadWriteLock {
-            client,
-            keys: Arc::new(RwKeys::new(name)?),
+            client: self.clone(),
+            keys: Arc::new(RwKeys::new(&self.map_name(name)?)?),
         })
     }
+}
 
+impl ReadWriteLock {
     /// The lock's name (the Redis key of its hash).
     pub fn name(&self) -> &str {
         &self.keys.name
     }
 
     /// The channel both halves publish on (`redisson_rwlock:{N}`).
+    #[doc(hidden)]
     pub fn channel(&self) -> &str {
         &self.keys.channel
     }
 
     /// The read half.
     pub fn read(&self) -> ReadLock {
-        let proto = ReadProtocol {
+        let kind = Arc::new(Read {
             keys: self.keys.clone(),
-        };
-        Lock::from_parts(
-            RawLock::new(self.client.clone(), Arc::new(proto)),
-            Read {
-                keys: self.keys.clone(),
-            },
-        )
+        });
+        Lock::new(self.client.clone(), kind.clone(), kind)
     }
 
     /// The write half.
     pub fn write(&self) -> WriteLock {
-        let proto = WriteProtocol {
+        let kind = Arc::new(Write {
             keys: self.keys.clone(),
-        };
-        Lock::from_parts(
-            RawLock::new(self.client.clone(), Arc::new(proto)),
-            Write {
-                keys: self.keys.clone(),
-            },
-        )
+        });
+        Lock::new(self.client.clone(), kind.clone(), kind)
     }
 }
 
-/// The [`ReadLock`] kind.
-#[derive(Clone)]
+/// The [`ReadLock`] kind and its scripts (PROTOCOL.md §5.2, §5.3, §5.6, §5.7).
+#[derive(Debug)]
 pub struct Read {
     keys: Arc<RwKeys>,
 }
 
 impl sealed::Sealed for Read {}
 impl Kind for Read {}
+impl ReentrantKind for Read {}
 
-/// The [`WriteLock`] kind.
-#[derive(Clone)]
+/// The [`WriteLock`] kind and its scripts (PROTOCOL.md §5.4, §5.5, §5.7);
+/// renewed like an RLock, with the `:write` field.
+#[derive(Debug)]
 pub struct Write {
     keys: Arc<RwKeys>,
 }
 
 impl sealed::Sealed for Write {}
 impl Kind for Write {}
+impl ReentrantKind for Write {}
 
 impl ReadLock {
     /// The channel read and write releases are published on (`redisson_rwlock:{N}`).
+    #[doc(hidden)]
     pub fn channel(&self) -> &str {
         &self.kind.keys.channel
     }
@@ -137,12 +138,55 @@ impl ReadLock {
 
 impl WriteLock {
     /// The channel read and write releases are published on (`redisson_rwlock:{N}`).
+    #[doc(hidden)]
     pub fn channel(&self) -> &str {
         &self.kind.keys.channel
     }
 }
 
+impl LockGuard<Write> {
+    /// Turn this write hold into a read hold of the same owner, atomically
+    /// for other writers: the read lock is taken first (the writer may
+    /// read), then the write hold released, which publishes so that waiting
+    /// readers (Rust and Java) re-check at once. The read hold keeps this
+    /// guard's lease (or the watchdog).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotHeld`] if this hold was lost; then, or on any other
+    /// error, the write hold is released as if the guard were dropped.
+    pub async fn downgrade(self) -> Result<LockGuard<Read>> {
+        let kind = Arc::new(Read {
+            keys: self.kind().keys.clone(),
+        });
+        let read = Lock::new(self.hold().raw().client.clone(), kind.clone(), kind)
+            .with_owner(self.owner());
+        if self.is_lost() {
+            return Err(Error::NotHeld {
+                name: self.name().to_owned(),
+                owner: self.field().to_owned(),
+            });
+        }
+        let reading = match self.lease() {
+            Some(lease) => {
+                read.try_lock_for(std::time::Duration::ZERO, Some(lease))
+                    .await?
+            }
+            None => read.try_lock().await?,
+        };
+        let Some(reading) = reading else {
+            return Err(Error::NotHeld {
+                name: self.name().to_owned(),
+                owner: self.field().to_owned(),
+            });
+        };
+        self.unlock().await?;
+        Ok(reading)
+    }
+}
+
 /// The names derived from `N` (PROTOCOL.md §5.1, §1.4).
+#[derive(Debug)]
 struct RwKeys {
     /// `N`, the hash.
     name: String,
@@ -181,12 +225,7 @@ fn key_prefix(name: &str) -> String {
     }
 }
 
-/// The read half's scripts (PROTOCOL.md §5.2, §5.3, §5.6, §5.7).
-struct ReadProtocol {
-    keys: Arc<RwKeys>,
-}
-
-impl Protocol for ReadProtocol {
+impl Protocol for Read {
     fn name(&self) -> &str {
         &self.keys.name
     }
@@ -264,13 +303,7 @@ impl Protocol for ReadProtocol {
     }
 }
 
-/// The write half's scripts (PROTOCOL.md §5.4, §5.5, §5.7); renewed like an
-/// RLock, with the `:write` field.
-struct WriteProtocol {
-    keys: Arc<RwKeys>,
-}
-
-impl Protocol for WriteProtocol {
+impl Protocol for Write {
     fn name(&self) -> &str {
         &self.keys.name
     }

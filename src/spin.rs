@@ -9,48 +9,56 @@ use fred::types::Value;
 use crate::backoff::{BackOff, Backoff};
 use crate::client::{Client, Inner};
 use crate::error::Result;
-use crate::lock::{Kind, Lock, ReentrantProtocol};
+use crate::kind::{sealed, Kind, ReentrantKind};
+use crate::lock::Lock;
 use crate::names::LockKeys;
-use crate::raw::{AttemptMode, Protocol, RawLock, Waiting};
-use crate::script;
-use crate::script::millis;
-use crate::script::ScriptCall;
+use crate::raw::{AttemptMode, Protocol, Waiting};
+use crate::rlock::Reentrant;
+use crate::script::{self, millis, ScriptCall};
 
 /// Redisson's spin lock (`getSpinLock(name)`).
 pub type SpinLock = Lock<Spin>;
 
-/// The [`SpinLock`] kind.
-#[derive(Clone)]
+/// The [`SpinLock`] kind: RLock's acquire script and keys; its own unlock
+/// (no publish), forced unlock (plain DEL) and waiting (back-off).
+#[derive(Debug)]
 pub struct Spin {
-    _private: (),
-}
-
-impl crate::lock::sealed::Sealed for Spin {}
-impl Kind for Spin {}
-
-impl SpinLock {
-    pub(crate) fn new(client: Client, name: &str, backoff: BackOff) -> Result<SpinLock> {
-        let proto = SpinProtocol {
-            rlock: ReentrantProtocol {
-                keys: Arc::new(LockKeys::new(name)?),
-            },
-            backoff,
-        };
-        Ok(Lock::from_parts(
-            RawLock::new(client, Arc::new(proto)),
-            Spin { _private: () },
-        ))
-    }
-}
-
-/// RLock's acquire script and keys; its own unlock (no publish), forced
-/// unlock (plain DEL) and waiting (back-off).
-struct SpinProtocol {
-    rlock: ReentrantProtocol,
+    rlock: Reentrant,
     backoff: BackOff,
 }
 
-impl Protocol for SpinProtocol {
+impl sealed::Sealed for Spin {}
+impl Kind for Spin {}
+impl ReentrantKind for Spin {}
+
+impl Client {
+    /// A handle to the spin lock `name` (Redisson's `getSpinLock(name)`),
+    /// waiting with Redisson's default exponential back-off.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
+    pub fn spin_lock(&self, name: &str) -> Result<SpinLock> {
+        self.spin_lock_with(name, BackOff::default())
+    }
+
+    /// A spin lock with a chosen back-off (`getSpinLock(name, backOff)`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
+    pub fn spin_lock_with(&self, name: &str, backoff: BackOff) -> Result<SpinLock> {
+        let kind = Arc::new(Spin {
+            rlock: Reentrant {
+                keys: LockKeys::new(&self.map_name(name)?)?,
+            },
+            backoff,
+        });
+        Ok(Lock::new(self.clone(), kind.clone(), kind))
+    }
+}
+
+impl Protocol for Spin {
     fn name(&self) -> &str {
         self.rlock.name()
     }

@@ -18,7 +18,7 @@ fn rlock(c: &Client, n: &str) -> Lock<redisson_lock::Reentrant> {
 fn fair(c: &Client, n: &str) -> Lock<redisson_lock::Fair> {
     c.fair_lock(n).unwrap()
 }
-fn non_reentrant_fair(c: &Client, n: &str) -> Lock<redisson_lock::Fair> {
+fn non_reentrant_fair(c: &Client, n: &str) -> Lock<redisson_lock::NonReentrantFair> {
     c.non_reentrant_fair_lock(n).unwrap()
 }
 fn spin(c: &Client, n: &str) -> Lock<redisson_lock::Spin> {
@@ -371,18 +371,15 @@ async fn multi_lock_with_a_member_twice_is_refused() {
     let name = unique("multi");
     let lock = a.lock(&name).unwrap();
     for members in [
+        vec![lock.clone().erase(), lock.clone().erase()],
         vec![
-            redisson_lock::AnyLock::from(&lock),
-            redisson_lock::AnyLock::from(&lock),
+            a.read_write_lock(&name).unwrap().read().erase(),
+            a.read_write_lock(&name).unwrap().write().erase(),
         ],
         vec![
-            redisson_lock::AnyLock::from(a.read_write_lock(&name).unwrap().read()),
-            redisson_lock::AnyLock::from(a.read_write_lock(&name).unwrap().write()),
-        ],
-        vec![
-            redisson_lock::AnyLock::from(a.fair_lock(&name).unwrap()),
-            redisson_lock::AnyLock::from(a.lock(&format!("{name}-other")).unwrap()),
-            redisson_lock::AnyLock::from(&lock),
+            a.fair_lock(&name).unwrap().erase(),
+            a.lock(&format!("{name}-other")).unwrap().erase(),
+            lock.clone().erase(),
         ],
     ] {
         assert!(matches!(

@@ -119,10 +119,10 @@ fn every_kind_has_a_blocking_form() {
 
     let fenced = client.fenced_lock(&format!("{base}-fenced")).unwrap();
     let g1 = fenced.lock().unwrap();
-    let t1 = g1.as_async().and_then(|g| g.fencing_token()).unwrap();
+    let t1 = g1.fencing_token();
     g1.unlock().unwrap();
     let g2 = fenced.try_lock().unwrap().unwrap();
-    assert!(g2.as_async().and_then(|g| g.fencing_token()).unwrap() > t1);
+    assert!(g2.fencing_token() > t1);
     drop(g2);
 
     let spin = client.spin_lock(&format!("{base}-spin")).unwrap();

@@ -127,8 +127,7 @@ async fn unreachable_server_fails_within_the_timeout() {
     let started = Instant::now();
     let err = Client::connect(config())
         .await
-        .err()
-        .expect("no server to connect to");
+        .expect_err("no server to connect to");
     assert!(matches!(err, Error::Connection(_)), "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(3));
 }

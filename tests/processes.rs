@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::fault::{ChildProcess, Job};
 use common::{eventually, unique, wait_numsub, Server};
 use fred::prelude::*;
-use redisson_lock::{Client, LockGuard};
+use redisson_lock::{AnyKind, Client, LockGuard};
 use tokio::time::Instant;
 
 /// The child's `lock_watchdog_timeout`: its lock expires at most this long
@@ -23,13 +23,17 @@ const MARGIN: Duration = Duration::from_millis(1_500);
 
 /// What the waiter takes for a child holding `kind`: the same kind, except
 /// a reader, which a writer waits for (another reader would not wait).
-async fn wait_for(client: &Client, kind: &str, name: &str) -> redisson_lock::Result<LockGuard> {
+async fn wait_for(
+    client: &Client,
+    kind: &str,
+    name: &str,
+) -> redisson_lock::Result<LockGuard<AnyKind>> {
     match kind {
-        "lock" => client.lock(name)?.lock().await,
-        "fair" => client.fair_lock(name)?.lock().await,
-        "read" | "write" => client.read_write_lock(name)?.write().lock().await,
-        "spin" => client.spin_lock(name)?.lock().await,
-        "fenced" => client.fenced_lock(name)?.lock().await,
+        "lock" => client.lock(name)?.erase().lock().await,
+        "fair" => client.fair_lock(name)?.erase().lock().await,
+        "read" | "write" => client.read_write_lock(name)?.write().erase().lock().await,
+        "spin" => client.spin_lock(name)?.erase().lock().await,
+        "fenced" => client.fenced_lock(name)?.erase().lock().await,
         other => panic!("unknown kind {other:?}"),
     }
 }

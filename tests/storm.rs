@@ -42,9 +42,7 @@ use fred::prelude::*;
 use futures::FutureExt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use redisson_lock::{
-    Client, Config, Error, Fair, Fenced, Lock, LockGuard, Read, Reentrant, Spin, Write,
-};
+use redisson_lock::{AnyKind, Client, Config, Error, Lock, LockGuard};
 use tokio::time::Instant;
 
 // ---------------------------------------------------------------------------
@@ -112,16 +110,18 @@ impl Kind {
     fn handles(self, client: &Client, name: &str) -> Vec<Handle> {
         let rw = || client.read_write_lock(name).unwrap();
         match self {
-            Kind::RLock => vec![Handle::Reentrant(client.lock(name).unwrap())],
-            Kind::Fair => vec![Handle::Fair(client.fair_lock(name).unwrap())],
+            Kind::RLock => vec![Handle::exclusive(client.lock(name).unwrap())],
+            Kind::Fair => vec![Handle::exclusive(client.fair_lock(name).unwrap())],
             Kind::NonReentrantFair => {
-                vec![Handle::Fair(client.non_reentrant_fair_lock(name).unwrap())]
+                vec![Handle::exclusive(
+                    client.non_reentrant_fair_lock(name).unwrap(),
+                )]
             }
-            Kind::Read => vec![Handle::Read(rw().read())],
-            Kind::Write => vec![Handle::Write(rw().write())],
-            Kind::Spin => vec![Handle::Spin(client.spin_lock(name).unwrap())],
-            Kind::Fenced => vec![Handle::Fenced(client.fenced_lock(name).unwrap())],
-            Kind::Mixed => vec![Handle::Read(rw().read()), Handle::Write(rw().write())],
+            Kind::Read => vec![Handle::shared(rw().read())],
+            Kind::Write => vec![Handle::exclusive(rw().write())],
+            Kind::Spin => vec![Handle::exclusive(client.spin_lock(name).unwrap())],
+            Kind::Fenced => vec![Handle::exclusive(client.fenced_lock(name).unwrap())],
+            Kind::Mixed => vec![Handle::shared(rw().read()), Handle::exclusive(rw().write())],
         }
     }
 
@@ -130,35 +130,36 @@ impl Kind {
     fn final_handle(self, client: &Client, name: &str) -> Handle {
         match self {
             Kind::Read | Kind::Mixed => {
-                Handle::Write(client.read_write_lock(name).unwrap().write())
+                Handle::exclusive(client.read_write_lock(name).unwrap().write())
             }
             other => other.handles(client, name).remove(0),
         }
     }
 }
 
+/// A lock of any kind (its kind erased, so guards re-enter through the
+/// run-time checked `LockGuard<AnyKind>::reenter`), and whether a holder
+/// excludes every other holder (all but a reader).
 #[derive(Clone)]
-enum Handle {
-    Reentrant(Lock<Reentrant>),
-    Fair(Lock<Fair>),
-    Read(Lock<Read>),
-    Write(Lock<Write>),
-    Spin(Lock<Spin>),
-    Fenced(Lock<Fenced>),
+struct Handle {
+    lock: Lock<AnyKind>,
+    exclusive: bool,
 }
 
-/// `$body` with `$lock` bound to the handle's `Lock<K>`, whatever `K`.
-macro_rules! on_lock {
-    ($handle:expr, $lock:ident => $body:expr) => {
-        match $handle {
-            Handle::Reentrant($lock) => $body,
-            Handle::Fair($lock) => $body,
-            Handle::Read($lock) => $body,
-            Handle::Write($lock) => $body,
-            Handle::Spin($lock) => $body,
-            Handle::Fenced($lock) => $body,
+impl Handle {
+    fn exclusive<K: redisson_lock::Kind>(lock: Lock<K>) -> Handle {
+        Handle {
+            lock: lock.erase(),
+            exclusive: true,
         }
-    };
+    }
+
+    fn shared<K: redisson_lock::Kind>(lock: Lock<K>) -> Handle {
+        Handle {
+            lock: lock.erase(),
+            exclusive: false,
+        }
+    }
 }
 
 /// How to acquire.
@@ -173,21 +174,17 @@ enum How {
 }
 
 impl Handle {
-    async fn acquire(&self, how: How) -> redisson_lock::Result<Option<LockGuard>> {
-        on_lock!(self, lock => match how {
+    async fn acquire(&self, how: How) -> redisson_lock::Result<Option<LockGuard<AnyKind>>> {
+        let lock = &self.lock;
+        match how {
             How::Lock => lock.lock().await.map(Some),
             How::TryFor { wait, lease } => lock.try_lock_for(wait, lease).await,
             How::Lease(lease) => lock.lock_with_lease(lease).await.map(Some),
-        })
+        }
     }
 
-    async fn try_lock(&self) -> redisson_lock::Result<Option<LockGuard>> {
-        on_lock!(self, lock => lock.try_lock().await)
-    }
-
-    /// Whether a holder excludes every other holder (all but a reader).
-    fn exclusive(&self) -> bool {
-        !matches!(self, Handle::Read(_))
+    async fn try_lock(&self) -> redisson_lock::Result<Option<LockGuard<AnyKind>>> {
+        self.lock.try_lock().await
     }
 }
 
@@ -447,7 +444,7 @@ async fn storm_task(storm: Arc<Storm>, handles: Vec<Handle>, seed: u64) {
             bump(&counts.lost);
             None
         } else {
-            Some(storm.exclusion.enter(handle.exclusive()))
+            Some(storm.exclusion.enter(handle.exclusive))
         };
         let mut guards = vec![guard];
         if rng.random_bool(0.35) {

@@ -101,7 +101,7 @@ pub enum Lib {
 
 #[allow(clippy::large_enum_variant)]
 pub enum Held {
-    Ours(redisson_lock::LockGuard),
+    Ours(redisson_lock::LockGuard<redisson_lock::Reentrant>),
     Ceiling(CeilingGuard),
     Rslock(rslock::LockGuard),
     Arl(async_redis_lock::Lock),

@@ -532,16 +532,17 @@ async fn scale_watchdog(
         .lock_watchdog_timeout(watchdog)
         .lock_watchdog_batch_size(batch);
     let client = redisson_lock::Client::connect(config).await?;
-    let guards: Vec<redisson_lock::LockGuard> = futures::stream::iter(0..locks)
-        .map(|i| {
-            let client = client.clone();
-            async move { client.lock(&format!("held:{i}"))?.lock().await }
-        })
-        .buffer_unordered(256)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<redisson_lock::Result<_>>()?;
+    let guards: Vec<redisson_lock::LockGuard<redisson_lock::Reentrant>> =
+        futures::stream::iter(0..locks)
+            .map(|i| {
+                let client = client.clone();
+                async move { client.lock(&format!("held:{i}"))?.lock().await }
+            })
+            .buffer_unordered(256)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<redisson_lock::Result<_>>()?;
     let interval = watchdog / 3;
     // Let one renewal run pass first (it loads the script: NOSCRIPT + EVAL).
     tokio::time::sleep(interval + interval / 2).await;

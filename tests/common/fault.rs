@@ -16,7 +16,7 @@ use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
 use fred::prelude::*;
-use redisson_lock::LockGuard;
+use redisson_lock::{AnyKind, LockGuard};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -569,14 +569,14 @@ async fn acquire(
     client: &redisson_lock::Client,
     kind: &str,
     name: &str,
-) -> redisson_lock::Result<LockGuard> {
+) -> redisson_lock::Result<LockGuard<AnyKind>> {
     match kind {
-        "lock" => client.lock(name)?.lock().await,
-        "fair" => client.fair_lock(name)?.lock().await,
-        "read" => client.read_write_lock(name)?.read().lock().await,
-        "write" => client.read_write_lock(name)?.write().lock().await,
-        "spin" => client.spin_lock(name)?.lock().await,
-        "fenced" => client.fenced_lock(name)?.lock().await,
+        "lock" => client.lock(name)?.erase().lock().await,
+        "fair" => client.fair_lock(name)?.erase().lock().await,
+        "read" => client.read_write_lock(name)?.read().erase().lock().await,
+        "write" => client.read_write_lock(name)?.write().erase().lock().await,
+        "spin" => client.spin_lock(name)?.erase().lock().await,
+        "fenced" => client.fenced_lock(name)?.erase().lock().await,
         other => panic!("unknown lock kind {other:?} (expected one of {KINDS:?})"),
     }
 }

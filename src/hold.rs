@@ -1,0 +1,143 @@
+//! [`RawHold`]: one hold of a lock of any kind, released on unlock or drop.
+//! The typed [`LockGuard`](crate::LockGuard) is a thin layer over it.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::sync::watch;
+
+use crate::detach::FinishOnDrop;
+use crate::error::{Error, Result};
+use crate::owner::Owner;
+use crate::raw::{release, Acquired, Patience, RawLock};
+use crate::watchdog::{self, Lease, Status};
+
+/// One hold: the lock, its owner field, its lease, and what the registry
+/// says of it. Unless unlocked or forgotten, dropping it releases the hold
+/// in the background.
+pub(crate) struct RawHold {
+    raw: RawLock,
+    owner: Owner,
+    field: String,
+    lease: Lease,
+    status: watch::Receiver<Status>,
+    token: Option<i64>,
+    armed: bool,
+}
+
+impl RawHold {
+    pub(crate) fn new(raw: &RawLock, acquired: Acquired) -> RawHold {
+        RawHold {
+            raw: raw.with_owner(acquired.owner),
+            owner: acquired.owner,
+            field: acquired.field,
+            lease: acquired.lease,
+            status: acquired.status,
+            token: acquired.token,
+            armed: true,
+        }
+    }
+
+    pub(crate) fn raw(&self) -> &RawLock {
+        &self.raw
+    }
+
+    pub(crate) fn owner(&self) -> Owner {
+        self.owner
+    }
+
+    pub(crate) fn field(&self) -> &str {
+        &self.field
+    }
+
+    pub(crate) fn token(&self) -> Option<i64> {
+        self.token
+    }
+
+    pub(crate) fn lease(&self) -> Option<Duration> {
+        match self.lease {
+            Lease::Fixed(d) => Some(d),
+            Lease::Watchdog => None,
+        }
+    }
+
+    pub(crate) fn expires_at(&self) -> Option<std::time::Instant> {
+        self.status
+            .borrow()
+            .expires
+            .map(tokio::time::Instant::into_std)
+    }
+
+    /// Release this hold; dropping the future part-way still completes it
+    /// in the background.
+    pub(crate) async fn unlock(mut self) -> Result<()> {
+        self.armed = false;
+        let (raw, field) = (self.raw.clone(), self.field.clone());
+        let call = async move {
+            release(raw.inner(), raw.proto.as_ref(), &field, Patience::Attempts)
+                .await
+                .map(drop)
+        };
+        FinishOnDrop::new(self.raw.inner().runtime.clone(), call, |_| async {}.boxed()).await
+    }
+
+    /// Keep the hold in Redis without unlocking it and stop renewing it:
+    /// it ends when its lease runs out.
+    pub(crate) fn forget(mut self) {
+        self.armed = false;
+        let _ = self
+            .raw
+            .inner()
+            .holds
+            .released(self.raw.name(), &self.field);
+    }
+
+    /// Take the lock again with the same owner: try once, never wait. A
+    /// hold known lost, or no longer in Redis, is refused rather than taken
+    /// afresh (the acquire script would take a free lock).
+    pub(crate) async fn reenter(&self) -> Result<RawHold> {
+        let not_held = || Error::NotHeld {
+            name: self.raw.name().to_owned(),
+            owner: self.field.clone(),
+        };
+        if self.is_lost() || !self.raw.is_held(&self.field).await? {
+            return Err(not_held());
+        }
+        match self.raw.acquire(Some(Duration::ZERO), self.lease).await? {
+            Some(acquired) => Ok(RawHold::new(&self.raw, acquired)),
+            None => Err(not_held()),
+        }
+    }
+
+    pub(crate) async fn hold_count(&self) -> Result<u32> {
+        self.raw.hold_count(&self.field).await
+    }
+
+    pub(crate) async fn is_held(&self) -> Result<bool> {
+        self.raw.is_held(&self.field).await
+    }
+
+    pub(crate) fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        watchdog::lost(self.status.clone())
+    }
+
+    pub(crate) fn is_lost(&self) -> bool {
+        watchdog::is_lost(&self.status)
+    }
+}
+
+impl Drop for RawHold {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (raw, field) = (self.raw.clone(), self.field.clone());
+        self.raw.inner().runtime.spawn(async move {
+            let patience = Patience::UntilExpiry;
+            if let Err(e) = release(raw.inner(), raw.proto.as_ref(), &field, patience).await {
+                tracing::warn!(lock = %raw.name(), error = %e, "background unlock of a dropped guard failed");
+            }
+        });
+    }
+}
