@@ -135,12 +135,12 @@ impl BlockingClient {
     }
 
     /// A handle to the spin lock `name`.
-    pub fn spin_lock(&self, name: &str) -> Result<BlockingLock<crate::Spin>> {
+    pub fn spin_lock(&self, name: &str) -> Result<BlockingLock<crate::spin::Spin>> {
         Ok(self.wrap(self.client.spin_lock(name)?))
     }
 
     /// A handle to the fair lock `name`.
-    pub fn fair_lock(&self, name: &str) -> Result<BlockingLock<crate::Fair>> {
+    pub fn fair_lock(&self, name: &str) -> Result<BlockingLock<crate::fair::Fair>> {
         Ok(self.wrap(self.client.fair_lock(name)?))
     }
 
@@ -148,24 +148,27 @@ impl BlockingClient {
     pub fn non_reentrant_fair_lock(
         &self,
         name: &str,
-    ) -> Result<BlockingLock<crate::NonReentrantFair>> {
+    ) -> Result<BlockingLock<crate::fair::NonReentrantFair>> {
         Ok(self.wrap(self.client.non_reentrant_fair_lock(name)?))
     }
 
     /// A handle to the non-reentrant lock `name`.
-    pub fn non_reentrant_lock(&self, name: &str) -> Result<BlockingLock<crate::NonReentrant>> {
+    pub fn non_reentrant_lock(
+        &self,
+        name: &str,
+    ) -> Result<BlockingLock<crate::rlock::NonReentrant>> {
         Ok(self.wrap(self.client.non_reentrant_lock(name)?))
     }
 
     /// A handle to the fenced lock `name`; guards carry the fencing token.
-    pub fn fenced_lock(&self, name: &str) -> Result<BlockingLock<crate::Fenced>> {
+    pub fn fenced_lock(&self, name: &str) -> Result<BlockingLock<crate::fenced::Fenced>> {
         Ok(self.wrap(self.client.fenced_lock(name)?))
     }
 
     /// The blocking form of a multi-lock or RedLock (its members may belong
     /// to other clients). Unlike single locks, its holds are not per thread:
     /// every acquisition takes fresh owners, so it never re-enters.
-    pub fn wrap_multi(&self, lock: crate::MultiLock) -> BlockingMultiLock {
+    pub fn wrap_multi(&self, lock: crate::multi::MultiLock) -> BlockingMultiLock {
         BlockingMultiLock {
             lock,
             runtime: self.runtime.clone(),
@@ -179,7 +182,10 @@ impl BlockingClient {
     pub fn read_write_lock(
         &self,
         name: &str,
-    ) -> Result<(BlockingLock<crate::Read>, BlockingLock<crate::Write>)> {
+    ) -> Result<(
+        BlockingLock<crate::rwlock::Read>,
+        BlockingLock<crate::rwlock::Write>,
+    )> {
         let rw = self.client.read_write_lock(name)?;
         Ok((self.wrap(rw.read()), self.wrap(rw.write())))
     }
@@ -187,10 +193,19 @@ impl BlockingClient {
 
 /// The blocking twin of a [`Lock`] of any kind. Every call acts as the
 /// calling OS thread's owner, so a thread that holds the lock re-enters it.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct BlockingLock<K: Kind> {
     lock: Lock<K>,
     runtime: Arc<Driver>,
+}
+
+impl<K: Kind> Clone for BlockingLock<K> {
+    fn clone(&self) -> Self {
+        BlockingLock {
+            lock: self.lock.clone(),
+            runtime: self.runtime.clone(),
+        }
+    }
 }
 
 impl<K: Kind> BlockingLock<K> {
@@ -321,13 +336,13 @@ impl<K: Kind> BlockingGuard<K> {
     }
 }
 
-impl BlockingGuard<crate::Fenced> {
+impl BlockingGuard<crate::fenced::Fenced> {
     /// The fencing token of this acquisition (see
     /// [`LockGuard::fencing_token`]).
     pub fn fencing_token(&self) -> i64 {
         self.guard
             .as_ref()
-            .map_or(0, LockGuard::<crate::Fenced>::fencing_token)
+            .map_or(0, LockGuard::<crate::fenced::Fenced>::fencing_token)
     }
 }
 
@@ -350,15 +365,15 @@ impl<K: Kind> Drop for BlockingGuard<K> {
     }
 }
 
-/// The blocking twin of a [`MultiLock`](crate::MultiLock).
+/// The blocking twin of a [`MultiLock`](crate::multi::MultiLock).
 #[derive(Clone, Debug)]
 pub struct BlockingMultiLock {
-    lock: crate::MultiLock,
+    lock: crate::multi::MultiLock,
     runtime: Arc<Driver>,
 }
 
 impl BlockingMultiLock {
-    fn guard(&self, guard: crate::MultiGuard) -> BlockingMultiGuard {
+    fn guard(&self, guard: crate::multi::MultiGuard) -> BlockingMultiGuard {
         BlockingMultiGuard {
             guard: Some(guard),
             runtime: self.runtime.clone(),
@@ -373,7 +388,7 @@ impl BlockingMultiLock {
 
     /// Wait as long as it takes; every member lives at least `lease` after
     /// the acquisition completes (see
-    /// [`MultiLock::lock_with_lease`](crate::MultiLock::lock_with_lease)).
+    /// [`MultiLock::lock_with_lease`](crate::multi::MultiLock::lock_with_lease)).
     pub fn lock_with_lease(&self, lease: Duration) -> Result<BlockingMultiGuard> {
         let guard = self.runtime.run(self.lock.lock_with_lease(lease))??;
         Ok(self.guard(guard))
@@ -390,7 +405,7 @@ impl BlockingMultiLock {
         Ok(guard.map(|g| self.guard(g)))
     }
 
-    /// Acquire within `wait`; see [`MultiLock::try_lock_for`](crate::MultiLock::try_lock_for).
+    /// Acquire within `wait`; see [`MultiLock::try_lock_for`](crate::multi::MultiLock::try_lock_for).
     pub fn try_lock_for(
         &self,
         wait: Duration,
@@ -406,7 +421,7 @@ impl BlockingMultiLock {
 #[must_use = "dropping the guard releases the locks at once"]
 #[derive(Debug)]
 pub struct BlockingMultiGuard {
-    guard: Option<crate::MultiGuard>,
+    guard: Option<crate::multi::MultiGuard>,
     runtime: Arc<Driver>,
 }
 
@@ -421,7 +436,9 @@ impl BlockingMultiGuard {
 
     /// Whether too many members are known to be lost right now.
     pub fn is_lost(&self) -> bool {
-        self.guard.as_ref().is_some_and(crate::MultiGuard::is_lost)
+        self.guard
+            .as_ref()
+            .is_some_and(crate::multi::MultiGuard::is_lost)
     }
 
     /// Whether enough members are still held, per Redis.

@@ -4,10 +4,12 @@ use std::sync::Arc;
 
 use fred::interfaces::ClientLike;
 use tokio::runtime::Handle;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::config::Config;
+use crate::detach::Cleanups;
 use crate::error::Result;
 use crate::owner::Owner;
 use crate::pubsub::Hub;
@@ -19,7 +21,8 @@ use crate::watchdog::{self, Holds};
 /// random UUID client id (Redisson's `ServiceManager.id`).
 ///
 /// Cheap to clone; all clones share the connections. The connections close
-/// when the last clone, lock handle and guard are dropped.
+/// when the last clone, lock handle and guard are dropped, or at
+/// [`shutdown`](Self::shutdown).
 ///
 /// ```no_run
 /// # async fn demo() -> redisson_lock::Result<()> {
@@ -42,7 +45,13 @@ pub(crate) struct Inner {
     pub(crate) hub: Hub,
     pub(crate) holds: Arc<Holds>,
     pub(crate) runtime: Handle,
+    /// Background work finishing what callers started (releases, queue
+    /// leaves), which a shutdown waits for.
+    pub(crate) cleanups: Cleanups,
+    /// Set by [`Client::shutdown`]: no new acquisition, waiters stop.
+    closing: watch::Sender<bool>,
     subscriber: fred::clients::Client,
+    watchdog: JoinHandle<()>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -57,13 +66,13 @@ impl Client {
         let (hub, mut tasks) =
             Hub::start(subscriber.clone(), config.sharded_pubsub, config.timeout);
         tasks.push(latch_task);
-        tasks.push(tokio::spawn(watchdog::run(
+        let watchdog = tokio::spawn(watchdog::run(
             holds.clone(),
             redis.clone(),
             config.lock_watchdog_batch_size,
             config.retry_delay,
             config.redis.server.is_clustered(),
-        )));
+        ));
         let id = Uuid::new_v4();
         Ok(Client {
             inner: Arc::new(Inner {
@@ -74,7 +83,10 @@ impl Client {
                 hub,
                 holds,
                 runtime: Handle::current(),
+                cleanups: Cleanups::new(Handle::current()),
+                closing: watch::Sender::new(false),
                 subscriber,
+                watchdog,
                 tasks,
             }),
         })
@@ -107,6 +119,34 @@ impl Client {
         Ok(mapped)
     }
 
+    /// Shut the client down gracefully, like Java's `redisson.shutdown()`:
+    /// stop renewing (held locks then expire after their lease, and their
+    /// guards' `lost()` fires when it can have run out), wake every waiter
+    /// with [`Error::Closed`](crate::Error::Closed), refuse new acquisitions,
+    /// let the releases and queue leaves already under way finish (for at
+    /// most the retry budget, `(timeout + retry_delay) × retry_attempts`),
+    /// then close both connections, even while guards or handles still
+    /// exist. Guards dropped afterwards cannot release (their locks expire);
+    /// every later call fails with `Error::Closed`. Idempotent.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        inner.closing.send_replace(true);
+        inner.watchdog.abort();
+        inner.hub.wake_all();
+        let _ = tokio::time::timeout(inner.config.retry_span(), inner.cleanups.drained()).await;
+        inner.redis.close();
+        for task in &inner.tasks {
+            task.abort();
+        }
+        let quit = futures::future::join(inner.subscriber.quit(), inner.redis.client.quit());
+        let _ = tokio::time::timeout(inner.config.timeout, quit).await;
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    pub fn is_shut_down(&self) -> bool {
+        self.inner.is_closing()
+    }
+
     /// The underlying fred client for commands, for anything this crate does
     /// not cover. Do not put it into subscriber mode.
     pub fn redis(&self) -> &fred::clients::Client {
@@ -124,6 +164,11 @@ impl std::fmt::Debug for Client {
 }
 
 impl Inner {
+    /// Whether the client is shutting down (or shut down).
+    pub(crate) fn is_closing(&self) -> bool {
+        *self.closing.borrow()
+    }
+
     /// The hash field of `owner`: `<clientId>:<ownerId>`.
     pub(crate) fn field(&self, owner: Owner) -> String {
         format!("{}:{}", self.id_text, owner)
@@ -141,6 +186,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.watchdog.abort();
         for task in &self.tasks {
             task.abort();
         }

@@ -120,13 +120,12 @@ impl Config {
     /// Parse a `redis://` or `rediss://` URL (`redis://[user:password@]host[:port][/db]`),
     /// keeping every other setting at its default.
     pub fn from_url(url: &str) -> Result<Config> {
+        // The URL is not repeated in errors: it may carry a password.
         if !url.starts_with("redis") {
-            return Err(Error::Config(format!(
-                "{url:?}: expected a redis:// or rediss:// URL"
-            )));
+            return Err(Error::Config("expected a redis:// or rediss:// URL".into()));
         }
         let redis = fred::types::config::Config::from_url(url)
-            .map_err(|e| Error::Config(format!("{url:?}: {e}")))?;
+            .map_err(|e| Error::Config(format!("invalid Redis URL: {}", e.details())))?;
         Ok(Config {
             redis,
             ..Config::default()

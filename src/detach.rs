@@ -7,10 +7,57 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
 use tokio::runtime::Handle;
+use tokio::sync::watch;
+
+/// Background work that finishes what a caller started (a release, leaving
+/// a queue, an orphaned attempt), counted so that a shutdown can wait for
+/// it to end.
+#[derive(Clone)]
+pub(crate) struct Cleanups {
+    runtime: Handle,
+    running: Arc<watch::Sender<usize>>,
+}
+
+impl Cleanups {
+    pub(crate) fn new(runtime: Handle) -> Cleanups {
+        Cleanups {
+            runtime,
+            running: Arc::new(watch::Sender::new(0)),
+        }
+    }
+
+    /// Run `fut` in the background. Safe to call outside the runtime; if it
+    /// has shut down, `fut` is dropped and the server-side TTL bounds what
+    /// is left behind.
+    pub(crate) fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
+        self.running.send_modify(|n| *n += 1);
+        let done = Done(self.running.clone());
+        drop(self.runtime.spawn(async move {
+            let _done = done;
+            fut.await;
+        }));
+    }
+
+    /// Wait until no cleanup runs.
+    pub(crate) async fn drained(&self) {
+        let mut running = self.running.subscribe();
+        let _ = running.wait_for(|n| *n == 0).await;
+    }
+}
+
+/// Counts a cleanup as ended when dropped, however it ends.
+struct Done(Arc<watch::Sender<usize>>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
 
 /// A future that, if dropped before it completes, is completed in the
 /// background and its output handed to `on_orphan`. Costs one allocation
@@ -23,7 +70,7 @@ where
 {
     fut: Option<Pin<Box<F>>>,
     on_orphan: Option<C>,
-    runtime: Handle,
+    cleanups: Cleanups,
 }
 
 impl<F, C> FinishOnDrop<F, C>
@@ -32,11 +79,11 @@ where
     F::Output: Send + 'static,
     C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
 {
-    pub(crate) fn new(runtime: Handle, fut: F, on_orphan: C) -> Self {
+    pub(crate) fn new(cleanups: Cleanups, fut: F, on_orphan: C) -> Self {
         FinishOnDrop {
             fut: Some(Box::pin(fut)),
             on_orphan: Some(on_orphan),
-            runtime,
+            cleanups,
         }
     }
 }
@@ -77,9 +124,7 @@ where
 {
     fn drop(&mut self) {
         if let (Some(fut), Some(on_orphan)) = (self.fut.take(), self.on_orphan.take()) {
-            // Safe to call outside the runtime; if it has shut down, the task
-            // is dropped and the server-side TTL bounds what is left behind.
-            self.runtime
+            self.cleanups
                 .spawn(async move { on_orphan(fut.await).await });
         }
     }

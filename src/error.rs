@@ -51,19 +51,22 @@ pub enum Error {
     /// The connection to Redis failed or was lost (also: a command that
     /// could not be sent because no connection was up).
     #[error("Redis connection error: {0}")]
-    Connection(String),
+    Connection(#[source] Cause),
     /// Redis is reachable but cannot serve the command right now: it is
     /// loading its data after a restart (`LOADING`), busy with a script
     /// (`BUSY`), or its cluster is failing over (`TRYAGAIN`, `CLUSTERDOWN`,
     /// `MASTERDOWN`, `READONLY`).
     #[error("Redis is temporarily unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
     /// Redis answered with an error not covered above.
     #[error("Redis error: {0}")]
-    Redis(String),
+    Redis(#[source] Cause),
     /// Redis answered with something this crate does not understand.
     #[error("unexpected reply from Redis: {0}")]
     Protocol(String),
+    /// The client was shut down ([`Client::shutdown`](crate::Client::shutdown)).
+    #[error("the client was shut down")]
+    Closed,
     /// A blocking call was made from inside an async runtime, where it would
     /// stall a worker thread. Use the async API there. Tokio's
     /// `spawn_blocking` threads count as inside the runtime too; there, drive
@@ -101,22 +104,74 @@ impl Error {
             return Error::InvalidArgument(details.to_owned());
         }
         if UNAVAILABLE.iter().any(|code| details.starts_with(code)) {
-            return Error::Unavailable(details.to_owned());
+            return Error::Unavailable(Cause::redis(err));
         }
         match err.kind() {
             ErrorKind::Timeout => Error::Timeout(timeout),
             // fred answers "Failed to route command" (kind Unknown or
             // Routing) when no connection is up to write the command to.
             ErrorKind::IO | ErrorKind::Canceled | ErrorKind::Backpressure | ErrorKind::Routing => {
-                Error::Connection(err.to_string())
+                Error::Connection(Cause::redis(err))
             }
             ErrorKind::Unknown if details.contains("Failed to route") => {
-                Error::Connection(err.to_string())
+                Error::Connection(Cause::redis(err))
             }
             ErrorKind::Config | ErrorKind::Url | ErrorKind::Auth => Error::Config(err.to_string()),
             ErrorKind::Parse | ErrorKind::Protocol => Error::Protocol(err.to_string()),
-            _ => Error::Redis(err.to_string()),
+            _ => Error::Redis(Cause::redis(err)),
         }
+    }
+}
+
+impl Error {
+    /// A connection error of this crate's own (no underlying fred error).
+    pub(crate) fn connection(message: impl Into<String>) -> Error {
+        Error::Connection(Cause {
+            message: message.into(),
+            source: None,
+        })
+    }
+}
+
+/// What went wrong underneath a [`Error::Connection`],
+/// [`Error::Unavailable`] or [`Error::Redis`]: a message, and the Redis
+/// client's error as the [`source`](std::error::Error::source), if there is one.
+#[derive(Debug, Clone)]
+pub struct Cause {
+    message: String,
+    source: Option<fred::error::Error>,
+}
+
+impl Cause {
+    fn redis(err: fred::error::Error) -> Cause {
+        Cause {
+            message: err.to_string(),
+            source: Some(err),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The Redis client's error, if this came from one.
+    pub fn redis_error(&self) -> Option<&fred::error::Error> {
+        self.source.as_ref()
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 

@@ -79,7 +79,10 @@ impl RawHold {
                 .await
                 .map(drop)
         };
-        FinishOnDrop::new(self.raw.inner().runtime.clone(), call, |_| async {}.boxed()).await
+        FinishOnDrop::new(self.raw.inner().cleanups.clone(), call, |_| {
+            async {}.boxed()
+        })
+        .await
     }
 
     /// Keep the hold in Redis without unlocking it and stop renewing it:
@@ -133,7 +136,7 @@ impl Drop for RawHold {
             return;
         }
         let (raw, field) = (self.raw.clone(), self.field.clone());
-        self.raw.inner().runtime.spawn(async move {
+        self.raw.inner().cleanups.spawn(async move {
             let patience = Patience::UntilExpiry;
             if let Err(e) = release(raw.inner(), raw.proto.as_ref(), &field, patience).await {
                 tracing::warn!(lock = %raw.name(), error = %e, "background unlock of a dropped guard failed");

@@ -146,7 +146,7 @@ impl<K: Kind> Lock<K> {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a lease below 1 ms or above
-    /// [`MAX_DURATION`](crate::MAX_DURATION), before anything is sent; else
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION), before anything is sent; else
     /// as [`lock`](Self::lock).
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard<K>> {
         let lease = fixed_lease(lease)?;
@@ -168,7 +168,7 @@ impl<K: Kind> Lock<K> {
     }
 
     /// Wait up to `wait` (zero: try once; above
-    /// [`MAX_DURATION`](crate::MAX_DURATION): without a time limit). With
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION): without a time limit). With
     /// `lease` (1 ms to `MAX_DURATION`), the lock expires that long after
     /// acquisition; without, the watchdog keeps it while held.
     ///
@@ -286,9 +286,9 @@ fn expect_acquired(acquired: Option<Acquired>) -> Result<Acquired> {
 }
 
 /// A caller's lease: from one millisecond (PEXPIRE's unit) to
-/// [`MAX_DURATION`](crate::MAX_DURATION).
+/// [`MAX_DURATION`](crate::config::MAX_DURATION).
 pub(crate) fn fixed_lease(lease: Duration) -> Result<Lease> {
-    if lease < Duration::from_millis(1) || lease > crate::MAX_DURATION {
+    if lease < Duration::from_millis(1) || lease > crate::config::MAX_DURATION {
         return Err(Error::InvalidArgument(format!(
             "lease must be from 1 ms to 100 years, got {lease:?}"
         )));

@@ -178,14 +178,14 @@ impl MultiLock {
         let member_lease = match lease {
             Some(l) => {
                 crate::lock::fixed_lease(l)?;
-                Lease::Fixed(l.saturating_add(wait).min(crate::MAX_DURATION))
+                Lease::Fixed(l.saturating_add(wait).min(crate::config::MAX_DURATION))
             }
             None => Lease::Watchdog,
         };
         // A wait too long to represent is no time limit.
         let deadline = Instant::now()
-            .checked_add(wait.min(crate::MAX_DURATION))
-            .unwrap_or_else(|| Instant::now() + crate::MAX_DURATION);
+            .checked_add(wait.min(crate::config::MAX_DURATION))
+            .unwrap_or_else(|| Instant::now() + crate::config::MAX_DURATION);
         loop {
             match self.round(wait, deadline, member_lease).await {
                 Round::Acquired(guards) => return Ok(Some(self.guard(guards))),

@@ -118,13 +118,22 @@ impl Hub {
         .await;
         match outcome {
             Err(_) => Err(Error::Timeout(self.shared.timeout)),
-            Ok(Err(_)) => Err(Error::Connection("pub/sub hub stopped".into())),
+            Ok(Err(_)) => Err(Error::connection("pub/sub hub stopped")),
             Ok(Ok(r)) => match &*r {
                 Ready::Failed(e) => Err(e.clone()),
                 _ => Ok(()),
             },
         }?;
         Ok(subscription)
+    }
+}
+
+impl Hub {
+    /// Wake every waiter of every channel to re-check (shutdown).
+    pub(crate) fn wake_all(&self) {
+        for (_, entry) in self.shared.all() {
+            entry.wake_all();
+        }
     }
 }
 
@@ -205,7 +214,7 @@ async fn run_ops(
                     let Some(entry) = shared.entry(&channel) else { continue };
                     let outcome = match subscribe(vec![channel]).await {
                         Ok(()) => Ready::Subscribed,
-                        Err(e) => Ready::Failed(Error::Connection(format!("subscribe failed: {e}"))),
+                        Err(e) => Ready::Failed(Error::connection(format!("subscribe failed: {e}"))),
                     };
                     entry.ready.send_replace(outcome);
                 }

@@ -199,7 +199,7 @@ impl RawLock {
     /// The acquire loop (PROTOCOL.md §2.8): try; subscribe; then try again
     /// and wait for a message, the holder's TTL or the deadline, whichever
     /// comes first. `wait == None` (or a wait above
-    /// [`MAX_DURATION`](crate::MAX_DURATION)) waits without a time limit.
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) waits without a time limit.
     ///
     /// Transient failures do not end a bounded wait while time remains: an
     /// attempt whose outcome is unknown is undone (released once, which is
@@ -214,7 +214,7 @@ impl RawLock {
         lease: Lease,
     ) -> Result<Option<Acquired>> {
         let start = Instant::now();
-        let wait = wait.filter(|w| *w <= crate::MAX_DURATION);
+        let wait = wait.filter(|w| *w <= crate::config::MAX_DURATION);
         let deadline = wait.and_then(|w| start.checked_add(w));
         let owner = self.owner.unwrap_or_else(Owner::generate);
         let field = self.proto.field(self.inner(), owner);
@@ -280,6 +280,9 @@ impl RawLock {
         let mut subscription = None;
         let mut next_in_line = NEXT_IN_LINE_FIRST;
         loop {
+            if self.inner().is_closing() {
+                return Err(Error::Closed);
+            }
             // Subscribe (once, after the first busy attempt) before trying
             // again, so that no unlock published before the subscription
             // was active is missed.
@@ -426,7 +429,7 @@ impl RawLock {
                 .boxed()
             }
         };
-        let (outcome, step) = FinishOnDrop::new(inner.runtime.clone(), fut, orphan).await;
+        let (outcome, step) = FinishOnDrop::new(inner.cleanups.clone(), fut, orphan).await;
         match outcome {
             Ok(attempt) => Ok((attempt, sent_at)),
             // A lost reply can be undone if the owner held nothing before.
@@ -434,7 +437,7 @@ impl RawLock {
                 let proto = self.proto.clone();
                 let field = field.to_owned();
                 let mut step = step;
-                inner.runtime.clone().spawn(async move {
+                inner.cleanups.clone().spawn(async move {
                     // Bounded: the next attempt waits for it. If it cannot
                     // be undone, the acquisition ends with that error.
                     match release(&inner, proto.as_ref(), &field, Patience::Attempts).await {
@@ -597,8 +600,8 @@ impl Drop for GiveUp {
         // A plain future, not a `GiveUp`: dropping it (a runtime shutting
         // down) must not spawn it again.
         if let Some(pending) = self.pending.take() {
-            let runtime = pending.inner.runtime.clone();
-            runtime.spawn(pending.run_patiently());
+            let cleanups = pending.inner.cleanups.clone();
+            cleanups.spawn(pending.run_patiently());
         }
     }
 }

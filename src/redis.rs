@@ -32,8 +32,8 @@ pub(crate) async fn connect(
     .await;
     let failure = match connected {
         Ok(Ok(_tasks)) => return Ok((redis, subscriber)),
-        Ok(Err(e)) => Error::Connection(e.to_string()),
-        Err(_) => Error::Connection(format!("could not connect within {:?}", config.timeout)),
+        Ok(Err(e)) => Error::from_redis(e, "", config.timeout),
+        Err(_) => Error::connection(format!("could not connect within {:?}", config.timeout)),
     };
     // Stop the connection tasks without waiting for a server that may
     // never answer.
@@ -75,6 +75,8 @@ pub(crate) struct Redis {
     timeout: Duration,
     retry_attempts: u32,
     retry_delay: Duration,
+    /// Set at shutdown: every command fails with `Error::Closed`.
+    closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Unlock latch keys to delete, for [`delete_latches`].
     latches: tokio::sync::mpsc::UnboundedSender<String>,
 }
@@ -88,6 +90,7 @@ impl Redis {
             timeout: config.timeout,
             retry_attempts: config.retry_attempts,
             retry_delay: config.retry_delay,
+            closed: Default::default(),
             latches,
         };
         let task = tokio::spawn(delete_latches(
@@ -98,8 +101,22 @@ impl Redis {
         (redis, task)
     }
 
+    /// Refuse every command from now on (shutdown).
+    pub(crate) fn close(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
     /// Run `script` once. `keys[0]` names the key in a WRONGTYPE error.
     pub(crate) async fn eval(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
+        self.check_open()?;
         let call = build();
         // A cheap handle (reference counted), named in a WRONGTYPE error.
         let first_key = call.keys.first().cloned();
@@ -172,9 +189,9 @@ impl Redis {
         Fut: Future<Output = std::result::Result<T, fred::error::Error>>,
     {
         self.retrying(|| {
-            let fut = op(self.client.clone());
+            let fut = self.check_open().map(|()| op(self.client.clone()));
             async move {
-                fut.await
+                fut?.await
                     .map_err(|e| Error::from_redis(e, key, self.timeout))
             }
         })

@@ -308,7 +308,7 @@ impl Protocol for Write {
         &self.keys.name
     }
 
-    fn field(&self, inner: &Inner, owner: crate::Owner) -> String {
+    fn field(&self, inner: &Inner, owner: crate::owner::Owner) -> String {
         write_field(&inner.field(owner))
     }
 

@@ -1,0 +1,448 @@
+//! The 0.1 API: what each kind's types allow, and the Redisson calls a Java
+//! user looks for (unlock by owner, shutdown, the non-reentrant lock,
+//! forget, name mapping, downgrade, multi-lock state), against a real
+//! `redis-server`, checked in Redis.
+mod common;
+
+use std::time::Duration;
+
+use common::{eventually, unique, wait_numsub, Server};
+use fred::prelude::*;
+use redisson_lock::blocking::{
+    BlockingClient, BlockingGuard, BlockingLock, BlockingMultiGuard, BlockingMultiLock,
+};
+use redisson_lock::{
+    AnyKind, BackOff, Cause, Client, Config, Error, Fair, Fenced, Lock, LockGuard, MultiGuard,
+    MultiLock, NonReentrant, NonReentrantFair, Owner, PrefixMapper, Read, ReadWriteLock, Reentrant,
+    Spin, Ttl, Write,
+};
+
+/// Every public type can cross threads and be printed.
+#[test]
+fn public_types_are_send_sync_and_debug() {
+    fn check<T: Send + Sync + std::fmt::Debug>() {}
+    check::<Client>();
+    check::<Config>();
+    check::<Error>();
+    check::<Cause>();
+    check::<Owner>();
+    check::<Ttl>();
+    check::<BackOff>();
+    check::<PrefixMapper>();
+    check::<ReadWriteLock>();
+    check::<MultiLock>();
+    check::<MultiGuard>();
+    check::<BlockingClient>();
+    check::<BlockingMultiLock>();
+    check::<BlockingMultiGuard>();
+    fn kind<K: redisson_lock::Kind>() {
+        check::<K>();
+        check::<Lock<K>>();
+        check::<LockGuard<K>>();
+        check::<BlockingLock<K>>();
+    }
+    kind::<Reentrant>();
+    kind::<NonReentrant>();
+    kind::<Fair>();
+    kind::<NonReentrantFair>();
+    kind::<Read>();
+    kind::<Write>();
+    kind::<Spin>();
+    kind::<Fenced>();
+    kind::<AnyKind>();
+    // A blocking guard belongs to its thread: Debug, but neither Send nor Sync.
+    fn debug<T: std::fmt::Debug>() {}
+    debug::<BlockingGuard<Reentrant>>();
+}
+
+/// `Debug` and errors never show the password.
+#[test]
+fn secrets_stay_out_of_debug_and_errors() {
+    let config = Config::from_url("redis://user:s3cr3t-pw@127.0.0.1:6379/2").unwrap();
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("s3cr3t-pw"), "{shown}");
+    assert!(shown.contains("<redacted>"), "{shown}");
+    let err = Config::from_url("redis://user:s3cr3t-pw@[bad").unwrap_err();
+    assert!(!format!("{err} {err:?}").contains("s3cr3t-pw"), "{err:?}");
+}
+
+/// A Redis error keeps fred's error as its source.
+#[tokio::test]
+async fn errors_keep_their_source() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("source");
+    // A script error Redis reports (a non-numeric counter is not a number).
+    let _: () = raw.set(&name, "x", None, None, false).await.unwrap();
+    let err: std::result::Result<i64, _> = raw.incr(&name).await;
+    assert!(err.is_err());
+    // Through the crate: a refused connection has the client's error below.
+    let refused = Client::connect(
+        Config::from_url(&format!("redis://127.0.0.1:{}", common::free_port()))
+            .unwrap()
+            .timeout(Duration::from_millis(500)),
+    )
+    .await
+    .unwrap_err();
+    let source = std::error::Error::source(&refused).expect("a cause");
+    assert!(
+        std::error::Error::source(source).is_some(),
+        "the fred error under {refused:?}"
+    );
+    drop(client);
+}
+
+/// Java's `lock.unlock()` without a guard: an explicit owner releases its
+/// hold by itself, and a handle without an owner is refused.
+#[tokio::test]
+async fn unlock_by_an_explicit_owner() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("by-owner");
+    let lock = client.lock(&name).unwrap();
+    assert!(matches!(
+        lock.unlock().await,
+        Err(Error::InvalidArgument(_))
+    ));
+    let worker = lock.with_owner(Owner::new(42));
+    worker.lock().await.unwrap().forget();
+    worker.lock().await.unwrap().forget();
+    assert_eq!(lock.hold_count(Owner::new(42)).await.unwrap(), 2);
+    worker.unlock().await.unwrap();
+    assert_eq!(lock.hold_count(Owner::new(42)).await.unwrap(), 1);
+    worker.unlock().await.unwrap();
+    assert_eq!(raw.exists::<i64, _>(&name).await.unwrap(), 0);
+    assert!(matches!(worker.unlock().await, Err(Error::NotHeld { .. })));
+    // Another owner cannot release it.
+    worker.lock().await.unwrap().forget();
+    assert!(matches!(
+        lock.with_owner(Owner::new(7)).unlock().await,
+        Err(Error::NotHeld { .. })
+    ));
+    worker.unlock().await.unwrap();
+}
+
+/// A thread that holds a blocking lock releases it by itself, as in Java.
+#[test]
+fn unlock_by_the_blocking_thread() {
+    let server = Server::start();
+    let client = BlockingClient::from_url(&server.url).unwrap();
+    let lock = client.lock(&unique("thread")).unwrap();
+    lock.lock().unwrap().forget();
+    lock.lock().unwrap().forget(); // re-entered by the same thread
+    assert_eq!(lock.hold_count().unwrap(), 2);
+    lock.unlock().unwrap();
+    lock.unlock().unwrap();
+    assert!(!lock.is_locked().unwrap());
+    assert!(matches!(lock.unlock(), Err(Error::NotHeld { .. })));
+    // Another thread does not hold it and cannot release it.
+    lock.lock().unwrap().forget();
+    let other = lock.clone();
+    let refused = std::thread::spawn(move || other.unlock()).join().unwrap();
+    assert!(matches!(refused, Err(Error::NotHeld { .. })));
+    lock.unlock().unwrap();
+}
+
+/// Redisson 4.7's non-reentrant lock: RLock's hash and channel, exclusion
+/// with RLocks of the same name, and re-entry refused with nothing written.
+#[tokio::test]
+async fn non_reentrant_lock_wire_state_and_exclusion() {
+    let server = Server::start();
+    let (a, b) = (server.client().await, server.client().await);
+    let raw = server.raw().await;
+    let name = unique("non-reentrant");
+    let lock = a.non_reentrant_lock(&name).unwrap();
+    let mine = lock.with_owner(Owner::new(3));
+    let guard = mine.lock().await.unwrap();
+    let field = guard.field().to_owned();
+    assert_eq!(field, format!("{}:3", a.id()));
+    let fields: std::collections::HashMap<String, i64> = raw.hgetall(&name).await.unwrap();
+    assert_eq!(fields, [(field.clone(), 1)].into_iter().collect());
+    let pttl: i64 = raw.pttl(&name).await.unwrap();
+    assert!((1..=30_000).contains(&pttl), "{pttl}");
+    assert!(matches!(
+        mine.try_lock().await,
+        Err(Error::NotReentrant { .. })
+    ));
+    assert_eq!(raw.hget::<i64, _, _>(&name, &field).await.unwrap(), 1);
+    // An RLock of the same name, on another client, waits for it.
+    assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_none());
+    let waiter = {
+        let rlock = b.lock(&name).unwrap();
+        tokio::spawn(async move { rlock.lock().await })
+    };
+    wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
+    guard.unlock().await.unwrap(); // publishes 0: the RLock waiter wakes
+    let taken = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("woken by publish")
+        .unwrap()
+        .unwrap();
+    assert!(lock.try_lock().await.unwrap().is_none());
+    taken.unlock().await.unwrap();
+}
+
+/// A name mapper prefixes the key of every kind, and so every key and
+/// channel derived from it, as Redisson's `NameMapper` does.
+#[tokio::test]
+async fn name_mapper_applies_to_every_kind() {
+    let server = Server::start();
+    let raw = server.raw().await;
+    let tenant = format!("{}:", unique("tenant"));
+    let client = server
+        .client_with(|c| c.name_mapper(PrefixMapper::new(tenant.clone())))
+        .await;
+    let name = unique("mapped");
+    let mapped = format!("{tenant}{name}");
+    let exists = |key: String| {
+        let raw = raw.clone();
+        async move { raw.exists::<i64, _>(key).await.unwrap() == 1 }
+    };
+
+    let g = client.lock(&name).unwrap().lock().await.unwrap();
+    assert_eq!(g.name(), mapped);
+    assert!(exists(mapped.clone()).await);
+    assert!(!exists(name.clone()).await);
+    g.unlock().await.unwrap();
+
+    let fenced = client.fenced_lock(&name).unwrap();
+    fenced.lock().await.unwrap().unlock().await.unwrap();
+    assert!(exists(format!("redisson_lock_token:{{{mapped}}}")).await);
+
+    let rw = client.read_write_lock(&name).unwrap();
+    let r = rw.read().lock().await.unwrap();
+    let mode: String = raw.hget(&mapped, "mode").await.unwrap();
+    assert_eq!(mode, "read");
+    assert!(exists(format!("{{{mapped}}}:{}:rwlock_timeout:1", r.field())).await);
+    // A writer waits on the mapped channel.
+    let writer = {
+        let w = rw.write();
+        tokio::spawn(async move { w.lock().await })
+    };
+    wait_numsub(&raw, &format!("redisson_rwlock:{{{mapped}}}"), 1).await;
+    r.unlock().await.unwrap();
+    let w = tokio::time::timeout(Duration::from_secs(5), writer)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    w.unlock().await.unwrap();
+
+    let fair = client.fair_lock(&name).unwrap();
+    let holder = fair.lock().await.unwrap();
+    let queued = {
+        let fair = fair.clone();
+        tokio::spawn(async move { fair.lock().await })
+    };
+    let queue = format!("redisson_lock_queue:{{{mapped}}}");
+    eventually("the waiter queued under the mapped name", || async {
+        raw.llen::<i64, _>(&queue).await.unwrap() == 1
+    })
+    .await;
+    assert!(exists(format!("redisson_lock_timeout:{{{mapped}}}")).await);
+    holder.unlock().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), queued)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+
+    let spin = client.spin_lock(&name).unwrap().lock().await.unwrap();
+    assert!(exists(mapped.clone()).await);
+    spin.unlock().await.unwrap();
+    let nr = client
+        .non_reentrant_lock(&name)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    assert!(exists(mapped.clone()).await);
+    nr.unlock().await.unwrap();
+
+    // Nothing was ever written under the unmapped name.
+    let stray: Vec<String> = raw
+        .custom(fred::cmd!("KEYS"), vec![format!("*{name}*")])
+        .await
+        .unwrap();
+    assert!(
+        stray.iter().all(|k| k.contains(&tenant)),
+        "keys without the prefix: {stray:?}"
+    );
+}
+
+/// `forget` keeps the hold in Redis without unlocking, stops renewing it,
+/// and it ends with its lease.
+#[tokio::test]
+async fn forget_keeps_the_hold_until_its_lease_ends() {
+    let server = Server::start();
+    let client = server
+        .client_with(|c| c.lock_watchdog_timeout(Duration::from_millis(600)))
+        .await;
+    let raw = server.raw().await;
+    let name = unique("forget");
+    let lock = client.lock(&name).unwrap();
+    lock.lock().await.unwrap().forget();
+    assert!(lock.is_locked().await.unwrap());
+    eventually("the forgotten hold expired, not renewed", || async {
+        raw.exists::<i64, _>(&name).await.unwrap() == 0
+    })
+    .await;
+    let leased = lock.lock_with_lease(Duration::from_secs(30)).await.unwrap();
+    leased.forget();
+    let pttl: i64 = raw.pttl(&name).await.unwrap();
+    assert!(pttl > 29_000, "{pttl}");
+}
+
+/// A write guard downgrades to a read guard of the same owner: the hash
+/// is read-mode with that owner as reader, and a waiting reader wakes at
+/// once (the downgrade publishes).
+#[tokio::test]
+async fn write_guard_downgrades_and_wakes_readers() {
+    let server = Server::start();
+    let (a, b) = (server.client().await, server.client().await);
+    let raw = server.raw().await;
+    let name = unique("downgrade");
+    let write = a
+        .read_write_lock(&name)
+        .unwrap()
+        .write()
+        .lock()
+        .await
+        .unwrap();
+    let reader = {
+        let read = b.read_write_lock(&name).unwrap().read();
+        tokio::spawn(async move { read.lock().await })
+    };
+    wait_numsub(&raw, &format!("redisson_rwlock:{{{name}}}"), 1).await;
+    let owner = write.owner();
+    let read = write.downgrade().await.unwrap();
+    assert_eq!(read.owner(), owner);
+    let mode: String = raw.hget(&name, "mode").await.unwrap();
+    assert_eq!(mode, "read");
+    assert_eq!(raw.hget::<i64, _, _>(&name, read.field()).await.unwrap(), 1);
+    let other = tokio::time::timeout(Duration::from_secs(5), reader)
+        .await
+        .expect("the waiting reader woke long before any TTL")
+        .unwrap()
+        .unwrap();
+    read.unlock().await.unwrap();
+    other.unlock().await.unwrap();
+    assert_eq!(raw.exists::<i64, _>(&name).await.unwrap(), 0);
+}
+
+/// A multi-lock says whether it is locked and whether its guard still
+/// holds.
+#[tokio::test]
+async fn multi_lock_state() {
+    let server = Server::start();
+    let client = server.client().await;
+    let raw = server.raw().await;
+    let names = [unique("m1"), unique("m2")];
+    let multi = MultiLock::new(names.iter().map(|n| client.lock(n).unwrap())).unwrap();
+    assert!(!multi.is_locked().await.unwrap());
+    let guard = multi.lock().await.unwrap();
+    assert!(multi.is_locked().await.unwrap());
+    assert!(guard.is_held().await.unwrap());
+    let _: i64 = raw.del(&names[0]).await.unwrap();
+    assert!(!guard.is_held().await.unwrap());
+    assert!(!multi.is_locked().await.unwrap());
+    drop(guard);
+}
+
+/// The blocking multi-lock takes a lease and says whether it is locked.
+#[test]
+fn blocking_multi_lock_with_a_lease() {
+    let server = Server::start();
+    let client = BlockingClient::from_url(&server.url).unwrap();
+    let names = [unique("bm1"), unique("bm2")];
+    let members = names.iter().map(|n| client.client().lock(n).unwrap());
+    let multi = client.wrap_multi(MultiLock::new(members).unwrap());
+    assert!(!multi.is_locked().unwrap());
+    let guard = multi.lock_with_lease(Duration::from_secs(20)).unwrap();
+    assert!(multi.is_locked().unwrap());
+    assert!(guard.is_held().unwrap());
+    for name in &names {
+        let lock = client.lock(name).unwrap();
+        match lock.remain_time_to_live().unwrap() {
+            Ttl::Expires(ttl) => assert!(ttl > Duration::from_secs(19), "{ttl:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    guard.unlock().unwrap();
+    assert!(!multi.is_locked().unwrap());
+}
+
+/// Shutdown, like Java's `redisson.shutdown()`: waiters get `Error::Closed`
+/// at once, renewals stop (held locks expire with their lease and their
+/// guards see `lost()`), releases under way finish, both connections close
+/// although guards still exist, and everything afterwards is `Closed`.
+#[tokio::test]
+async fn shutdown_with_guards_waiters_and_late_drops() {
+    let server = Server::start();
+    let client = server
+        .client_with(|c| c.lock_watchdog_timeout(Duration::from_millis(900)))
+        .await;
+    let other = server.client().await;
+    let raw = server.raw().await;
+    let connections = || async {
+        let list: String = raw
+            .custom(fred::cmd!("CLIENT"), vec!["LIST"])
+            .await
+            .unwrap();
+        list.lines().count()
+    };
+    let before = connections().await;
+    let (held, busy, dropped) = (unique("held"), unique("busy"), unique("dropped"));
+    let guard = client.lock(&held).unwrap().lock().await.unwrap();
+    let lost = guard.lost();
+    let _busy = other.lock(&busy).unwrap().lock().await.unwrap();
+    let waiter = {
+        let lock = client.fair_lock(&busy).unwrap();
+        tokio::spawn(async move { lock.lock().await })
+    };
+    let queue = format!("redisson_lock_queue:{{{busy}}}");
+    eventually("the waiter queued", || async {
+        raw.llen::<i64, _>(&queue).await.unwrap() == 1
+    })
+    .await;
+    // A guard dropped just before: its release is under way and finishes.
+    drop(client.lock(&dropped).unwrap().lock().await.unwrap());
+
+    tokio::time::timeout(Duration::from_secs(10), client.shutdown())
+        .await
+        .expect("shutdown ends in bounded time");
+    assert!(client.is_shut_down());
+    let outcome = tokio::time::timeout(Duration::from_secs(1), waiter)
+        .await
+        .expect("the waiter answered at once")
+        .unwrap();
+    assert!(matches!(outcome, Err(Error::Closed)), "{outcome:?}");
+    assert_eq!(raw.exists::<i64, _>(&dropped).await.unwrap(), 0);
+    eventually("the cancelled waiter left the queue", || async {
+        raw.llen::<i64, _>(&queue).await.unwrap() == 0
+    })
+    .await;
+    eventually("both connections closed, guards or not", || async {
+        connections().await <= before - 2
+    })
+    .await;
+    // Not renewed any more: the held lock expires, and its guard is told.
+    tokio::time::timeout(Duration::from_secs(3), lost)
+        .await
+        .expect("lost() fires once the lease can have run out");
+    eventually("the held lock expired", || async {
+        raw.exists::<i64, _>(&held).await.unwrap() == 0
+    })
+    .await;
+    // Everything afterwards: Closed, and a late drop neither panics nor hangs.
+    assert!(matches!(guard.unlock().await, Err(Error::Closed)));
+    let lock = client.lock(&unique("after")).unwrap();
+    assert!(matches!(lock.try_lock().await, Err(Error::Closed)));
+    assert!(matches!(lock.is_locked().await, Err(Error::Closed)));
+    client.shutdown().await; // idempotent
+}
