@@ -131,6 +131,12 @@ macro_rules! fair_accessors {
 fair_accessors!(Fair, f => f);
 fair_accessors!(NonReentrantFair, f => f.fair);
 
+/// Redisson's thread-wait time: the caller's wait, else
+/// `fair_lock_wait_timeout` for a wait without a time limit.
+fn thread_wait(inner: &Inner, wait: Option<Duration>) -> Duration {
+    wait.unwrap_or(inner.config.fair_lock_wait_timeout)
+}
+
 /// The caller's wall clock in epoch milliseconds, as Redisson's `now`.
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -147,7 +153,7 @@ impl Protocol for Fair {
         // Trying once shifts deadlines by the default wait, as Redisson's tryLock() does.
         let (wait, queue) = match mode {
             AttemptMode::Once => (inner.config.fair_lock_wait_timeout, "0"),
-            AttemptMode::Waiting { wait } => (wait, "1"),
+            AttemptMode::Waiting { wait } => (thread_wait(inner, wait), "1"),
         };
         let mut args = vec![
             Value::Integer(lease_ms),
@@ -203,8 +209,18 @@ impl Protocol for Fair {
         &self.lock.latch_prefix
     }
 
-    fn gave_up(&self, inner: &Inner, field: &str, wait: Duration) -> Option<ScriptCall> {
-        Some(ScriptCall::new(
+    /// Leave the queue, shifting the others' deadlines by the wait this
+    /// waiter queued with; worth trying for as long as the entry can matter:
+    /// that wait, at least `fair_lock_wait_timeout` (after it, other clients
+    /// purge the entry once it reaches the head).
+    fn gave_up(
+        &self,
+        inner: &Inner,
+        field: &str,
+        wait: Option<Duration>,
+    ) -> Option<(ScriptCall, Duration)> {
+        let wait = thread_wait(inner, wait);
+        let call = ScriptCall::new(
             &script::FAIR_LEAVE,
             &[
                 &self.queue,
@@ -217,7 +233,8 @@ impl Protocol for Fair {
                 Value::Integer(millis(wait)),
                 Value::from(inner.publish_command()),
             ],
-        ))
+        );
+        Some((call, wait.max(inner.config.fair_lock_wait_timeout)))
     }
 
     fn force_unlock(&self, inner: &Inner) -> ScriptCall {
@@ -263,7 +280,12 @@ impl Protocol for NonReentrantFair {
         self.fair.latch_prefix()
     }
 
-    fn gave_up(&self, inner: &Inner, field: &str, wait: Duration) -> Option<ScriptCall> {
+    fn gave_up(
+        &self,
+        inner: &Inner,
+        field: &str,
+        wait: Option<Duration>,
+    ) -> Option<(ScriptCall, Duration)> {
         self.fair.gave_up(inner, field, wait)
     }
 

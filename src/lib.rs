@@ -8,13 +8,26 @@
 //!
 //! # Lock types
 //!
-//! Every kind is a [`Lock<K>`](Lock) with the same methods and the same
-//! [`LockGuard`]: [`RLock`] (`client.lock`), [`FairLock`] (`client.fair_lock`,
+//! Every kind `K` is a [`Lock<K>`](Lock) with the same methods, returning a
+//! [`LockGuard<K>`](LockGuard): [`RLock`] (`client.lock`),
+//! [`NonReentrantLock`] (`client.non_reentrant_lock`), [`FairLock`] and
+//! [`NonReentrantFairLock`] (`client.fair_lock`,
 //! `client.non_reentrant_fair_lock`), [`ReadLock`] and [`WriteLock`]
 //! (`client.read_write_lock(name).read()` / `.write()`), [`SpinLock`]
-//! (`client.spin_lock`) and [`FencedLock`] (`client.fenced_lock`). [`MultiLock`]
-//! takes several of them, on one client or on independent servers, as one
-//! (all of them, or a majority for RedLock).
+//! (`client.spin_lock`) and [`FencedLock`] (`client.fenced_lock`). What a
+//! kind cannot do does not compile: [`LockGuard::reenter`] exists for
+//! reentrant kinds, `fencing_token` for fenced guards, `downgrade` for write
+//! guards. [`MultiLock`] takes several locks, on one client or on
+//! independent servers, as one (all of them, or a majority for RedLock);
+//! [`Lock::erase`] lets it mix kinds.
+//!
+//! # Layers
+//!
+//! Read top-down: `blocking` over the kinds (`rlock`, `fair`, `rwlock`,
+//! `spin`, `fenced`, each with its protocol, type and factory), `multi`,
+//! the typed `guard` over the untyped `hold`, the generic `lock` handle,
+//! the `raw` acquire/release loop, the `client`, then the `watchdog`, the
+//! pub/sub hub and the Redis command layer, which know no lock kind.
 //!
 //! # Owners
 //!
@@ -24,8 +37,9 @@
 //! * **Async, default**: every acquisition gets a fresh [`Owner`]. Two futures
 //!   joined in one task exclude each other. Re-entering goes through the
 //!   guard the first acquisition returned ([`LockGuard::reenter`]).
-//! * **Async, explicit**: [`RLock::with_owner`] fixes the owner, like Redisson's
-//!   `lockAsync(threadId)`; acquiring again with the same owner re-enters.
+//! * **Async, explicit**: [`Lock::with_owner`] fixes the owner, like Redisson's
+//!   `lockAsync(threadId)`; acquiring again with the same owner re-enters,
+//!   and [`Lock::unlock`] releases a hold without its guard.
 //! * **Blocking**: [`blocking`] uses one owner per OS thread, so a thread
 //!   re-enters a lock it holds, as in Java.
 //!
@@ -67,7 +81,7 @@
 //! Every future may be dropped at any await point. A lock command already
 //! sent is finished in the background and a hold it took is released; a
 //! subscription is left when its last waiter goes; a dropped guard releases
-//! its hold in the background.
+//! its hold in the background. [`Client::shutdown`] ends it all gracefully.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -45,8 +45,9 @@ const NEXT_IN_LINE_FIRST: Duration = Duration::from_millis(5);
 pub(crate) enum AttemptMode {
     /// Try without waiting (Redisson's `tryLock()`).
     Once,
-    /// Part of a wait; a fair lock enqueues with this thread-wait time.
-    Waiting { wait: Duration },
+    /// Part of a wait of this long (`None`: no time limit); a fair lock
+    /// enqueues with it.
+    Waiting { wait: Option<Duration> },
 }
 
 /// Sleep `pause`, or until `deadline` if that comes first.
@@ -125,8 +126,15 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     /// The prefix of this lock's unlock latch keys.
     fn latch_prefix(&self) -> &str;
 
-    /// Cleanup when a waiter gives up (fair lock: leave the queue).
-    fn gave_up(&self, _inner: &Inner, _field: &str, _wait: Duration) -> Option<ScriptCall> {
+    /// Cleanup when a waiter that waited `wait` (`None`: without a time
+    /// limit) gives up (fair lock: leave the queue), and how long trying it
+    /// is worth in the background.
+    fn gave_up(
+        &self,
+        _inner: &Inner,
+        _field: &str,
+        _wait: Option<Duration>,
+    ) -> Option<(ScriptCall, Duration)> {
         None
     }
 
@@ -221,10 +229,8 @@ impl RawLock {
         // Redisson's fair-lock thread-wait time: the caller's wait, else the default.
         let mode = match wait {
             Some(w) if w.is_zero() => AttemptMode::Once,
-            Some(w) => AttemptMode::Waiting { wait: w },
-            None => AttemptMode::Waiting {
-                wait: self.inner().config.fair_lock_wait_timeout,
-            },
+            Some(w) => AttemptMode::Waiting { wait: Some(w) },
+            None => AttemptMode::Waiting { wait: None },
         };
         // Every Redis step of this acquisition (attempts, undoing an attempt
         // with an unknown outcome, leaving the queue) runs in this order,
@@ -531,9 +537,7 @@ struct Pending {
     inner: Arc<Inner>,
     call: ScriptCall,
     order: Steps,
-    /// How long to keep trying: the wait the waiter queued with, at least
-    /// `fair_lock_wait_timeout`, after which other clients treat the entry
-    /// as dead anyway once it reaches the head.
+    /// How long to keep trying, as the protocol says.
     patience: Duration,
 }
 
@@ -543,11 +547,11 @@ impl GiveUp {
             AttemptMode::Waiting { wait } => {
                 lock.proto
                     .gave_up(lock.inner(), field, wait)
-                    .map(|call| Pending {
+                    .map(|(call, patience)| Pending {
                         inner: lock.inner().clone(),
                         call,
                         order: order.clone(),
-                        patience: wait.max(lock.inner().config.fair_lock_wait_timeout),
+                        patience,
                     })
             }
             AttemptMode::Once => None,
