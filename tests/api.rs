@@ -400,6 +400,13 @@ async fn shutdown_with_guards_waiters_and_late_drops() {
     let (held, busy, dropped) = (unique("held"), unique("busy"), unique("dropped"));
     let guard = client.lock(&held).unwrap().lock().await.unwrap();
     let lost = guard.lost();
+    let late = unique("late");
+    let late_guard = client
+        .lock(&late)
+        .unwrap()
+        .lock_with_lease(Duration::from_millis(1_500))
+        .await
+        .unwrap();
     let _busy = other.lock(&busy).unwrap().lock().await.unwrap();
     let waiter = {
         let lock = client.fair_lock(&busy).unwrap();
@@ -439,7 +446,14 @@ async fn shutdown_with_guards_waiters_and_late_drops() {
         raw.exists::<i64, _>(&held).await.unwrap() == 0
     })
     .await;
-    // Everything afterwards: Closed, and a late drop neither panics nor hangs.
+    // Everything afterwards: Closed, and a late drop neither panics nor
+    // hangs; its lock is left to its lease.
+    drop(late_guard);
+    assert_eq!(raw.exists::<i64, _>(&late).await.unwrap(), 1);
+    eventually("the late-dropped guard's lock expired", || async {
+        raw.exists::<i64, _>(&late).await.unwrap() == 0
+    })
+    .await;
     assert!(matches!(guard.unlock().await, Err(Error::Closed)));
     let lock = client.lock(&unique("after")).unwrap();
     assert!(matches!(lock.try_lock().await, Err(Error::Closed)));
