@@ -22,8 +22,15 @@ use parking_lot::Mutex;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, oneshot, Notify, OnceCell};
 
-const LOCK_LUA: &str = include_str!("../../lua/lock.lua");
-const UNLOCK_LUA: &str = include_str!("../../lua/unlock.lua");
+/// The library's scripts, as it sends them: its argument checks first.
+const LOCK_LUA: &str = concat!(
+    include_str!("../../lua/args.lua"),
+    include_str!("../../lua/lock.lua")
+);
+const UNLOCK_LUA: &str = concat!(
+    include_str!("../../lua/args.lua"),
+    include_str!("../../lua/unlock.lua")
+);
 /// The library's default watchdog timeout, used as the lease.
 const LEASE_MS: i64 = 30_000;
 /// The library's default latch TTL: (timeout 3 s + retry delay 1 s) × 4 attempts.
