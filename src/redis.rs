@@ -32,7 +32,13 @@ pub(crate) async fn connect(
     .await;
     let failure = match connected {
         Ok(Ok(_tasks)) => return Ok((redis, subscriber)),
-        Ok(Err(e)) => Error::from_redis(e, "", config.timeout),
+        // Whatever timed out while connecting, connecting failed.
+        Ok(Err(e)) => match Error::from_redis(e, "", config.timeout) {
+            Error::Timeout(_) => {
+                Error::connection(format!("could not connect within {:?}", config.timeout))
+            }
+            other => other,
+        },
         Err(_) => Error::connection(format!("could not connect within {:?}", config.timeout)),
     };
     // Stop the connection tasks without waiting for a server that may
