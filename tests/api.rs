@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, unique, wait_numsub, Server};
+use common::{eventually, unique, wait_numsub, Fixture, Server};
 use fred::prelude::*;
 use redisson_lock::blocking::{
     BlockingClient, BlockingGuard, BlockingLock, BlockingMultiGuard, BlockingMultiLock,
@@ -69,13 +69,10 @@ fn secrets_stay_out_of_debug_and_errors() {
 /// A Redis error keeps fred's error as its source.
 #[tokio::test]
 async fn errors_keep_their_source() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("source");
+    let fx = Fixture::new("source").await;
     // A script error Redis reports (a non-numeric counter is not a number).
-    let _: () = raw.set(&name, "x", None, None, false).await.unwrap();
-    let err: std::result::Result<i64, _> = raw.incr(&name).await;
+    let _: () = fx.raw.set(&fx.name, "x", None, None, false).await.unwrap();
+    let err: std::result::Result<i64, _> = fx.raw.incr(&fx.name).await;
     assert!(err.is_err());
     // Through the crate: a refused connection has the client's error below.
     let refused = Client::connect(
@@ -90,18 +87,15 @@ async fn errors_keep_their_source() {
         std::error::Error::source(source).is_some(),
         "the fred error under {refused:?}"
     );
-    drop(client);
+    drop(fx);
 }
 
 /// Java's `lock.unlock()` without a guard: an explicit owner releases its
 /// hold by itself, and a handle without an owner is refused.
 #[tokio::test]
 async fn unlock_by_an_explicit_owner() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("by-owner");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::new("by-owner").await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     assert!(matches!(
         lock.unlock().await,
         Err(Error::InvalidArgument(_))
@@ -113,7 +107,7 @@ async fn unlock_by_an_explicit_owner() {
     worker.unlock().await.unwrap();
     assert_eq!(lock.hold_count(Owner::new(42)).await.unwrap(), 1);
     worker.unlock().await.unwrap();
-    assert_eq!(raw.exists::<i64, _>(&name).await.unwrap(), 0);
+    assert!(!fx.exists(&fx.name).await);
     assert!(matches!(worker.unlock().await, Err(Error::NotHeld { .. })));
     // Another owner cannot release it.
     worker.lock().await.unwrap().forget();
@@ -149,31 +143,29 @@ fn unlock_by_the_blocking_thread() {
 /// with RLocks of the same name, and re-entry refused with nothing written.
 #[tokio::test]
 async fn non_reentrant_lock_wire_state_and_exclusion() {
-    let server = Server::start();
-    let (a, b) = (server.client().await, server.client().await);
-    let raw = server.raw().await;
-    let name = unique("non-reentrant");
-    let lock = a.non_reentrant_lock(&name).unwrap();
+    let fx = Fixture::new("non-reentrant").await;
+    let (a, b, raw, name) = (&fx.client, fx.client().await, &fx.raw, &fx.name);
+    let lock = a.non_reentrant_lock(name).unwrap();
     let mine = lock.with_owner(Owner::new(3));
     let guard = mine.lock().await.unwrap();
     let field = guard.field().to_owned();
     assert_eq!(field, format!("{}:3", a.id()));
-    let fields: std::collections::HashMap<String, i64> = raw.hgetall(&name).await.unwrap();
+    let fields: std::collections::HashMap<String, i64> = raw.hgetall(name).await.unwrap();
     assert_eq!(fields, [(field.clone(), 1)].into_iter().collect());
-    let pttl: i64 = raw.pttl(&name).await.unwrap();
+    let pttl = fx.pttl(name).await;
     assert!((1..=30_000).contains(&pttl), "{pttl}");
     assert!(matches!(
         mine.try_lock().await,
         Err(Error::NotReentrant { .. })
     ));
-    assert_eq!(raw.hget::<i64, _, _>(&name, &field).await.unwrap(), 1);
+    assert_eq!(raw.hget::<i64, _, _>(name, &field).await.unwrap(), 1);
     // An RLock of the same name, on another client, waits for it.
-    assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_none());
+    assert!(b.lock(name).unwrap().try_lock().await.unwrap().is_none());
     let waiter = {
-        let rlock = b.lock(&name).unwrap();
+        let rlock = b.lock(name).unwrap();
         tokio::spawn(async move { rlock.lock().await })
     };
-    wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
+    wait_numsub(raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
     guard.unlock().await.unwrap(); // publishes 0: the RLock waiter wakes
     let taken = tokio::time::timeout(Duration::from_secs(5), waiter)
         .await
@@ -188,40 +180,41 @@ async fn non_reentrant_lock_wire_state_and_exclusion() {
 /// channel derived from it, as Redisson's `NameMapper` does.
 #[tokio::test]
 async fn name_mapper_applies_to_every_kind() {
-    let server = Server::start();
-    let raw = server.raw().await;
     let tenant = format!("{}:", unique("tenant"));
-    let client = server
-        .client_with(|c| c.name_mapper(PrefixMapper::new(tenant.clone())))
-        .await;
-    let name = unique("mapped");
+    let fx = Fixture::with("mapped", |c| {
+        c.name_mapper(PrefixMapper::new(tenant.clone()))
+    })
+    .await;
+    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
     let mapped = format!("{tenant}{name}");
-    let exists = |key: String| {
-        let raw = raw.clone();
-        async move { raw.exists::<i64, _>(key).await.unwrap() == 1 }
-    };
 
-    let g = client.lock(&name).unwrap().lock().await.unwrap();
+    let g = client.lock(name).unwrap().lock().await.unwrap();
     assert_eq!(g.name(), mapped);
-    assert!(exists(mapped.clone()).await);
-    assert!(!exists(name.clone()).await);
+    assert!(fx.exists(&mapped).await);
+    assert!(!fx.exists(name).await);
     g.unlock().await.unwrap();
 
-    let fenced = client.fenced_lock(&name).unwrap();
+    let fenced = client.fenced_lock(name).unwrap();
     fenced.lock().await.unwrap().unlock().await.unwrap();
-    assert!(exists(format!("redisson_lock_token:{{{mapped}}}")).await);
+    assert!(
+        fx.exists(&format!("redisson_lock_token:{{{mapped}}}"))
+            .await
+    );
 
-    let rw = client.read_write_lock(&name).unwrap();
+    let rw = client.read_write_lock(name).unwrap();
     let r = rw.read().lock().await.unwrap();
     let mode: String = raw.hget(&mapped, "mode").await.unwrap();
     assert_eq!(mode, "read");
-    assert!(exists(format!("{{{mapped}}}:{}:rwlock_timeout:1", r.field())).await);
+    assert!(
+        fx.exists(&format!("{{{mapped}}}:{}:rwlock_timeout:1", r.field()))
+            .await
+    );
     // A writer waits on the mapped channel.
     let writer = {
         let w = rw.write();
         tokio::spawn(async move { w.lock().await })
     };
-    wait_numsub(&raw, &format!("redisson_rwlock:{{{mapped}}}"), 1).await;
+    wait_numsub(raw, &format!("redisson_rwlock:{{{mapped}}}"), 1).await;
     r.unlock().await.unwrap();
     let w = tokio::time::timeout(Duration::from_secs(5), writer)
         .await
@@ -230,7 +223,7 @@ async fn name_mapper_applies_to_every_kind() {
         .unwrap();
     w.unlock().await.unwrap();
 
-    let fair = client.fair_lock(&name).unwrap();
+    let fair = client.fair_lock(name).unwrap();
     let holder = fair.lock().await.unwrap();
     let queued = {
         let fair = fair.clone();
@@ -241,7 +234,10 @@ async fn name_mapper_applies_to_every_kind() {
         raw.llen::<i64, _>(&queue).await.unwrap() == 1
     })
     .await;
-    assert!(exists(format!("redisson_lock_timeout:{{{mapped}}}")).await);
+    assert!(
+        fx.exists(&format!("redisson_lock_timeout:{{{mapped}}}"))
+            .await
+    );
     holder.unlock().await.unwrap();
     tokio::time::timeout(Duration::from_secs(5), queued)
         .await
@@ -252,16 +248,16 @@ async fn name_mapper_applies_to_every_kind() {
         .await
         .unwrap();
 
-    let spin = client.spin_lock(&name).unwrap().lock().await.unwrap();
-    assert!(exists(mapped.clone()).await);
+    let spin = client.spin_lock(name).unwrap().lock().await.unwrap();
+    assert!(fx.exists(&mapped).await);
     spin.unlock().await.unwrap();
     let nr = client
-        .non_reentrant_lock(&name)
+        .non_reentrant_lock(name)
         .unwrap()
         .lock()
         .await
         .unwrap();
-    assert!(exists(mapped.clone()).await);
+    assert!(fx.exists(&mapped).await);
     nr.unlock().await.unwrap();
 
     // Nothing was ever written under the unmapped name.
@@ -279,22 +275,20 @@ async fn name_mapper_applies_to_every_kind() {
 /// and it ends with its lease.
 #[tokio::test]
 async fn forget_keeps_the_hold_until_its_lease_ends() {
-    let server = Server::start();
-    let client = server
-        .client_with(|c| c.lock_watchdog_timeout(Duration::from_millis(600)))
-        .await;
-    let raw = server.raw().await;
-    let name = unique("forget");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::with("forget", |c| {
+        c.lock_watchdog_timeout(Duration::from_millis(600))
+    })
+    .await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     lock.lock().await.unwrap().forget();
     assert!(lock.is_locked().await.unwrap());
     eventually("the forgotten hold expired, not renewed", || async {
-        raw.exists::<i64, _>(&name).await.unwrap() == 0
+        !fx.exists(&fx.name).await
     })
     .await;
     let leased = lock.lock_with_lease(Duration::from_secs(30)).await.unwrap();
     leased.forget();
-    let pttl: i64 = raw.pttl(&name).await.unwrap();
+    let pttl = fx.pttl(&fx.name).await;
     assert!(pttl > 29_000, "{pttl}");
 }
 
@@ -303,28 +297,26 @@ async fn forget_keeps_the_hold_until_its_lease_ends() {
 /// once (the downgrade publishes).
 #[tokio::test]
 async fn write_guard_downgrades_and_wakes_readers() {
-    let server = Server::start();
-    let (a, b) = (server.client().await, server.client().await);
-    let raw = server.raw().await;
-    let name = unique("downgrade");
+    let fx = Fixture::new("downgrade").await;
+    let (a, b, raw, name) = (&fx.client, fx.client().await, &fx.raw, &fx.name);
     let write = a
-        .read_write_lock(&name)
+        .read_write_lock(name)
         .unwrap()
         .write()
         .lock()
         .await
         .unwrap();
     let reader = {
-        let read = b.read_write_lock(&name).unwrap().read();
+        let read = b.read_write_lock(name).unwrap().read();
         tokio::spawn(async move { read.lock().await })
     };
-    wait_numsub(&raw, &format!("redisson_rwlock:{{{name}}}"), 1).await;
+    wait_numsub(raw, &format!("redisson_rwlock:{{{name}}}"), 1).await;
     let owner = write.owner();
     let read = write.downgrade().await.unwrap();
     assert_eq!(read.owner(), owner);
-    let mode: String = raw.hget(&name, "mode").await.unwrap();
+    let mode: String = raw.hget(name, "mode").await.unwrap();
     assert_eq!(mode, "read");
-    assert_eq!(raw.hget::<i64, _, _>(&name, read.field()).await.unwrap(), 1);
+    assert_eq!(raw.hget::<i64, _, _>(name, read.field()).await.unwrap(), 1);
     let other = tokio::time::timeout(Duration::from_secs(5), reader)
         .await
         .expect("the waiting reader woke long before any TTL")
@@ -332,23 +324,21 @@ async fn write_guard_downgrades_and_wakes_readers() {
         .unwrap();
     read.unlock().await.unwrap();
     other.unlock().await.unwrap();
-    assert_eq!(raw.exists::<i64, _>(&name).await.unwrap(), 0);
+    assert!(!fx.exists(name).await);
 }
 
 /// A multi-lock says whether it is locked and whether its guard still
 /// holds.
 #[tokio::test]
 async fn multi_lock_state() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let names = [unique("m1"), unique("m2")];
-    let multi = MultiLock::new(names.iter().map(|n| client.lock(n).unwrap())).unwrap();
+    let fx = Fixture::new("m").await;
+    let names = [format!("{}-1", fx.name), format!("{}-2", fx.name)];
+    let multi = MultiLock::new(names.iter().map(|n| fx.client.lock(n).unwrap())).unwrap();
     assert!(!multi.is_locked().await.unwrap());
     let guard = multi.lock().await.unwrap();
     assert!(multi.is_locked().await.unwrap());
     assert!(guard.is_held().await.unwrap());
-    let _: i64 = raw.del(&names[0]).await.unwrap();
+    let _: i64 = fx.raw.del(&names[0]).await.unwrap();
     assert!(!guard.is_held().await.unwrap());
     assert!(!multi.is_locked().await.unwrap());
     drop(guard);
@@ -383,12 +373,11 @@ fn blocking_multi_lock_with_a_lease() {
 /// although guards still exist, and everything afterwards is `Closed`.
 #[tokio::test]
 async fn shutdown_with_guards_waiters_and_late_drops() {
-    let server = Server::start();
-    let client = server
-        .client_with(|c| c.lock_watchdog_timeout(Duration::from_millis(900)))
-        .await;
-    let other = server.client().await;
-    let raw = server.raw().await;
+    let fx = Fixture::with("shutdown", |c| {
+        c.lock_watchdog_timeout(Duration::from_millis(900))
+    })
+    .await;
+    let (client, other, raw) = (&fx.client, fx.client().await, &fx.raw);
     let connections = || async {
         let list: String = raw
             .custom(fred::cmd!("CLIENT"), vec!["LIST"])
@@ -429,7 +418,7 @@ async fn shutdown_with_guards_waiters_and_late_drops() {
         .expect("the waiter answered at once")
         .unwrap();
     assert!(matches!(outcome, Err(Error::Closed)), "{outcome:?}");
-    assert_eq!(raw.exists::<i64, _>(&dropped).await.unwrap(), 0);
+    assert!(!fx.exists(&dropped).await);
     eventually("the cancelled waiter left the queue", || async {
         raw.llen::<i64, _>(&queue).await.unwrap() == 0
     })
@@ -443,7 +432,7 @@ async fn shutdown_with_guards_waiters_and_late_drops() {
         .await
         .expect("lost() fires once the lease can have run out");
     eventually("the held lock expired", || async {
-        raw.exists::<i64, _>(&held).await.unwrap() == 0
+        !fx.exists(&held).await
     })
     .await;
     // Everything afterwards: Closed, and a late drop neither panics nor

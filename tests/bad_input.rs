@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{unique, Server};
+use common::{unique, Fixture, Server};
 use fred::prelude::*;
 use redisson_lock::{Client, Config, Error, Kind, Lock, MultiLock, MAX_DURATION};
 
@@ -52,11 +52,9 @@ fn is_invalid_argument<T: std::fmt::Debug>(r: &redisson_lock::Result<T>) -> bool
 /// written; the bounds themselves work and set the TTL they say. Waits of
 /// any size are valid: zero tries once, `Duration::MAX` waits without limit.
 async fn durations<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>) {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("bounds");
-    let lock = make(&client, &name);
+    let fx = Fixture::new("bounds").await;
+    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
+    let lock = make(client, name);
 
     let refused = [
         Duration::ZERO,
@@ -76,7 +74,7 @@ async fn durations<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>) {
                 "lease {lease:?} wait {wait:?}"
             );
         }
-        assert!(keys_like(&raw, &name).await.is_empty(), "lease {lease:?}");
+        assert!(keys_like(raw, name).await.is_empty(), "lease {lease:?}");
     }
 
     // The bounds are valid, and the TTL is what was asked for.
@@ -94,7 +92,7 @@ async fn durations<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>) {
 
     // A wait of Duration::MAX on a held lock waits (no panic, no error) and
     // gets the lock when it is released.
-    let holder = blocker(&client, &name).lock().await.unwrap();
+    let holder = blocker(client, name).lock().await.unwrap();
     let waiter = {
         let lock = lock.clone();
         tokio::spawn(async move { lock.try_lock_for(Duration::MAX, None).await })
@@ -110,7 +108,7 @@ async fn durations<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>) {
         .expect("acquired");
     guard.unlock().await.unwrap();
     common::eventually("nothing left", || async {
-        keys_like(&raw, &name)
+        keys_like(raw, name)
             .await
             .iter()
             .all(|k| k.starts_with("redisson_lock_token"))
@@ -148,9 +146,8 @@ async fn durations_write() {
 /// keys follow Redisson's brace rule). The empty name is refused.
 #[tokio::test]
 async fn names_of_every_shape() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
+    let fx = Fixture::new("shapes").await;
+    let (client, raw) = (&fx.client, &fx.raw);
     assert!(matches!(client.lock(""), Err(Error::InvalidName { .. })));
     assert!(matches!(
         client.fair_lock(""),
@@ -206,12 +203,10 @@ async fn names_of_every_shape() {
 /// or a fenced lock's token) is `WrongType` for acquire, queries and force
 /// unlock, and is left untouched.
 async fn wrong_type<K: Kind>(make: Make<K>, at: fn(&str) -> String, types: &[&str]) {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("wrongtype");
-    let lock = make(&client, &name);
-    let key = at(&name);
+    let fx = Fixture::new("wrongtype").await;
+    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
+    let lock = make(client, name);
+    let key = at(name);
     for (kind, setup) in [
         ("string", vec!["SET", "v"]),
         ("list", vec!["RPUSH", "a"]),
@@ -225,7 +220,7 @@ async fn wrong_type<K: Kind>(make: Make<K>, at: fn(&str) -> String, types: &[&st
         let mut args = vec![key.clone()];
         args.extend(setup[1..].iter().map(|s| s.to_string()));
         let _: Value = raw.custom(fred::cmd!(setup[0]), args).await.unwrap();
-        let before = keys_like(&raw, &name).await;
+        let before = keys_like(raw, name).await;
         let dump: Value = raw
             .custom(fred::cmd!("DUMP"), vec![key.clone()])
             .await
@@ -239,7 +234,7 @@ async fn wrong_type<K: Kind>(make: Make<K>, at: fn(&str) -> String, types: &[&st
         ] {
             // Queue and token keys of the wrong type are only touched by
             // the kinds that use them; an unused one is no error.
-            if key == name {
+            if key == *name {
                 assert!(
                     matches!(outcome, Err(Error::WrongType { .. })),
                     "{kind}: {outcome:?}"
@@ -251,7 +246,7 @@ async fn wrong_type<K: Kind>(make: Make<K>, at: fn(&str) -> String, types: &[&st
                 );
             }
         }
-        if key == name {
+        if key == *name {
             assert!(matches!(
                 lock.is_locked().await,
                 Err(Error::WrongType { .. }) | Ok(true)
@@ -264,16 +259,16 @@ async fn wrong_type<K: Kind>(make: Make<K>, at: fn(&str) -> String, types: &[&st
         assert_eq!(dump, after, "{kind} at {key} untouched");
         let ttl: i64 = raw.pttl(key.as_str()).await.unwrap();
         assert_eq!(ttl, -1, "{kind}: no TTL added");
-        if key == name {
+        if key == *name {
             assert_eq!(
                 before,
-                keys_like(&raw, &name).await,
+                keys_like(raw, name).await,
                 "{kind}: nothing else written"
             );
         }
         let _: i64 = raw.del(key.as_str()).await.unwrap();
         let _: Value = raw
-            .custom(fred::cmd!("DEL"), keys_like(&raw, &name).await)
+            .custom(fred::cmd!("DEL"), keys_like(raw, name).await)
             .await
             .unwrap_or(Value::Null);
     }

@@ -1,13 +1,14 @@
-//! Mutual exclusion, waking by publish, subscription sharing and cancellation.
+//! Mutual exclusion, waking by publish, subscription sharing and waiters'
+//! deadlines (dropped waiters, for every kind: kinds.rs).
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, numsub, unique, wait_numsub, Server};
+use common::{eventually, numsub, wait_numsub, Fixture};
 use fred::prelude::*;
-use redisson_lock::{Client, RLock};
+use redisson_lock::RLock;
 
 /// Non-atomic read-modify-write of a counter under the lock.
 async fn increment(lock: &RLock, raw: &fred::clients::Client, counter: &str, rounds: usize) {
@@ -25,14 +26,12 @@ async fn increment(lock: &RLock, raw: &fred::clients::Client, counter: &str, rou
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_owners_lose_no_increment() {
-    let server = Server::start();
-    let client = server.client().await;
-    let name = unique("mutex");
-    let counter = format!("{name}:counter");
+    let fx = Fixture::new("mutex").await;
+    let counter = format!("{}:counter", fx.name);
     let mut tasks = Vec::new();
     for _ in 0..8 {
-        let lock = client.lock(&name).unwrap();
-        let raw = server.raw().await;
+        let lock = fx.client.lock(&fx.name).unwrap();
+        let raw = fx.raw().await;
         let counter = counter.clone();
         tasks.push(tokio::spawn(async move {
             increment(&lock, &raw, &counter, 25).await
@@ -41,24 +40,22 @@ async fn eight_owners_lose_no_increment() {
     for task in tasks {
         task.await.unwrap();
     }
-    let raw = server.raw().await;
-    let total: i64 = raw.get(&counter).await.unwrap();
+    let total: i64 = fx.raw.get(&counter).await.unwrap();
     assert_eq!(total, 200);
-    let channel = client.lock(&name).unwrap().channel().to_string();
-    wait_numsub(&raw, &channel, 0).await;
+    let channel = fx.client.lock(&fx.name).unwrap().channel().to_string();
+    wait_numsub(&fx.raw, &channel, 0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_clients_exclude_each_other() {
-    let server = Server::start();
-    let clients = [server.client().await, server.client().await];
+    let fx = Fixture::new("two-clients").await;
+    let clients = [fx.client.clone(), fx.client().await];
     assert_ne!(clients[0].id(), clients[1].id());
-    let name = unique("two-clients");
-    let counter = format!("{name}:counter");
+    let counter = format!("{}:counter", fx.name);
     let mut tasks = Vec::new();
     for i in 0..8 {
-        let lock = clients[i % 2].lock(&name).unwrap();
-        let raw = server.raw().await;
+        let lock = clients[i % 2].lock(&fx.name).unwrap();
+        let raw = fx.raw().await;
         let counter = counter.clone();
         tasks.push(tokio::spawn(async move {
             increment(&lock, &raw, &counter, 20).await
@@ -67,15 +64,14 @@ async fn two_clients_exclude_each_other() {
     for task in tasks {
         task.await.unwrap();
     }
-    let total: i64 = server.raw().await.get(&counter).await.unwrap();
+    let total: i64 = fx.raw.get(&counter).await.unwrap();
     assert_eq!(total, 160);
 }
 
 #[tokio::test]
 async fn futures_joined_in_one_task_do_not_share_a_hold() {
-    let server = Server::start();
-    let client = server.client().await;
-    let lock = client.lock(&unique("join")).unwrap();
+    let fx = Fixture::new("join").await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     let inside = AtomicUsize::new(0);
     let critical = || async {
         let guard = lock.lock().await.unwrap();
@@ -93,13 +89,9 @@ async fn futures_joined_in_one_task_do_not_share_a_hold() {
 
 #[tokio::test]
 async fn waiter_is_woken_by_publish_long_before_the_ttl() {
-    let server = Server::start();
-    let holder_client = server.client().await;
-    let waiter_client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("wake");
-    let holder = holder_client.lock(&name).unwrap().lock().await.unwrap();
-    let lock = waiter_client.lock(&name).unwrap();
+    let fx = Fixture::new("wake").await;
+    let holder = fx.client.lock(&fx.name).unwrap().lock().await.unwrap();
+    let lock = fx.client().await.lock(&fx.name).unwrap();
     let channel = lock.channel().to_string();
 
     let waiter = tokio::spawn(async move {
@@ -110,7 +102,7 @@ async fn waiter_is_woken_by_publish_long_before_the_ttl() {
         (guard.is_some(), Instant::now(), guard)
     });
     // The waiter is waiting once its subscription shows up on the server.
-    wait_numsub(&raw, &channel, 1).await;
+    wait_numsub(&fx.raw, &channel, 1).await;
     let released_at = Instant::now();
     holder.unlock().await.unwrap();
     let (acquired, at, guard) = waiter.await.unwrap();
@@ -122,15 +114,13 @@ async fn waiter_is_woken_by_publish_long_before_the_ttl() {
         at - released_at
     );
     guard.unwrap().unlock().await.unwrap();
-    wait_numsub(&raw, &channel, 0).await;
+    wait_numsub(&fx.raw, &channel, 0).await;
 }
 
 #[tokio::test]
 async fn waiter_gives_up_at_its_deadline_and_leaves_the_channel() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let lock = client.lock(&unique("deadline")).unwrap();
+    let fx = Fixture::new("deadline").await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     let holder = lock.lock().await.unwrap();
     let started = Instant::now();
     let got = lock
@@ -148,18 +138,14 @@ async fn waiter_gives_up_at_its_deadline_and_leaves_the_channel() {
         .await
         .unwrap()
         .is_none());
-    let channel = lock.channel().to_string();
-    wait_numsub(&raw, &channel, 0).await;
+    wait_numsub(&fx.raw, lock.channel(), 0).await;
     holder.unlock().await.unwrap();
 }
 
 #[tokio::test]
 async fn local_waiters_share_one_subscription() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("shared-sub");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::new("shared-sub").await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     let holder = lock.lock().await.unwrap();
     let done = Arc::new(AtomicUsize::new(0));
     let mut waiters = Vec::new();
@@ -172,7 +158,7 @@ async fn local_waiters_share_one_subscription() {
         }));
     }
     let channel = lock.channel().to_string();
-    wait_numsub(&raw, &channel, 1).await;
+    wait_numsub(&fx.raw, &channel, 1).await;
     // Each unlock publishes once and wakes one waiter, which unlocks in turn.
     holder.unlock().await.unwrap();
     for waiter in waiters {
@@ -182,55 +168,15 @@ async fn local_waiters_share_one_subscription() {
             .unwrap();
     }
     assert_eq!(done.load(Ordering::SeqCst), 10);
-    wait_numsub(&raw, &channel, 0).await;
-}
-
-/// A waiting lock future dropped before the holder unlocks leaves no hold and
-/// no subscription, and the next waiter is still woken.
-#[tokio::test]
-async fn dropped_waiter_does_not_swallow_the_wakeup() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let lock = client.lock(&unique("dropped-waiter")).unwrap();
-    let holder = lock.lock().await.unwrap();
-    let dropped = tokio::spawn({
-        let lock = lock.clone();
-        async move { lock.lock().await.map(drop) }
-    });
-    let survivor = tokio::spawn({
-        let lock = lock.clone();
-        async move {
-            lock.try_lock_for(Duration::from_secs(20), None)
-                .await
-                .unwrap()
-                .map(|g| g.owner())
-        }
-    });
-    let channel = lock.channel().to_string();
-    wait_numsub(&raw, &channel, 1).await;
-    dropped.abort();
-    let _ = dropped.await;
-    let started = Instant::now();
-    holder.unlock().await.unwrap();
-    let owner = survivor.await.unwrap();
-    assert!(owner.is_some());
-    assert!(started.elapsed() < Duration::from_secs(2));
-    eventually("lock released by the dropped survivor guard", || {
-        let lock = lock.clone();
-        async move { !lock.is_locked().await.unwrap() }
-    })
-    .await;
+    wait_numsub(&fx.raw, &channel, 0).await;
 }
 
 #[tokio::test]
 async fn many_waiters_on_many_names_all_finish() {
-    let server = Server::start();
-    let client: Client = server.client().await;
+    let fx = Fixture::new("many").await;
     let mut tasks = Vec::new();
-    let base = unique("many");
     for i in 0..400 {
-        let lock = client.lock(&format!("{base}-{}", i % 40)).unwrap();
+        let lock = fx.client.lock(&format!("{}-{}", fx.name, i % 40)).unwrap();
         tasks.push(tokio::spawn(async move {
             let guard = lock.lock().await.unwrap();
             guard.unlock().await.unwrap();
@@ -248,11 +194,8 @@ async fn many_waiters_on_many_names_all_finish() {
 /// reconnects every waiter re-checks at once instead of sleeping out the TTL.
 #[tokio::test]
 async fn waiters_recheck_after_the_subscriber_reconnects() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("reconnect");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::new("reconnect").await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     let holder = lock.lock().await.unwrap(); // 30 s watchdog lease
     let waiter = tokio::spawn({
         let lock = lock.clone();
@@ -262,13 +205,13 @@ async fn waiters_recheck_after_the_subscriber_reconnects() {
                 .unwrap()
         }
     });
-    let channel = lock.channel().to_string();
-    wait_numsub(&raw, &channel, 1).await;
+    wait_numsub(&fx.raw, lock.channel(), 1).await;
     // The lock vanishes without any message (as on expiry), then the
     // subscriber connection drops.
-    let _: i64 = raw.del(&name).await.unwrap();
+    let _: i64 = fx.raw.del(&fx.name).await.unwrap();
     let started = Instant::now();
-    let _: Value = raw
+    let _: Value = fx
+        .raw
         .custom(fred::cmd!("CLIENT"), vec!["KILL", "TYPE", "pubsub"])
         .await
         .unwrap();
@@ -291,13 +234,11 @@ async fn waiters_recheck_after_the_subscriber_reconnects() {
 /// on a single server too.
 #[tokio::test]
 async fn sharded_pubsub_wakes_waiters() {
-    let server = Server::start();
-    let holder_client = server.client_with(|c| c.sharded_pubsub(true)).await;
-    let waiter_client = server.client_with(|c| c.sharded_pubsub(true)).await;
-    let raw = server.raw().await;
-    let name = unique("sharded");
-    let holder = holder_client.lock(&name).unwrap().lock().await.unwrap();
-    let lock = waiter_client.lock(&name).unwrap();
+    let fx = Fixture::with("sharded", |c| c.sharded_pubsub(true)).await;
+    let waiter_client = fx.client_with(|c| c.sharded_pubsub(true)).await;
+    let raw = &fx.raw;
+    let holder = fx.client.lock(&fx.name).unwrap().lock().await.unwrap();
+    let lock = waiter_client.lock(&fx.name).unwrap();
     let channel = lock.channel().to_string();
     let waiter = tokio::spawn({
         let lock = lock.clone();
@@ -307,21 +248,15 @@ async fn sharded_pubsub_wakes_waiters() {
                 .unwrap()
         }
     });
-    eventually("waiter subscribed by SSUBSCRIBE", || {
-        let (raw, channel) = (raw.clone(), channel.clone());
-        async move {
-            let reply: Vec<Value> = raw
-                .custom(
-                    fred::cmd!("PUBSUB"),
-                    vec!["SHARDNUMSUB".to_string(), channel],
-                )
-                .await
-                .unwrap();
-            reply.get(1).and_then(|v| v.as_i64()) == Some(1)
-        }
+    eventually("waiter subscribed by SSUBSCRIBE", || async {
+        let reply: Vec<Value> = raw
+            .custom(fred::cmd!("PUBSUB"), vec!["SHARDNUMSUB", &channel])
+            .await
+            .unwrap();
+        reply.get(1).and_then(|v| v.as_i64()) == Some(1)
     })
     .await;
-    assert_eq!(numsub(&raw, &channel).await, 0, "no classic subscription");
+    assert_eq!(numsub(raw, &channel).await, 0, "no classic subscription");
     let released = Instant::now();
     holder.unlock().await.unwrap();
     let guard = waiter.await.unwrap().expect("woken by SPUBLISH");

@@ -3,22 +3,20 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{unique, Server};
+use common::{unique, Fixture, Server};
 use fred::prelude::*;
 use redisson_lock::{Client, Config, Error, Owner};
 
 #[tokio::test]
 async fn empty_name_is_refused() {
-    let server = Server::start();
-    let client = server.client().await;
-    assert!(matches!(client.lock(""), Err(Error::InvalidName { .. })));
+    let fx = Fixture::new("empty").await;
+    assert!(matches!(fx.client.lock(""), Err(Error::InvalidName { .. })));
 }
 
 #[tokio::test]
 async fn zero_lease_is_refused_and_zero_wait_tries_once() {
-    let server = Server::start();
-    let client = server.client().await;
-    let lock = client.lock(&unique("args")).unwrap();
+    let fx = Fixture::new("args").await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     assert!(matches!(
         lock.lock_with_lease(Duration::ZERO).await,
         Err(Error::InvalidArgument(_))
@@ -54,9 +52,8 @@ async fn bad_config_is_refused() {
 
 #[tokio::test]
 async fn unlock_by_a_non_owner_is_not_held() {
-    let server = Server::start();
-    let client = server.client().await;
-    let lock = client.lock(&unique("not-owner")).unwrap();
+    let fx = Fixture::new("not-owner").await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     let guard = lock.lock().await.unwrap();
     // Someone else takes over the name: our hold is gone.
     assert!(lock.force_unlock().await.unwrap());
@@ -64,7 +61,7 @@ async fn unlock_by_a_non_owner_is_not_held() {
     match guard.unlock().await {
         Err(Error::NotHeld { name, owner }) => {
             assert_eq!(name, lock.name());
-            assert!(owner.starts_with(&client.id().to_string()));
+            assert!(owner.starts_with(&fx.client.id().to_string()));
         }
         other => panic!("expected NotHeld, got {other:?}"),
     }
@@ -77,24 +74,22 @@ async fn unlock_by_a_non_owner_is_not_held() {
 
 #[tokio::test]
 async fn a_key_of_another_type_is_wrongtype() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("wrongtype");
+    let fx = Fixture::new("wrongtype").await;
+    let (raw, name) = (&fx.raw, &fx.name);
     let _: () = raw
-        .set(&name, "not a hash", None, None, false)
+        .set(name, "not a hash", None, None, false)
         .await
         .unwrap();
-    let lock = client.lock(&name).unwrap();
+    let lock = fx.client.lock(name).unwrap();
     match lock.try_lock().await {
-        Err(Error::WrongType { key }) => assert_eq!(key, name),
+        Err(Error::WrongType { key }) => assert_eq!(&key, name),
         other => panic!("expected WrongType, got {other:?}"),
     }
     assert!(matches!(
         lock.hold_count(Owner::new(1)).await,
         Err(Error::WrongType { .. })
     ));
-    let value: String = raw.get(&name).await.unwrap();
+    let value: String = raw.get(name).await.unwrap();
     assert_eq!(value, "not a hash", "the foreign key is left alone");
 }
 

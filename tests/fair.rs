@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{eventually, unique, wait_numsub, Server};
+use common::{eventually, wait_numsub, Fixture};
 use fred::prelude::*;
 use parking_lot::Mutex;
 use redisson_lock::{Error, FairLock, Owner};
@@ -31,11 +31,9 @@ async fn wait_for_queue_len(raw: &fred::clients::Client, lock: &FairLock, len: u
 
 #[tokio::test]
 async fn keys_and_queue_state_follow_the_spec() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("fair-state");
-    let lock = client.fair_lock(&name).unwrap();
+    let fx = Fixture::new("fair-state").await;
+    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
+    let lock = client.fair_lock(name).unwrap();
     assert_eq!(lock.queue_key(), format!("redisson_lock_queue:{{{name}}}"));
     assert_eq!(
         lock.timeout_key(),
@@ -43,7 +41,7 @@ async fn keys_and_queue_state_follow_the_spec() {
     );
 
     let holder = lock.lock().await.unwrap();
-    let fields: HashMap<String, String> = raw.hgetall(&name).await.unwrap();
+    let fields = fx.hgetall(name).await;
     assert_eq!(
         fields,
         HashMap::from([(holder.field().to_string(), "1".to_string())])
@@ -62,8 +60,8 @@ async fn keys_and_queue_state_follow_the_spec() {
                 .unwrap()
         }
     });
-    wait_for_queue_len(&raw, &lock, 1).await;
-    let queued = queue(&raw, &lock).await;
+    wait_for_queue_len(raw, &lock, 1).await;
+    let queued = queue(raw, &lock).await;
     let waiter_field = queued[0].clone();
     assert!(waiter_field.starts_with(&client.id().to_string()));
     let deadline: f64 = raw.zscore(lock.timeout_key(), &waiter_field).await.unwrap();
@@ -73,7 +71,7 @@ async fn keys_and_queue_state_follow_the_spec() {
         "deadline {deadline} vs {expected}"
     );
     let channel = lock.waiter_channel(&waiter_field);
-    wait_numsub(&raw, &channel, 1).await;
+    wait_numsub(raw, &channel, 1).await;
 
     let released = Instant::now();
     holder.unlock().await.unwrap();
@@ -83,7 +81,7 @@ async fn keys_and_queue_state_follow_the_spec() {
         "woken by its channel"
     );
     assert_eq!(next.field(), waiter_field);
-    assert!(queue(&raw, &lock).await.is_empty());
+    assert!(queue(raw, &lock).await.is_empty());
     let waiting: i64 = raw.zcard(lock.timeout_key()).await.unwrap();
     assert_eq!(waiting, 0);
     next.unlock().await.unwrap();
@@ -92,16 +90,15 @@ async fn keys_and_queue_state_follow_the_spec() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_waiters_on_two_clients_get_it_in_queue_order() {
-    let server = Server::start();
-    let clients = [server.client().await, server.client().await];
-    let raw = server.raw().await;
-    let name = unique("fifo");
-    let first = clients[0].fair_lock(&name).unwrap();
+    let fx = Fixture::new("fifo").await;
+    let (raw, name) = (&fx.raw, &fx.name);
+    let clients = [fx.client.clone(), fx.client().await];
+    let first = clients[0].fair_lock(name).unwrap();
     let holder = first.lock().await.unwrap();
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut waiters = Vec::new();
     for i in 0..10 {
-        let lock = clients[i % 2].fair_lock(&name).unwrap();
+        let lock = clients[i % 2].fair_lock(name).unwrap();
         let order = order.clone();
         waiters.push(tokio::spawn(async move {
             let guard = lock.lock().await.unwrap();
@@ -109,7 +106,7 @@ async fn ten_waiters_on_two_clients_get_it_in_queue_order() {
             guard.unlock().await.unwrap();
         }));
         // The next waiter starts only once this one is queued.
-        wait_for_queue_len(&raw, &first, i + 1).await;
+        wait_for_queue_len(raw, &first, i + 1).await;
     }
     holder.unlock().await.unwrap();
     for waiter in waiters {
@@ -119,65 +116,16 @@ async fn ten_waiters_on_two_clients_get_it_in_queue_order() {
             .unwrap();
     }
     assert_eq!(*order.lock(), (0..10).collect::<Vec<_>>());
-    assert!(queue(&raw, &first).await.is_empty());
-}
-
-#[tokio::test]
-async fn a_dropped_waiter_leaves_the_queue_and_the_next_one_is_woken() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let lock = client.fair_lock(&unique("fair-drop")).unwrap();
-    let holder = lock.lock().await.unwrap();
-    let dropped = tokio::spawn({
-        let lock = lock.clone();
-        async move { lock.lock().await.map(drop) }
-    });
-    wait_for_queue_len(&raw, &lock, 1).await;
-    let survivor = tokio::spawn({
-        let lock = lock.clone();
-        async move {
-            lock.try_lock_for(Duration::from_secs(20), None)
-                .await
-                .unwrap()
-        }
-    });
-    wait_for_queue_len(&raw, &lock, 2).await;
-    let head = queue(&raw, &lock).await[0].clone();
-    dropped.abort();
-    let _ = dropped.await;
-    eventually("the dropped waiter left the queue", || {
-        let (raw, lock, head) = (raw.clone(), lock.clone(), head.clone());
-        async move { !queue(&raw, &lock).await.contains(&head) }
-    })
-    .await;
-    let released = Instant::now();
-    holder.unlock().await.unwrap();
-    let guard = survivor.await.unwrap().expect("the next waiter acquires");
-    assert!(released.elapsed() < Duration::from_secs(2));
-    guard.unlock().await.unwrap();
-    let channels: Vec<String> = raw
-        .custom(
-            fred::cmd!("PUBSUB"),
-            vec![
-                "CHANNELS".to_string(),
-                format!("{}*", lock.waiter_channel("")),
-            ],
-        )
-        .await
-        .unwrap();
-    assert!(channels.is_empty(), "{channels:?}");
+    assert!(queue(raw, &first).await.is_empty());
 }
 
 /// A dead head (a Java client that crashed while queued) does not stall the
 /// queue past its deadline: our waiter sleeps until then, not for minutes.
 #[tokio::test]
 async fn a_dead_queue_head_stalls_nobody_past_its_deadline() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("fair-dead");
-    let lock = client.fair_lock(&name).unwrap();
+    let fx = Fixture::new("fair-dead").await;
+    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
+    let lock = client.fair_lock(name).unwrap();
     let holder = lock.lock().await.unwrap();
     let dead = format!("{}:1", uuid::Uuid::new_v4());
     let _: i64 = raw.rpush(lock.queue_key(), dead.clone()).await.unwrap();
@@ -201,7 +149,7 @@ async fn a_dead_queue_head_stalls_nobody_past_its_deadline() {
                 .unwrap()
         }
     });
-    wait_for_queue_len(&raw, &lock, 2).await;
+    wait_for_queue_len(raw, &lock, 2).await;
     let started = Instant::now();
     holder.unlock().await.unwrap(); // wakes the dead head's channel only
     let guard = waiter
@@ -211,7 +159,7 @@ async fn a_dead_queue_head_stalls_nobody_past_its_deadline() {
     let waited = started.elapsed();
     assert!(waited < Duration::from_secs(5), "waited {waited:?}");
     assert!(
-        !queue(&raw, &lock).await.contains(&dead),
+        !queue(raw, &lock).await.contains(&dead),
         "the dead head was purged"
     );
     guard.unlock().await.unwrap();
@@ -219,11 +167,9 @@ async fn a_dead_queue_head_stalls_nobody_past_its_deadline() {
 
 #[tokio::test]
 async fn non_reentrant_fair_lock_refuses_reentry() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("fair-nonreentrant");
-    let lock = client.non_reentrant_fair_lock(&name).unwrap();
+    let fx = Fixture::new("fair-nonreentrant").await;
+    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
+    let lock = client.non_reentrant_fair_lock(name).unwrap();
     let owned = lock.with_owner(Owner::new(5));
     let guard = owned.lock().await.unwrap();
     assert!(matches!(

@@ -5,19 +5,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eventually, numsub, unique, wait_numsub, Server};
+use common::{eventually, numsub, unique, wait_numsub, Fixture, Server};
 use fred::prelude::*;
 use parking_lot::Mutex;
 use redisson_lock::{BackOff, Client, Config, MultiLock, Ttl};
 
 #[tokio::test]
 async fn spin_lock_shares_rlocks_layout_and_publishes_nothing() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("spin");
-    let spin = client.spin_lock(&name).unwrap();
-    let rlock = client.lock(&name).unwrap();
+    let fx = Fixture::new("spin").await;
+    let (raw, name) = (&fx.raw, &fx.name);
+    let spin = fx.client.spin_lock(name).unwrap();
+    let rlock = fx.client.lock(name).unwrap();
 
     let held = rlock.lock().await.unwrap();
     assert!(
@@ -36,7 +34,7 @@ async fn spin_lock_shares_rlocks_layout_and_publishes_nothing() {
 
     let guard = spin.lock().await.unwrap();
     assert_eq!(guard.hold_count().await.unwrap(), 1);
-    let fields: std::collections::HashMap<String, String> = raw.hgetall(&name).await.unwrap();
+    let fields = fx.hgetall(name).await;
     assert_eq!(fields.get(guard.field()).map(String::as_str), Some("1"));
     assert!(
         rlock.try_lock().await.unwrap().is_none(),
@@ -57,22 +55,21 @@ async fn spin_lock_shares_rlocks_layout_and_publishes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spin_lock_excludes_across_clients_without_subscribing() {
-    let server = Server::start();
-    let clients = [server.client().await, server.client().await];
-    let raw = server.raw().await;
-    let name = unique("spin-mutex");
+    let fx = Fixture::new("spin-mutex").await;
+    let (raw, name) = (&fx.raw, &fx.name);
+    let clients = [fx.client.clone(), fx.client().await];
     let counter = format!("{name}:counter");
-    let channel = clients[0].lock(&name).unwrap().channel().to_string();
+    let channel = clients[0].lock(name).unwrap().channel().to_string();
     let mut tasks = Vec::new();
     for t in 0..6 {
         let lock = if t % 3 == 0 {
             clients[t % 2]
-                .spin_lock_with(&name, BackOff::Constant(Duration::from_millis(2)))
+                .spin_lock_with(name, BackOff::Constant(Duration::from_millis(2)))
                 .unwrap()
         } else {
-            clients[t % 2].spin_lock(&name).unwrap()
+            clients[t % 2].spin_lock(name).unwrap()
         };
-        let raw = server.raw().await;
+        let raw = fx.raw().await;
         let counter = counter.clone();
         tasks.push(tokio::spawn(async move {
             for _ in 0..15 {
@@ -88,7 +85,7 @@ async fn spin_lock_excludes_across_clients_without_subscribing() {
     }
     let mut subscribed = 0;
     while tasks.iter().any(|t| !t.is_finished()) {
-        subscribed = subscribed.max(numsub(&raw, &channel).await);
+        subscribed = subscribed.max(numsub(raw, &channel).await);
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     for task in tasks {
@@ -101,14 +98,13 @@ async fn spin_lock_excludes_across_clients_without_subscribing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_tokens_strictly_increase_across_owners_and_clients() {
-    let server = Server::start();
-    let clients = [server.client().await, server.client().await];
-    let raw = server.raw().await;
-    let name = unique("fenced");
+    let fx = Fixture::new("fenced").await;
+    let name = &fx.name;
+    let clients = [fx.client.clone(), fx.client().await];
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for t in 0..4 {
-        let lock = clients[t % 2].fenced_lock(&name).unwrap();
+        let lock = clients[t % 2].fenced_lock(name).unwrap();
         let seen = seen.clone();
         tasks.push(tokio::spawn(async move {
             for _ in 0..250 {
@@ -129,10 +125,10 @@ async fn fencing_tokens_strictly_increase_across_owners_and_clients() {
         "tokens not strictly increasing"
     );
 
-    let lock = clients[0].fenced_lock(&name).unwrap();
+    let lock = clients[0].fenced_lock(name).unwrap();
     assert_eq!(lock.token_key(), format!("redisson_lock_token:{{{name}}}"));
     assert_eq!(lock.token().await.unwrap(), seen.last().copied());
-    let ttl: i64 = raw.pttl(lock.token_key()).await.unwrap();
+    let ttl = fx.pttl(lock.token_key()).await;
     assert_eq!(ttl, -1, "the token counter never expires");
 
     // Re-entry takes a new token too (Redisson does the same).
@@ -140,7 +136,7 @@ async fn fencing_tokens_strictly_increase_across_owners_and_clients() {
     let inner = outer.reenter().await.unwrap();
     assert!(inner.fencing_token() > outer.fencing_token());
     assert!(clients[1]
-        .fenced_lock(&name)
+        .fenced_lock(name)
         .unwrap()
         .try_lock()
         .await
@@ -152,10 +148,8 @@ async fn fencing_tokens_strictly_increase_across_owners_and_clients() {
 
 #[tokio::test]
 async fn multi_lock_is_all_or_nothing() {
-    let server = Server::start();
-    let client = server.client().await;
-    let other = server.client().await;
-    let base = unique("multi");
+    let fx = Fixture::new("multi").await;
+    let (client, other, base) = (&fx.client, fx.client().await, &fx.name);
     let names = [
         format!("{base}-a"),
         format!("{base}-b"),
@@ -183,9 +177,8 @@ async fn multi_lock_is_all_or_nothing() {
                 .unwrap()
         }
     });
-    let raw = server.raw().await;
     let channel = client.lock(&names[1]).unwrap().channel().to_string();
-    wait_numsub(&raw, &channel, 1).await;
+    wait_numsub(&fx.raw, &channel, 1).await;
     blocker.unlock().await.unwrap();
     let guard = waiting.await.unwrap().expect("all three acquired");
     assert_eq!(guard.guards().len(), 3);
@@ -210,10 +203,9 @@ async fn multi_lock_is_all_or_nothing() {
 
 #[tokio::test]
 async fn a_dropped_multi_lock_future_holds_nothing() {
-    let server = Server::start();
-    let client = server.client().await;
-    let base = unique("multi-cancel");
-    let names: Vec<String> = (0..4).map(|i| format!("{base}-{i}")).collect();
+    let fx = Fixture::new("multi-cancel").await;
+    let client = &fx.client;
+    let names: Vec<String> = (0..4).map(|i| format!("{}-{i}", fx.name)).collect();
     let blocker = client.lock(&names[3]).unwrap().lock().await.unwrap();
     let multi = MultiLock::new(names.iter().map(|n| client.lock(n).unwrap())).unwrap();
     for micros in [0, 100, 300, 1_000, 3_000, 20_000] {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::fault::{client_pause, script_flush, PauseMode, Proxy};
-use common::{eventually, unique, wait_numsub, Server};
+use common::{eventually, unique, wait_numsub, Fixture, Server};
 use fred::prelude::*;
 use rand::Rng;
 use redisson_lock::{Client, Error, Kind, Lock};
@@ -132,13 +132,9 @@ async fn stalled_holder_read() {
 /// same rule.
 #[tokio::test]
 async fn holder_is_told_on_time_while_the_server_is_paused() {
-    let server = Server::start();
-    let raw = server.raw().await;
-    let client = server
-        .client_with(|c| c.lock_watchdog_timeout(WATCHDOG))
-        .await;
-    let name = unique("paused");
-    let guard = client.lock(&name).unwrap().lock().await.unwrap();
+    let fx = Fixture::with("paused", |c| c.lock_watchdog_timeout(WATCHDOG)).await;
+    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
+    let guard = client.lock(name).unwrap().lock().await.unwrap();
     let leased = client
         .lock(&format!("{name}-leased"))
         .unwrap()
@@ -154,7 +150,7 @@ async fn holder_is_told_on_time_while_the_server_is_paused() {
     };
     let leased_lost = when(Box::pin(leased.lost()));
     tokio::time::sleep(WATCHDOG / 2).await;
-    client_pause(&raw, WATCHDOG * 2, PauseMode::Write).await;
+    client_pause(raw, WATCHDOG * 2, PauseMode::Write).await;
     let paused_at = Instant::now();
     let lost_at = tokio::time::timeout(WATCHDOG * 2, when(Box::pin(guard.lost())))
         .await
@@ -395,18 +391,16 @@ async fn server_restarts_under_write_waiters() {
 /// entry is left to block the lock for minutes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_fair_waiters_leave_no_ghost_even_while_scripts_reload() {
-    let server = Server::start();
-    let raw = server.raw().await;
-    let holder = server.client().await;
-    let waiter_client = server.client().await;
-    let name = unique("ghost");
-    let lock = fair(&waiter_client, &name);
+    let fx = Fixture::new("ghost").await;
+    let (holder, raw, name) = (&fx.client, &fx.raw, &fx.name);
+    let waiter_client = fx.client().await;
+    let lock = fair(&waiter_client, name);
     let queue = format!("redisson_lock_queue:{{{name}}}");
     let timeouts = format!("redisson_lock_timeout:{{{name}}}");
-    let held = fair(&holder, &name).lock().await.unwrap();
+    let held = fair(holder, name).lock().await.unwrap();
     let mut rng = rand::rng();
     for round in 0..400 {
-        script_flush(&raw).await;
+        script_flush(raw).await;
         // Mostly while the first attempt (EVALSHA, NOSCRIPT, EVAL) is in flight.
         let cancel_after = Duration::from_micros(rng.random_range(0..600));
         let attempt = lock.try_lock_for(Duration::from_secs(60), None);
@@ -529,11 +523,10 @@ async fn unlocks_are_retried_across_a_cut_connection() {
 /// about one lease of the previous one, not sleep toward a queue deadline.
 #[tokio::test]
 async fn fair_lock_hands_over_at_every_lease_expiry() {
-    let server = Server::start();
-    let clients = [server.client().await, server.client().await];
-    let name = unique("leases");
+    let fx = Fixture::new("leases").await;
+    let (clients, name) = ([fx.client.clone(), fx.client().await], &fx.name);
     let lease = Duration::from_millis(300);
-    let first = fair(&clients[0], &name)
+    let first = fair(&clients[0], name)
         .lock_with_lease(lease)
         .await
         .unwrap();
@@ -542,7 +535,7 @@ async fn fair_lock_hands_over_at_every_lease_expiry() {
     let order = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let mut waiters = Vec::new();
     for i in 0..8 {
-        let lock = fair(&clients[i % 2], &name);
+        let lock = fair(&clients[i % 2], name);
         let order = order.clone();
         waiters.push(tokio::spawn(async move {
             let guard = lock.lock_with_lease(lease).await.unwrap();

@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use common::{unique, wait_numsub, Server};
+use common::{wait_numsub, Fixture, Server};
 use fred::prelude::*;
 
 /// Redisson 3.8.x acquire: HSET on a free lock, HINCRBY on re-entry.
@@ -100,15 +100,13 @@ impl Java {
 
 #[tokio::test]
 async fn java_holder_excludes_and_wakes_a_rust_waiter() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let java = Java::new(&server, 57).await;
-    let name = unique("java-holds");
-    assert_eq!(java.try_lock(&name).await, None);
-    assert_eq!(java.try_lock(&name).await, None, "Java re-enters");
+    let fx = Fixture::new("java-holds").await;
+    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
+    let java = Java::new(&fx.server, 57).await;
+    assert_eq!(java.try_lock(name).await, None);
+    assert_eq!(java.try_lock(name).await, None, "Java re-enters");
 
-    let lock = client.lock(&name).unwrap();
+    let lock = client.lock(name).unwrap();
     assert!(lock.is_locked().await.unwrap());
     assert!(lock.try_lock().await.unwrap().is_none(), "Rust is excluded");
 
@@ -122,15 +120,15 @@ async fn java_holder_excludes_and_wakes_a_rust_waiter() {
         }
     });
     let channel = lock.channel().to_string();
-    wait_numsub(&raw, &channel, 1).await;
+    wait_numsub(raw, &channel, 1).await;
     assert_eq!(
-        java.unlock_new(&name).await.as_i64(),
+        java.unlock_new(name).await.as_i64(),
         Some(0),
         "still held once"
     );
     let released = Instant::now();
     assert_eq!(
-        java.unlock_old(&name).await.as_i64(),
+        java.unlock_old(name).await.as_i64(),
         Some(1),
         "released, old-style publish"
     );
@@ -140,7 +138,7 @@ async fn java_holder_excludes_and_wakes_a_rust_waiter() {
         "woken by Java's publish after {:?}",
         at - released
     );
-    let fields: HashMap<String, String> = raw.hgetall(&name).await.unwrap();
+    let fields = fx.hgetall(name).await;
     assert_eq!(
         fields,
         HashMap::from([(lock.owner_field(guard.owner()), "1".to_string())])
@@ -150,27 +148,26 @@ async fn java_holder_excludes_and_wakes_a_rust_waiter() {
 
 #[tokio::test]
 async fn rust_holder_excludes_and_wakes_a_java_waiter() {
-    let server = Server::start();
-    let client = server.client().await;
-    let java = Java::new(&server, 1).await;
-    let name = unique("rust-holds");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::new("rust-holds").await;
+    let (client, name) = (&fx.client, &fx.name);
+    let java = Java::new(&fx.server, 1).await;
+    let lock = client.lock(name).unwrap();
     let guard = lock.lock().await.unwrap();
 
     // Java reads our hold the way Redisson does.
     let held: bool = java
         .raw
-        .hexists(&name, lock.owner_field(guard.owner()))
+        .hexists(name, lock.owner_field(guard.owner()))
         .await
         .unwrap();
     assert!(held, "isHeldByThread sees our field");
     let busy = java
-        .try_lock(&name)
+        .try_lock(name)
         .await
         .expect("Java is excluded and told the TTL");
     assert!((29_000..=30_000).contains(&busy), "{busy}");
     assert!(
-        java.unlock_old(&name).await.is_null(),
+        java.unlock_old(name).await.is_null(),
         "Java cannot unlock our hold"
     );
 
@@ -189,28 +186,26 @@ async fn rust_holder_excludes_and_wakes_a_java_waiter() {
         .unwrap();
     assert_eq!(message.value.as_string().as_deref(), Some("0"));
     assert_eq!(
-        java.try_lock(&name).await,
+        java.try_lock(name).await,
         None,
         "Java acquires after the wake-up"
     );
-    let fields: HashMap<String, String> = java.raw.hgetall(&name).await.unwrap();
+    let fields: HashMap<String, String> = java.raw.hgetall(name).await.unwrap();
     assert_eq!(
         fields,
         HashMap::from([(java.owner.clone(), "1".to_string())])
     );
     assert!(lock.try_lock().await.unwrap().is_none());
-    assert_eq!(java.unlock_new(&name).await.as_i64(), Some(1));
+    assert_eq!(java.unlock_new(name).await.as_i64(), Some(1));
 }
 
 #[tokio::test]
 async fn java_unlock_latch_replays_like_ours() {
     // Our unlock script honours a latch written by an earlier run of the same
     // request: a replay returns the first result instead of decrementing again.
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("latch");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::new("latch").await;
+    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
+    let lock = client.lock(name).unwrap();
     let guard = lock.lock().await.unwrap();
     let inner = guard.reenter().await.unwrap();
     let field = lock.owner_field(guard.owner());

@@ -1,31 +1,19 @@
 //! The read-write lock (PROTOCOL.md §5): exact Redis state, sharing and
 //! exclusion across clients, the write → read downgrade, dead readers,
-//! read renewal, cancellation, and interop with a simulated Java holder.
+//! read renewal, and interop with a simulated Java holder. Readers beside
+//! writers under random cancellation, and dropped waiters, are checked with
+//! every other kind in kinds.rs.
 mod common;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, numsub, unique, wait_numsub, Server};
+use common::{eventually, unique, wait_numsub, Fixture, Server};
 use fred::prelude::*;
-use rand::Rng;
 use redisson_lock::blocking::BlockingClient;
-use redisson_lock::{Client, Config, Error, Owner, ReadWriteLock};
+use redisson_lock::{Client, Config, Error, Owner};
 use tokio::sync::Barrier;
-
-async fn hgetall(raw: &fred::clients::Client, key: &str) -> HashMap<String, String> {
-    raw.hgetall(key).await.unwrap()
-}
-
-async fn pttl(raw: &fred::clients::Client, key: &str) -> i64 {
-    raw.pttl(key).await.unwrap()
-}
-
-async fn exists(raw: &fred::clients::Client, key: &str) -> bool {
-    raw.exists::<i64, _>(key).await.unwrap() == 1
-}
 
 fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
     pairs
@@ -87,77 +75,56 @@ impl Listener {
     }
 }
 
-async fn wait_subscribers(raw: &fred::clients::Client, channel: &str, n: i64) {
-    eventually(&format!("{n} subscriber(s) on {channel}"), || {
-        let (raw, channel) = (raw.clone(), channel.to_string());
-        async move { numsub(&raw, &channel).await == n }
-    })
-    .await;
-}
-
-async fn latches_gone(raw: &fred::clients::Client, name: &str) {
+async fn latches_gone(fx: &Fixture, name: &str) {
     let pattern = if name.contains('{') {
         format!("redisson_unlock_latch:{name}:*")
     } else {
         format!("redisson_unlock_latch:{{{name}}}:*")
     };
-    eventually("unlock latches deleted", || {
-        let (raw, pattern) = (raw.clone(), pattern.clone());
-        async move {
-            let keys: Vec<String> = raw.custom(fred::cmd!("KEYS"), vec![pattern]).await.unwrap();
-            keys.is_empty()
-        }
+    eventually("unlock latches deleted", || async {
+        fx.keys(&pattern).await.is_empty()
     })
     .await;
 }
 
 #[tokio::test]
 async fn read_lock_state_timeout_keys_and_ttl_shrinking() {
-    let server = Server::start();
-    let a = server.client().await;
-    let b = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("rw-read");
-    let rw = a.read_write_lock(&name).unwrap();
+    let fx = Fixture::new("rw-read").await;
+    let (a, b, raw, name) = (&fx.client, fx.client().await, &fx.raw, &fx.name);
+    let rw = a.read_write_lock(name).unwrap();
     assert_eq!(rw.name(), name);
-    assert_eq!(rw.channel(), channel_of(&name));
-    assert_eq!(rw.read().channel(), channel_of(&name));
-    assert_eq!(rw.write().channel(), channel_of(&name));
-    let mut listener = Listener::new(&raw, &channel_of(&name)).await;
+    assert_eq!(rw.channel(), channel_of(name));
+    assert_eq!(rw.read().channel(), channel_of(name));
+    assert_eq!(rw.write().channel(), channel_of(name));
+    let mut listener = Listener::new(raw, &channel_of(name)).await;
 
     let me = Owner::new(11);
-    let fa = field(&a, me);
+    let fa = field(a, me);
     assert_eq!(rw.read().owner_field(me), fa);
     let r1 = rw.read().with_owner(me).lock().await.unwrap();
     assert_eq!(r1.field(), fa);
-    assert_eq!(
-        hgetall(&raw, &name).await,
-        map(&[("mode", "read"), (&fa, "1")])
-    );
-    let ta1 = timeout_key(&name, &fa, 1);
+    assert_eq!(fx.hgetall(name).await, map(&[("mode", "read"), (&fa, "1")]));
+    let ta1 = timeout_key(name, &fa, 1);
     let value: Option<String> = raw.get(&ta1).await.unwrap();
     assert_eq!(value.as_deref(), Some("1"));
-    assert_ttl(pttl(&raw, &ta1).await, 29_000..=30_000, "timeout key 1");
-    assert_ttl(pttl(&raw, &name).await, 29_000..=30_000, "hash");
+    assert_ttl(fx.pttl(&ta1).await, 29_000..=30_000, "timeout key 1");
+    assert_ttl(fx.pttl(name).await, 29_000..=30_000, "hash");
 
     // Re-entry: count 2, a second timeout key, hash TTL = max(PTTL, lease).
-    let _: bool = raw.pexpire(&name, 5_000, None).await.unwrap();
+    let _: bool = raw.pexpire(name, 5_000, None).await.unwrap();
     let r2 = r1.reenter().await.unwrap();
-    assert_eq!(
-        hgetall(&raw, &name).await,
-        map(&[("mode", "read"), (&fa, "2")])
-    );
-    let ta2 = timeout_key(&name, &fa, 2);
-    assert_ttl(pttl(&raw, &ta2).await, 29_000..=30_000, "timeout key 2");
-    assert_ttl(pttl(&raw, &name).await, 29_000..=30_000, "hash raised");
+    assert_eq!(fx.hgetall(name).await, map(&[("mode", "read"), (&fa, "2")]));
+    let ta2 = timeout_key(name, &fa, 2);
+    assert_ttl(fx.pttl(&ta2).await, 29_000..=30_000, "timeout key 2");
+    assert_ttl(fx.pttl(name).await, 29_000..=30_000, "hash raised");
     assert_eq!(rw.read().hold_count(me).await.unwrap(), 2);
     assert!(rw.read().is_held_by(me).await.unwrap());
     assert!(!rw.write().is_held_by(me).await.unwrap());
 
     // A reader of another client shares; a longer hash TTL is kept.
-    let _: bool = raw.pexpire(&name, 60_000, None).await.unwrap();
+    let _: bool = raw.pexpire(name, 60_000, None).await.unwrap();
     let rb = b
-        .read_write_lock(&name)
+        .read_write_lock(name)
         .unwrap()
         .read()
         .lock_with_lease(Duration::from_secs(10))
@@ -166,54 +133,49 @@ async fn read_lock_state_timeout_keys_and_ttl_shrinking() {
     let fb = rb.field().to_string();
     assert!(fb.starts_with(&b.id().hyphenated().to_string()));
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(name).await,
         map(&[("mode", "read"), (&fa, "2"), (&fb, "1")])
     );
-    let tb1 = timeout_key(&name, &fb, 1);
-    assert_ttl(pttl(&raw, &tb1).await, 9_000..=10_000, "b's timeout key");
-    assert_ttl(pttl(&raw, &name).await, 59_000..=60_000, "hash kept");
+    let tb1 = timeout_key(name, &fb, 1);
+    assert_ttl(fx.pttl(&tb1).await, 9_000..=10_000, "b's timeout key");
+    assert_ttl(fx.pttl(name).await, 59_000..=60_000, "hash kept");
 
     // One of a's holds away: timeout key 2 deleted, the hash's TTL shrinks
     // to the longest remaining timeout key (a's key 1, ~30 s).
     r2.unlock().await.unwrap();
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(name).await,
         map(&[("mode", "read"), (&fa, "1"), (&fb, "1")])
     );
-    assert!(!exists(&raw, &ta2).await);
-    assert!(exists(&raw, &ta1).await);
-    assert_ttl(pttl(&raw, &name).await, 28_000..=30_000, "hash shrunk");
+    assert!(!fx.exists(&ta2).await);
+    assert!(fx.exists(&ta1).await);
+    assert_ttl(fx.pttl(name).await, 28_000..=30_000, "hash shrunk");
 
     // b leaves: its field and key go, nothing is published.
     rb.unlock().await.unwrap();
-    assert_eq!(
-        hgetall(&raw, &name).await,
-        map(&[("mode", "read"), (&fa, "1")])
-    );
-    assert!(!exists(&raw, &tb1).await);
+    assert_eq!(fx.hgetall(name).await, map(&[("mode", "read"), (&fa, "1")]));
+    assert!(!fx.exists(&tb1).await);
     assert!(rw.read().is_locked().await.unwrap());
     assert!(!rw.write().is_locked().await.unwrap());
 
     // The last reader deletes the hash and publishes 0 (the first message).
     r1.unlock().await.unwrap();
-    assert!(!exists(&raw, &name).await);
-    assert!(!exists(&raw, &ta1).await);
+    assert!(!fx.exists(name).await);
+    assert!(!fx.exists(&ta1).await);
     assert_eq!(listener.next().await, "0");
     assert!(!rw.read().is_locked().await.unwrap());
-    latches_gone(&raw, &name).await;
+    latches_gone(&fx, name).await;
 }
 
 #[tokio::test]
 async fn write_lock_state_reentry_adds_the_lease() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("rw-write");
-    let rw = client.read_write_lock(&name).unwrap();
-    let mut listener = Listener::new(&raw, &channel_of(&name)).await;
+    let fx = Fixture::new("rw-write").await;
+    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
+    let rw = client.read_write_lock(name).unwrap();
+    let mut listener = Listener::new(raw, &channel_of(name)).await;
 
     let me = Owner::new(5);
-    let fw = format!("{}:write", field(&client, me));
+    let fw = format!("{}:write", field(client, me));
     assert_eq!(rw.write().owner_field(me), fw);
     let w1 = rw
         .write()
@@ -223,10 +185,10 @@ async fn write_lock_state_reentry_adds_the_lease() {
         .unwrap();
     assert_eq!(w1.field(), fw);
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(name).await,
         map(&[("mode", "write"), (&fw, "1")])
     );
-    assert_ttl(pttl(&raw, &name).await, 4_000..=5_000, "write lease");
+    assert_ttl(fx.pttl(name).await, 4_000..=5_000, "write lease");
     assert!(rw.write().is_locked().await.unwrap());
     assert!(
         !rw.read().is_locked().await.unwrap(),
@@ -236,49 +198,48 @@ async fn write_lock_state_reentry_adds_the_lease() {
     // Re-entry ADDS the lease to the remaining TTL (Redisson's quirk).
     let w2 = w1.reenter().await.unwrap();
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(name).await,
         map(&[("mode", "write"), (&fw, "2")])
     );
-    assert_ttl(pttl(&raw, &name).await, 9_000..=10_000, "lease added");
+    assert_ttl(fx.pttl(name).await, 9_000..=10_000, "lease added");
     assert_eq!(rw.write().hold_count(me).await.unwrap(), 2);
     assert_eq!(rw.read().hold_count(me).await.unwrap(), 0);
 
     // Partial unlock: count 1, TTL reset to the lease, nothing published.
     w2.unlock().await.unwrap();
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(name).await,
         map(&[("mode", "write"), (&fw, "1")])
     );
-    assert_ttl(pttl(&raw, &name).await, 4_000..=5_000, "release lease");
+    assert_ttl(fx.pttl(name).await, 4_000..=5_000, "release lease");
 
     // Full unlock deletes the hash and publishes 1.
     w1.unlock().await.unwrap();
-    assert!(!exists(&raw, &name).await);
+    assert!(!fx.exists(name).await);
     assert_eq!(listener.next().await, "1");
 
     // Without a lease: the watchdog timeout.
     let w = rw.write().lock().await.unwrap();
-    assert_ttl(pttl(&raw, &name).await, 29_000..=30_000, "watchdog lease");
+    assert_ttl(fx.pttl(name).await, 29_000..=30_000, "watchdog lease");
     w.unlock().await.unwrap();
     assert_eq!(listener.next().await, "1");
-    latches_gone(&raw, &name).await;
+    latches_gone(&fx, name).await;
 }
 
 #[tokio::test]
 async fn write_then_read_and_downgrade_state() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
+    let fx = Fixture::new("shop").await;
+    let (client, raw) = (&fx.client, &fx.raw);
     // A name with a hash tag: derived names keep it instead of adding braces.
-    let tag = unique("shop");
+    let tag = &fx.name;
     let name = format!("{{{tag}}}:rw");
     let rw = client.read_write_lock(&name).unwrap();
     let channel = format!("redisson_rwlock:{{{tag}}}:rw");
     assert_eq!(rw.channel(), channel);
-    let mut listener = Listener::new(&raw, &channel).await;
+    let mut listener = Listener::new(raw, &channel).await;
 
     let me = Owner::new(9);
-    let fr = field(&client, me);
+    let fr = field(client, me);
     let fw = format!("{fr}:write");
     let tr1 = format!("{{{tag}}}:rw:{fr}:rwlock_timeout:1");
     assert_eq!(timeout_key(&name, &fr, 1), tr1);
@@ -288,22 +249,22 @@ async fn write_then_read_and_downgrade_state() {
     let w = rw.write().with_owner(me).lock().await.unwrap();
     let r = rw.read().with_owner(me).lock().await.unwrap();
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(&name).await,
         map(&[("mode", "write"), (&fw, "1"), (&fr, "1")])
     );
-    assert!(exists(&raw, &tr1).await);
+    assert!(fx.exists(&tr1).await);
     assert!(
         rw.read().is_locked().await.unwrap(),
         "HLEN > 2 in write mode"
     );
     r.unlock().await.unwrap();
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(&name).await,
         map(&[("mode", "write"), (&fw, "1")])
     );
-    assert!(!exists(&raw, &tr1).await);
+    assert!(!fx.exists(&tr1).await);
     w.unlock().await.unwrap();
-    assert!(!exists(&raw, &name).await);
+    assert!(!fx.exists(&name).await);
     assert_eq!(
         listener.next().await,
         "1",
@@ -316,7 +277,7 @@ async fn write_then_read_and_downgrade_state() {
     let r = rw.read().with_owner(me).lock().await.unwrap();
     w.unlock().await.unwrap();
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(&name).await,
         map(&[("mode", "read"), (&fr, "1")])
     );
     assert_eq!(listener.next().await, "1", "the downgrade publishes 1");
@@ -336,22 +297,19 @@ async fn write_then_read_and_downgrade_state() {
     other.unlock().await.unwrap();
 
     r.unlock().await.unwrap();
-    assert!(!exists(&raw, &name).await);
-    assert!(!exists(&raw, &tr1).await);
+    assert!(!fx.exists(&name).await);
+    assert!(!fx.exists(&tr1).await);
     assert_eq!(listener.next().await, "0");
-    latches_gone(&raw, &name).await;
+    latches_gone(&fx, &name).await;
 }
 
 #[tokio::test]
 async fn force_unlock_only_the_matching_mode() {
-    let server = Server::start();
-    let a = server.client().await;
-    let b = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("rw-force");
-    let rw_a = a.read_write_lock(&name).unwrap();
-    let rw_b = b.read_write_lock(&name).unwrap();
-    let mut listener = Listener::new(&raw, &channel_of(&name)).await;
+    let fx = Fixture::new("rw-force").await;
+    let (a, b, raw, name) = (&fx.client, fx.client().await, &fx.raw, &fx.name);
+    let rw_a = a.read_write_lock(name).unwrap();
+    let rw_b = b.read_write_lock(name).unwrap();
+    let mut listener = Listener::new(raw, &channel_of(name)).await;
     assert!(!rw_b.read().force_unlock().await.unwrap());
     assert!(!rw_b.write().force_unlock().await.unwrap());
 
@@ -365,9 +323,9 @@ async fn force_unlock_only_the_matching_mode() {
         !w.is_lost(),
         "a force unlock that unlocked nothing leaves our writer alone"
     );
-    assert!(exists(&raw, &name).await);
+    assert!(fx.exists(name).await);
     assert!(rw_b.write().force_unlock().await.unwrap());
-    assert!(!exists(&raw, &name).await);
+    assert!(!fx.exists(name).await);
     assert_eq!(listener.next().await, "1");
     // Unlock without a mode: Redisson publishes (1 here) and replies nil.
     assert!(matches!(w.unlock().await, Err(Error::NotHeld { .. })));
@@ -375,9 +333,9 @@ async fn force_unlock_only_the_matching_mode() {
 
     let r = rw_a.read().lock().await.unwrap();
     assert!(!rw_b.write().force_unlock().await.unwrap(), "mode is read");
-    assert!(exists(&raw, &name).await);
+    assert!(fx.exists(name).await);
     assert!(rw_b.read().force_unlock().await.unwrap());
-    assert!(!exists(&raw, &name).await);
+    assert!(!fx.exists(name).await);
     assert_eq!(listener.next().await, "0");
     // Likewise for a reader: 0 published, nil replied.
     assert!(matches!(r.unlock().await, Err(Error::NotHeld { .. })));
@@ -386,17 +344,16 @@ async fn force_unlock_only_the_matching_mode() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_readers_share_while_a_writer_waits() {
-    let server = Server::start();
-    let clients = [server.client().await, server.client().await];
+    let fx = Fixture::new("rw-share").await;
+    let (raw, name) = (&fx.raw, &fx.name);
+    let clients = [fx.client.clone(), fx.client().await];
     assert_ne!(clients[0].id(), clients[1].id());
-    let raw = server.raw().await;
-    let name = unique("rw-share");
-    let channel = channel_of(&name);
+    let channel = channel_of(name);
     let holding = Arc::new(Barrier::new(11));
     let release = Arc::new(Barrier::new(11));
     let mut readers = Vec::new();
     for i in 0..10 {
-        let read = clients[i % 2].read_write_lock(&name).unwrap().read();
+        let read = clients[i % 2].read_write_lock(name).unwrap().read();
         let (holding, release) = (holding.clone(), release.clone());
         readers.push(tokio::spawn(async move {
             let guard = read.lock().await.unwrap();
@@ -409,7 +366,7 @@ async fn many_readers_share_while_a_writer_waits() {
     tokio::time::timeout(Duration::from_secs(10), holding.wait())
         .await
         .expect("ten concurrent readers");
-    let state = hgetall(&raw, &name).await;
+    let state = fx.hgetall(name).await;
     assert_eq!(state.len(), 11, "{state:?}");
     assert_eq!(state.get("mode").map(String::as_str), Some("read"));
     for client in &clients {
@@ -417,7 +374,7 @@ async fn many_readers_share_while_a_writer_waits() {
         assert_eq!(state.keys().filter(|f| f.starts_with(&prefix)).count(), 5);
     }
 
-    let write = clients[0].read_write_lock(&name).unwrap().write();
+    let write = clients[0].read_write_lock(name).unwrap().write();
     assert!(write.try_lock().await.unwrap().is_none());
     let writer = tokio::spawn(async move {
         let guard = write
@@ -426,7 +383,7 @@ async fn many_readers_share_while_a_writer_waits() {
             .unwrap();
         (Instant::now(), guard)
     });
-    wait_subscribers(&raw, &channel, 1).await;
+    wait_numsub(raw, &channel, 1).await;
     assert!(!writer.is_finished());
     release.wait().await;
     let released_at = Instant::now();
@@ -440,39 +397,38 @@ async fn many_readers_share_while_a_writer_waits() {
         "woken by the last reader's 0 after {:?}",
         at.duration_since(released_at)
     );
-    let state = hgetall(&raw, &name).await;
+    let state = fx.hgetall(name).await;
     assert_eq!(
         state,
         map(&[("mode", "write"), (guard.field(), "1")]),
         "only the writer"
     );
     guard.unlock().await.unwrap();
-    wait_subscribers(&raw, &channel, 0).await;
+    wait_numsub(raw, &channel, 0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_writer_excludes_readers_and_its_release_wakes_them_all() {
-    let server = Server::start();
-    let clients = [server.client().await, server.client().await];
-    let raw = server.raw().await;
-    let name = unique("rw-exclude");
-    let channel = channel_of(&name);
+    let fx = Fixture::new("rw-exclude").await;
+    let (raw, name) = (&fx.raw, &fx.name);
+    let clients = [fx.client.clone(), fx.client().await];
+    let channel = channel_of(name);
     let writer = clients[0]
-        .read_write_lock(&name)
+        .read_write_lock(name)
         .unwrap()
         .write()
         .lock()
         .await
         .unwrap();
     for client in &clients {
-        let read = client.read_write_lock(&name).unwrap().read();
+        let read = client.read_write_lock(name).unwrap().read();
         assert!(read.try_lock().await.unwrap().is_none());
     }
     let holding = Arc::new(Barrier::new(7));
     let release = Arc::new(Barrier::new(7));
     let mut readers = Vec::new();
     for i in 0..6 {
-        let read = clients[i % 2].read_write_lock(&name).unwrap().read();
+        let read = clients[i % 2].read_write_lock(name).unwrap().read();
         let (holding, release) = (holding.clone(), release.clone());
         readers.push(tokio::spawn(async move {
             let guard = read
@@ -488,13 +444,13 @@ async fn a_writer_excludes_readers_and_its_release_wakes_them_all() {
         }));
     }
     // One subscription per client, shared by its three waiting readers.
-    wait_subscribers(&raw, &channel, 2).await;
+    wait_numsub(raw, &channel, 2).await;
     let released_at = Instant::now();
     writer.unlock().await.unwrap();
     tokio::time::timeout(Duration::from_secs(10), holding.wait())
         .await
         .expect("all six readers hold together");
-    assert_eq!(hgetall(&raw, &name).await.len(), 7);
+    assert_eq!(fx.hgetall(name).await.len(), 7);
     release.wait().await;
     for reader in readers {
         let at = reader.await.unwrap();
@@ -504,111 +460,24 @@ async fn a_writer_excludes_readers_and_its_release_wakes_them_all() {
             at.duration_since(released_at)
         );
     }
-    assert!(!exists(&raw, &name).await);
-    wait_subscribers(&raw, &channel, 0).await;
-}
-
-/// Writers and readers inside their sections: -1 = a writer, n > 0 = readers.
-struct Section(Arc<AtomicI64>);
-
-impl Section {
-    fn write(state: &Arc<AtomicI64>) -> Section {
-        let was = state.swap(-1, Ordering::SeqCst);
-        assert_eq!(was, 0, "a writer entered while {was} was inside");
-        Section(state.clone())
-    }
-
-    fn read(state: &Arc<AtomicI64>) -> Section {
-        let was = state.fetch_add(1, Ordering::SeqCst);
-        assert!(was >= 0, "a reader entered while a writer was inside");
-        Section(state.clone())
-    }
-}
-
-impl Drop for Section {
-    fn drop(&mut self) {
-        let current = self.0.load(Ordering::SeqCst);
-        if current == -1 {
-            self.0.store(0, Ordering::SeqCst);
-        } else {
-            self.0.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn writers_exclude_each_other_and_readers_see_no_writes() {
-    let server = Server::start();
-    let clients = [server.client().await, server.client().await];
-    let name = unique("rw-counter");
-    let counter = format!("{name}:counter");
-    let state = Arc::new(AtomicI64::new(0));
-    let mut tasks = Vec::new();
-    for i in 0..8 {
-        let write = clients[i % 2].read_write_lock(&name).unwrap().write();
-        let raw = server.raw().await;
-        let (counter, state) = (counter.clone(), state.clone());
-        tasks.push(tokio::spawn(async move {
-            for _ in 0..20 {
-                let guard = write.lock().await.unwrap();
-                let inside = Section::write(&state);
-                let value: Option<i64> = raw.get(&counter).await.unwrap();
-                tokio::task::yield_now().await;
-                let _: () = raw
-                    .set(&counter, value.unwrap_or(0) + 1, None, None, false)
-                    .await
-                    .unwrap();
-                drop(inside);
-                guard.unlock().await.unwrap();
-            }
-        }));
-    }
-    for i in 0..4 {
-        let read = clients[i % 2].read_write_lock(&name).unwrap().read();
-        let raw = server.raw().await;
-        let (counter, state) = (counter.clone(), state.clone());
-        tasks.push(tokio::spawn(async move {
-            for _ in 0..20 {
-                let guard = read.lock().await.unwrap();
-                let inside = Section::read(&state);
-                let before: Option<i64> = raw.get(&counter).await.unwrap();
-                tokio::task::yield_now().await;
-                let after: Option<i64> = raw.get(&counter).await.unwrap();
-                assert_eq!(before, after, "a write while reading");
-                drop(inside);
-                guard.unlock().await.unwrap();
-            }
-        }));
-    }
-    for task in tasks {
-        tokio::time::timeout(Duration::from_secs(60), task)
-            .await
-            .expect("no task stuck")
-            .unwrap();
-    }
-    let raw = server.raw().await;
-    let total: i64 = raw.get(&counter).await.unwrap();
-    assert_eq!(total, 160);
-    assert!(!exists(&raw, &name).await);
-    wait_subscribers(&raw, &channel_of(&name), 0).await;
+    assert!(!fx.exists(name).await);
+    wait_numsub(raw, &channel, 0).await;
 }
 
 #[tokio::test]
 async fn downgrade_wakes_a_waiting_reader_long_before_the_ttl() {
-    let server = Server::start();
-    let writer_client = server.client().await;
-    let reader_client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("rw-downgrade");
-    let channel = channel_of(&name);
-    let rw = writer_client.read_write_lock(&name).unwrap();
+    let fx = Fixture::new("rw-downgrade").await;
+    let (writer_client, reader_client) = (&fx.client, fx.client().await);
+    let (raw, name) = (&fx.raw, &fx.name);
+    let channel = channel_of(name);
+    let rw = writer_client.read_write_lock(name).unwrap();
     let me = Owner::new(1);
     let w = rw.write().with_owner(me).lock().await.unwrap(); // 30 s watchdog lease
     let r = rw.read().with_owner(me).lock().await.unwrap(); // write then read
     assert_eq!(rw.read().hold_count(me).await.unwrap(), 1);
     assert_eq!(rw.write().hold_count(me).await.unwrap(), 1);
 
-    let read = reader_client.read_write_lock(&name).unwrap().read();
+    let read = reader_client.read_write_lock(name).unwrap().read();
     let waiter = tokio::spawn(async move {
         let guard = read
             .try_lock_for(Duration::from_secs(20), None)
@@ -616,8 +485,8 @@ async fn downgrade_wakes_a_waiting_reader_long_before_the_ttl() {
             .unwrap();
         (Instant::now(), guard)
     });
-    wait_subscribers(&raw, &channel, 1).await;
-    let mut listener = Listener::new(&raw, &channel).await;
+    wait_numsub(raw, &channel, 1).await;
+    let mut listener = Listener::new(raw, &channel).await;
     let downgraded_at = Instant::now();
     w.unlock().await.unwrap();
     let (at, guard) = waiter.await.unwrap();
@@ -629,64 +498,60 @@ async fn downgrade_wakes_a_waiting_reader_long_before_the_ttl() {
     );
     assert_eq!(listener.next().await, "1");
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(name).await,
         map(&[
             ("mode", "read"),
-            (&field(&writer_client, me), "1"),
+            (&field(writer_client, me), "1"),
             (guard.field(), "1")
         ])
     );
     guard.unlock().await.unwrap();
     r.unlock().await.unwrap();
-    assert!(!exists(&raw, &name).await);
+    assert!(!fx.exists(name).await);
     assert_eq!(listener.next().await, "0");
 }
 
 #[tokio::test]
 async fn dead_readers_do_not_keep_the_lock_alive() {
-    let server = Server::start();
-    let a = server.client().await;
-    let b = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("rw-dead");
-    let mut listener = Listener::new(&raw, &channel_of(&name)).await;
-    let read_a = a.read_write_lock(&name).unwrap().read();
+    let fx = Fixture::new("rw-dead").await;
+    let (a, b, raw, name) = (&fx.client, fx.client().await, &fx.raw, &fx.name);
+    let mut listener = Listener::new(raw, &channel_of(name)).await;
+    let read_a = a.read_write_lock(name).unwrap().read();
 
     // A reader that dies: 300 ms lease, never unlocked in time.
     let dead = read_a
         .lock_with_lease(Duration::from_millis(300))
         .await
         .unwrap();
-    let dead_key = timeout_key(&name, dead.field(), 1);
+    let dead_key = timeout_key(name, dead.field(), 1);
     // A live reader without renewal (5 s), and one watchdog-renewed on b.
     let live = read_a
         .lock_with_lease(Duration::from_secs(5))
         .await
         .unwrap();
-    let live_key = timeout_key(&name, live.field(), 1);
+    let live_key = timeout_key(name, live.field(), 1);
     let renewed = b
-        .read_write_lock(&name)
+        .read_write_lock(name)
         .unwrap()
         .read()
         .lock()
         .await
         .unwrap();
-    assert_ttl(pttl(&raw, &name).await, 29_000..=30_000, "hash");
+    assert_ttl(fx.pttl(name).await, 29_000..=30_000, "hash");
 
-    eventually("the dead reader's timeout key expired", || {
-        let (raw, key) = (raw.clone(), dead_key.clone());
-        async move { !exists(&raw, &key).await }
+    eventually("the dead reader's timeout key expired", || async {
+        !fx.exists(&dead_key).await
     })
     .await;
-    let state = hgetall(&raw, &name).await;
+    let state = fx.hgetall(name).await;
     assert_eq!(state.len(), 4, "the dead field stays: {state:?}");
     assert!(state.contains_key(dead.field()));
 
     // b leaves: the hash now lives only as long as the live reader's key.
     renewed.unlock().await.unwrap();
-    assert!(exists(&raw, &name).await);
-    let live_ttl = pttl(&raw, &live_key).await;
-    let ttl = pttl(&raw, &name).await;
+    assert!(fx.exists(name).await);
+    let live_ttl = fx.pttl(&live_key).await;
+    let ttl = fx.pttl(name).await;
     assert!(
         ttl > 0 && ttl <= live_ttl && ttl <= 5_000,
         "hash PTTL {ttl}, live key {live_ttl}"
@@ -695,7 +560,7 @@ async fn dead_readers_do_not_keep_the_lock_alive() {
     // The live reader leaves: only the dead field remains, whose timeout key
     // is gone, so the whole hash is deleted and 0 published.
     live.unlock().await.unwrap();
-    assert!(!exists(&raw, &name).await);
+    assert!(!fx.exists(name).await);
     assert_eq!(listener.next().await, "0");
 
     assert!(dead.is_lost(), "its lease ran out");
@@ -704,15 +569,14 @@ async fn dead_readers_do_not_keep_the_lock_alive() {
 
 #[tokio::test]
 async fn watchdog_renews_read_hashes_and_own_timeout_keys_only() {
-    let server = Server::start();
-    let client = server
-        .client_with(|c| c.lock_watchdog_timeout(Duration::from_secs(1)))
-        .await;
-    let raw = server.raw().await;
-    let plain = unique("rw-renew");
+    let fx = Fixture::with("rw-renew", |c| {
+        c.lock_watchdog_timeout(Duration::from_secs(1))
+    })
+    .await;
+    let (client, raw, plain) = (&fx.client, &fx.raw, &fx.name);
     let tagged = format!("{{{}}}:rw", unique("renew"));
 
-    let rw = client.read_write_lock(&plain).unwrap();
+    let rw = client.read_write_lock(plain).unwrap();
     let r1 = rw.read().lock().await.unwrap();
     let r2 = r1.reenter().await.unwrap();
     let other = rw.read().lock().await.unwrap();
@@ -723,8 +587,8 @@ async fn watchdog_renews_read_hashes_and_own_timeout_keys_only() {
 
     // A foreign (Java) reader on the same hash, not renewed by this client.
     let foreign = "7c1d2a9e-8d7b-4c1e-9a55-0e4b2f6d7c11:3";
-    let foreign_key = timeout_key(&plain, foreign, 1);
-    let _: i64 = raw.hset(&plain, (foreign, "1")).await.unwrap();
+    let foreign_key = timeout_key(plain, foreign, 1);
+    let _: i64 = raw.hset(plain, (foreign, "1")).await.unwrap();
     let _: () = raw
         .set(&foreign_key, "1", Some(Expiration::PX(1_000)), None, false)
         .await
@@ -734,17 +598,17 @@ async fn watchdog_renews_read_hashes_and_own_timeout_keys_only() {
     tokio::time::sleep(Duration::from_millis(3_500)).await;
 
     let own_keys = [
-        timeout_key(&plain, r1.field(), 1),
-        timeout_key(&plain, r1.field(), 2),
-        timeout_key(&plain, other.field(), 1),
+        timeout_key(plain, r1.field(), 1),
+        timeout_key(plain, r1.field(), 2),
+        timeout_key(plain, other.field(), 1),
         timeout_key(&tagged, t1.field(), 1),
     ];
     let hashes = [plain.clone(), tagged.clone(), write_rw.name().to_string()];
     for key in own_keys.iter().chain(&hashes) {
-        assert_ttl(pttl(&raw, key).await, 1..=1_000, key);
+        assert_ttl(fx.pttl(key).await, 1..=1_000, key);
     }
     assert!(
-        !exists(&raw, &foreign_key).await,
+        !fx.exists(&foreign_key).await,
         "other owners' timeout keys are not renewed (Redisson 4.5+)"
     );
     for guard in [&r1, &r2, &other, &t1] {
@@ -757,106 +621,32 @@ async fn watchdog_renews_read_hashes_and_own_timeout_keys_only() {
     r1.unlock().await.unwrap();
     // The last live reader leaves; the foreign field's key is gone: deleted.
     other.unlock().await.unwrap();
-    assert!(!exists(&raw, &plain).await);
+    assert!(!fx.exists(plain).await);
     t1.unlock().await.unwrap();
     w.unlock().await.unwrap();
-    assert!(!exists(&raw, &tagged).await);
-    assert!(!exists(&raw, write_rw.name()).await);
+    assert!(!fx.exists(&tagged).await);
+    assert!(!fx.exists(write_rw.name()).await);
 }
 
 #[tokio::test]
 async fn renewal_reports_a_lost_read_hold() {
-    let server = Server::start();
-    let client = server
-        .client_with(|c| c.lock_watchdog_timeout(Duration::from_secs(1)))
-        .await;
-    let raw = server.raw().await;
-    let name = unique("rw-lost");
-    let r = client
-        .read_write_lock(&name)
+    let fx = Fixture::with("rw-lost", |c| {
+        c.lock_watchdog_timeout(Duration::from_secs(1))
+    })
+    .await;
+    let r = fx
+        .client
+        .read_write_lock(&fx.name)
         .unwrap()
         .read()
         .lock()
         .await
         .unwrap();
-    let _: i64 = raw.del(&name).await.unwrap();
+    let _: i64 = fx.raw.del(&fx.name).await.unwrap();
     tokio::time::timeout(Duration::from_secs(3), r.lost())
         .await
         .expect("renewal found the read hold gone");
     assert!(matches!(r.unlock().await, Err(Error::NotHeld { .. })));
-}
-
-/// Drop read and write lock futures at random points while others contend.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn random_cancellation_leaks_nothing() {
-    let server = Server::start();
-    let clients = [server.client().await, server.client().await];
-    let raw = server.raw().await;
-    let name = unique("rw-cancel");
-    let channel = channel_of(&name);
-    let state = Arc::new(AtomicI64::new(0));
-    let mut tasks = Vec::new();
-    for t in 0..6 {
-        let rw: ReadWriteLock = clients[t % 2].read_write_lock(&name).unwrap();
-        let state = state.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut completed = 0;
-            for _ in 0..40 {
-                let cancel_after = Duration::from_micros(rand::rng().random_range(0..3_000));
-                let writing = rand::rng().random_bool(0.4);
-                let attempt = async {
-                    let guard = if writing {
-                        rw.write().erase().lock().await.unwrap()
-                    } else {
-                        rw.read().erase().lock().await.unwrap()
-                    };
-                    let inside = if writing {
-                        Section::write(&state)
-                    } else {
-                        Section::read(&state)
-                    };
-                    tokio::task::yield_now().await;
-                    drop(inside);
-                    if rand::rng().random_bool(0.5) {
-                        guard.unlock().await.unwrap(); // may be cancelled mid-unlock
-                    } // else: dropped guard releases in the background
-                };
-                if tokio::time::timeout(cancel_after, attempt).await.is_ok() {
-                    completed += 1;
-                }
-            }
-            completed
-        }));
-    }
-    let mut completed = 0;
-    for task in tasks {
-        completed += task.await.unwrap();
-    }
-    eventually("lock released", || {
-        let (raw, name) = (raw.clone(), name.clone());
-        async move { !exists(&raw, &name).await }
-    })
-    .await;
-    wait_numsub(&raw, &channel, 0).await;
-    let pattern = format!("{{{name}}}:*");
-    eventually("no timeout key left", || {
-        let (raw, pattern) = (raw.clone(), pattern.clone());
-        async move {
-            let keys: Vec<String> = raw.custom(fred::cmd!("KEYS"), vec![pattern]).await.unwrap();
-            keys.is_empty()
-        }
-    })
-    .await;
-    assert!(completed > 0, "some rounds completed");
-    // Both halves still work.
-    let rw = clients[1].read_write_lock(&name).unwrap();
-    let w = tokio::time::timeout(Duration::from_secs(5), rw.write().lock())
-        .await
-        .expect("write lock free")
-        .unwrap();
-    w.unlock().await.unwrap();
-    let r = rw.read().try_lock().await.unwrap().expect("read lock free");
-    r.unlock().await.unwrap();
 }
 
 /// Java's read acquire (PROTOCOL.md §5.2), written for this test.
@@ -933,12 +723,9 @@ return redis.call('pttl', KEYS[1])
 
 #[tokio::test]
 async fn interop_with_a_simulated_java_reader() {
-    let server = Server::start();
-    let a = server.client().await;
-    let b = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("rw-java");
-    let channel = channel_of(&name);
+    let fx = Fixture::new("rw-java").await;
+    let (a, b, raw, name) = (&fx.client, fx.client().await, &fx.raw, &fx.name);
+    let channel = channel_of(name);
     let java = "3f1c2a9e-8d7b-4c1e-9a55-0e4b2f6d7c11:57";
     let java_prefix = format!("{{{name}}}:{java}:rwlock_timeout");
     let eval = |script: &'static str, keys: Vec<String>, args: Vec<String>| {
@@ -960,14 +747,14 @@ async fn interop_with_a_simulated_java_reader() {
     assert!(reply.is_null(), "{reply:?}");
 
     // Our reader shares with it.
-    let rw_a = a.read_write_lock(&name).unwrap();
+    let rw_a = a.read_write_lock(name).unwrap();
     let ours = rw_a.read().lock().await.unwrap();
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(name).await,
         map(&[("mode", "read"), (java, "1"), (ours.field(), "1")])
     );
     // Our writer is excluded, and so is a Java writer.
-    let write_b = b.read_write_lock(&name).unwrap().write();
+    let write_b = b.read_write_lock(name).unwrap().write();
     assert!(write_b.try_lock().await.unwrap().is_none());
     let busy = eval(
         JAVA_WRITE_LOCK,
@@ -987,12 +774,12 @@ async fn interop_with_a_simulated_java_reader() {
             .unwrap();
         (Instant::now(), guard)
     });
-    wait_subscribers(&raw, &channel, 1).await;
+    wait_numsub(raw, &channel, 1).await;
 
     // Our reader leaves: the Java reader's timeout key keeps the hash.
     ours.unlock().await.unwrap();
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(name).await,
         map(&[("mode", "read"), (java, "1")])
     );
     assert!(!writer.is_finished());
@@ -1024,11 +811,11 @@ async fn interop_with_a_simulated_java_reader() {
     )
     .await;
     assert!(busy.as_i64().is_some_and(|t| t > 0), "{busy:?}");
-    let mut listener = Listener::new(&raw, &channel).await;
+    let mut listener = Listener::new(raw, &channel).await;
     guard.unlock().await.unwrap();
     assert_eq!(listener.next().await, "1", "Java readers are woken by 1");
-    assert!(!exists(&raw, &name).await);
-    wait_subscribers(&raw, &channel, 1).await; // only the listener
+    assert!(!fx.exists(name).await);
+    wait_numsub(raw, &channel, 1).await; // only the listener
 }
 
 #[test]

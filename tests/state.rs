@@ -4,59 +4,49 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{eventually, unique, Server};
+use common::{eventually, Fixture};
 use fred::prelude::*;
 use redisson_lock::{Owner, Ttl};
 
-async fn hgetall(raw: &fred::clients::Client, key: &str) -> HashMap<String, String> {
-    raw.hgetall(key).await.unwrap()
-}
-
-async fn pttl(raw: &fred::clients::Client, key: &str) -> i64 {
-    raw.pttl(key).await.unwrap()
-}
-
 #[tokio::test]
 async fn lock_reenter_unlock_leave_the_spec_state() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("state");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::new("state").await;
+    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
+    let lock = client.lock(name).unwrap();
 
     let outer = lock.lock().await.unwrap();
     let field = format!("{}:{}", client.id().hyphenated(), outer.owner());
     assert_eq!(lock.owner_field(outer.owner()), field);
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(name).await,
         HashMap::from([(field.clone(), "1".to_string())])
     );
-    let ttl = pttl(&raw, &name).await;
+    let ttl = fx.pttl(name).await;
     assert!(
         (29_000..=30_000).contains(&ttl),
         "watchdog lease is 30 000 ms, PTTL {ttl}"
     );
 
     // Shorten the TTL so the reentry's reset is visible.
-    let _: bool = raw.pexpire(&name, 5_000, None).await.unwrap();
+    let _: bool = raw.pexpire(name, 5_000, None).await.unwrap();
     let inner = outer.reenter().await.unwrap();
     assert_eq!(inner.owner(), outer.owner());
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(name).await,
         HashMap::from([(field.clone(), "2".to_string())])
     );
     assert!(
-        pttl(&raw, &name).await > 29_000,
+        fx.pttl(name).await > 29_000,
         "re-entry resets the TTL to the lease"
     );
     assert_eq!(outer.hold_count().await.unwrap(), 2);
 
     inner.unlock().await.unwrap();
     assert_eq!(
-        hgetall(&raw, &name).await,
+        fx.hgetall(name).await,
         HashMap::from([(field.clone(), "1".to_string())])
     );
-    assert!(pttl(&raw, &name).await > 29_000);
+    assert!(fx.pttl(name).await > 29_000);
 
     // Listen on the channel as a Java waiter would.
     let listener = raw.clone_new();
@@ -68,8 +58,7 @@ async fn lock_reenter_unlock_leave_the_spec_state() {
         .unwrap();
 
     outer.unlock().await.unwrap();
-    let exists: i64 = raw.exists(&name).await.unwrap();
-    assert_eq!(exists, 0, "full unlock deletes the hash");
+    assert!(!fx.exists(name).await, "full unlock deletes the hash");
     let message = tokio::time::timeout(Duration::from_secs(5), messages.recv())
         .await
         .unwrap()
@@ -82,36 +71,28 @@ async fn lock_reenter_unlock_leave_the_spec_state() {
 
     // The unlock latch is written by the script and deleted afterwards.
     let pattern = format!("redisson_unlock_latch:{{{name}}}:*");
-    eventually("unlock latches deleted", || {
-        let raw = raw.clone();
-        let pattern = pattern.clone();
-        async move {
-            let keys: Vec<String> = raw.custom(fred::cmd!("KEYS"), vec![pattern]).await.unwrap();
-            keys.is_empty()
-        }
+    eventually("unlock latches deleted", || async {
+        fx.keys(&pattern).await.is_empty()
     })
     .await;
 }
 
 #[tokio::test]
 async fn explicit_lease_sets_pttl_and_busy_reply_is_holder_ttl() {
-    let server = Server::start();
-    let a = server.client().await;
-    let b = server.client().await;
+    let fx = Fixture::new("lease").await;
+    let (a, b, raw, name) = (&fx.client, fx.client().await, &fx.raw, &fx.name);
     assert_ne!(a.id(), b.id());
-    let raw = server.raw().await;
-    let name = unique("lease");
 
     let guard = a
-        .lock(&name)
+        .lock(name)
         .unwrap()
         .lock_with_lease(Duration::from_secs(5))
         .await
         .unwrap();
-    let ttl = pttl(&raw, &name).await;
+    let ttl = fx.pttl(name).await;
     assert!((4_000..=5_000).contains(&ttl), "PTTL {ttl}");
     assert_eq!(guard.lease(), Some(Duration::from_secs(5)));
-    match a.lock(&name).unwrap().remain_time_to_live().await.unwrap() {
+    match a.lock(name).unwrap().remain_time_to_live().await.unwrap() {
         Ttl::Expires(d) => assert!(d <= Duration::from_secs(5) && d > Duration::from_secs(4)),
         other => panic!("expected an expiry, got {other:?}"),
     }
@@ -133,30 +114,27 @@ async fn explicit_lease_sets_pttl_and_busy_reply_is_holder_ttl() {
     let busy = reply.as_i64().expect("an integer TTL");
     assert!((4_000..=5_000).contains(&busy), "busy reply {busy}");
 
-    assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_none());
+    assert!(b.lock(name).unwrap().try_lock().await.unwrap().is_none());
     guard.unlock().await.unwrap();
     assert_eq!(
-        a.lock(&name).unwrap().remain_time_to_live().await.unwrap(),
+        a.lock(name).unwrap().remain_time_to_live().await.unwrap(),
         Ttl::NotLocked
     );
 }
 
 #[tokio::test]
 async fn names_with_braces_keep_their_hash_tag() {
-    let server = Server::start();
-    let client = server.client().await;
-    let tag = unique("shop");
-    let name = format!("{{{tag}}}:orders");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::new("shop").await;
+    let name = format!("{{{}}}:orders", fx.name);
+    let lock = fx.client.lock(&name).unwrap();
     assert_eq!(
         lock.channel(),
-        format!("redisson_lock__channel:{{{tag}}}:orders")
+        format!("redisson_lock__channel:{{{}}}:orders", fx.name)
     );
-    let plain = client.lock("orders").unwrap();
+    let plain = fx.client.lock("orders").unwrap();
     assert_eq!(plain.channel(), "redisson_lock__channel:{orders}");
 
-    let raw = server.raw().await;
-    let listener = raw.clone_new();
+    let listener = fx.raw.clone_new();
     listener.init().await.unwrap();
     let mut messages = listener.message_rx();
     listener
@@ -173,10 +151,8 @@ async fn names_with_braces_keep_their_hash_tag() {
 
 #[tokio::test]
 async fn queries_report_holders() {
-    let server = Server::start();
-    let client = server.client().await;
-    let name = unique("query");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::new("query").await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     assert!(!lock.is_locked().await.unwrap());
     assert_eq!(lock.hold_count(Owner::new(3)).await.unwrap(), 0);
 
@@ -195,15 +171,12 @@ async fn queries_report_holders() {
 
 #[tokio::test]
 async fn force_unlock_deletes_publishes_and_fires_lost() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("force");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::new("force").await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     assert!(!lock.force_unlock().await.unwrap(), "nothing to force");
 
     let guard = lock.lock().await.unwrap();
-    let listener = raw.clone_new();
+    let listener = fx.raw.clone_new();
     listener.init().await.unwrap();
     let mut messages = listener.message_rx();
     listener
@@ -212,8 +185,7 @@ async fn force_unlock_deletes_publishes_and_fires_lost() {
         .unwrap();
 
     assert!(lock.force_unlock().await.unwrap());
-    let exists: i64 = raw.exists(&name).await.unwrap();
-    assert_eq!(exists, 0);
+    assert!(!fx.exists(&fx.name).await);
     let message = tokio::time::timeout(Duration::from_secs(5), messages.recv())
         .await
         .unwrap()
@@ -232,14 +204,11 @@ async fn force_unlock_deletes_publishes_and_fires_lost() {
 
 #[tokio::test]
 async fn reenter_refuses_a_hold_that_vanished() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let name = unique("reenter-gone");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::new("reenter-gone").await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     let guard = lock.lock().await.unwrap();
     // Gone behind our back, before the watchdog could notice.
-    let _: i64 = raw.del(&name).await.unwrap();
+    let _: i64 = fx.raw.del(&fx.name).await.unwrap();
     assert!(matches!(
         guard.reenter().await,
         Err(redisson_lock::Error::NotHeld { .. })
@@ -254,10 +223,8 @@ async fn reenter_refuses_a_hold_that_vanished() {
 /// answers NOSCRIPT, and the call falls back to EVAL transparently.
 #[tokio::test]
 async fn scripts_reload_after_script_flush() {
-    let server = Server::start();
-    let client = server.client().await;
-    let raw = server.raw().await;
-    let lock = client.lock(&unique("noscript")).unwrap();
+    let fx = Fixture::new("noscript").await;
+    let (raw, lock) = (&fx.raw, fx.client.lock(&fx.name).unwrap());
     let guard = lock.lock().await.unwrap();
     let _: () = raw
         .custom(fred::cmd!("SCRIPT"), vec!["FLUSH"])

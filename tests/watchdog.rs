@@ -3,21 +3,16 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{unique, Server};
+use common::{unique, Fixture, Server};
 use fred::prelude::*;
 use redisson_lock::{Error, Ttl};
 
 #[tokio::test]
 async fn watchdog_keeps_the_lock_past_three_timeouts() {
-    let server = Server::start();
-    let client = server
-        .client_with(|c| c.lock_watchdog_timeout(Duration::from_secs(1)))
-        .await;
-    let raw = server.raw().await;
-    let name = unique("renew");
-    let lock = client.lock(&name).unwrap();
+    let fx = Fixture::with("renew", |c| c.lock_watchdog_timeout(Duration::from_secs(1))).await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     let guard = lock.lock().await.unwrap();
-    let ttl: i64 = raw.pttl(&name).await.unwrap();
+    let ttl = fx.pttl(&fx.name).await;
     assert!(
         (0..=1_000).contains(&ttl),
         "lease is the 1 s watchdog timeout, PTTL {ttl}"
@@ -30,7 +25,7 @@ async fn watchdog_keeps_the_lock_past_three_timeouts() {
     );
     assert!(guard.is_held().await.unwrap());
     assert!(!guard.is_lost());
-    let ttl: i64 = raw.pttl(&name).await.unwrap();
+    let ttl = fx.pttl(&fx.name).await;
     assert!((1..=1_000).contains(&ttl), "PTTL {ttl}");
 
     // Unlocking stops renewal: a new holder is not kept alive by it.
@@ -40,15 +35,10 @@ async fn watchdog_keeps_the_lock_past_three_timeouts() {
 
 #[tokio::test]
 async fn lost_fires_when_the_key_is_deleted_behind_the_holders_back() {
-    let server = Server::start();
-    let client = server
-        .client_with(|c| c.lock_watchdog_timeout(Duration::from_secs(1)))
-        .await;
-    let raw = server.raw().await;
-    let name = unique("lost");
-    let guard = client.lock(&name).unwrap().lock().await.unwrap();
+    let fx = Fixture::with("lost", |c| c.lock_watchdog_timeout(Duration::from_secs(1))).await;
+    let guard = fx.client.lock(&fx.name).unwrap().lock().await.unwrap();
     assert!(!guard.is_lost());
-    let _: i64 = raw.del(&name).await.unwrap();
+    let _: i64 = fx.raw.del(&fx.name).await.unwrap();
     let started = Instant::now();
     tokio::time::timeout(Duration::from_secs(3), guard.lost())
         .await
@@ -60,12 +50,11 @@ async fn lost_fires_when_the_key_is_deleted_behind_the_holders_back() {
 
 #[tokio::test]
 async fn lease_expires_and_the_next_waiter_gets_the_lock() {
-    let server = Server::start();
-    let a = server.client().await;
-    let b = server.client().await;
-    let name = unique("expiry");
-    let guard = a
-        .lock(&name)
+    let fx = Fixture::new("expiry").await;
+    let b = fx.client().await;
+    let guard = fx
+        .client
+        .lock(&fx.name)
         .unwrap()
         .lock_with_lease(Duration::from_millis(300))
         .await
@@ -73,7 +62,7 @@ async fn lease_expires_and_the_next_waiter_gets_the_lock() {
     let started = Instant::now();
     // Expiry publishes nothing: the waiter is bounded by the holder's TTL.
     let next = b
-        .lock(&name)
+        .lock(&fx.name)
         .unwrap()
         .try_lock_for(Duration::from_secs(10), None)
         .await
@@ -94,11 +83,11 @@ async fn lease_expires_and_the_next_waiter_gets_the_lock() {
 
 #[tokio::test]
 async fn leased_lock_is_not_renewed() {
-    let server = Server::start();
-    let client = server
-        .client_with(|c| c.lock_watchdog_timeout(Duration::from_millis(300)))
-        .await;
-    let lock = client.lock(&unique("no-renew")).unwrap();
+    let fx = Fixture::with("no-renew", |c| {
+        c.lock_watchdog_timeout(Duration::from_millis(300))
+    })
+    .await;
+    let lock = fx.client.lock(&fx.name).unwrap();
     let guard = lock
         .lock_with_lease(Duration::from_millis(600))
         .await

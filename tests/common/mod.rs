@@ -1,11 +1,13 @@
 //! Test harness: a private `redis-server` per test (free loopback port, no
 //! persistence, killed on drop), or the server named by `REDIS_URL`.
 //! [`fault`] holds the fault-injection tools (proxy, Redis-side faults,
-//! child processes that hold locks).
+//! child processes that hold locks). [`Fixture`] is the usual start of a
+//! test: a server, a client, a raw client and a unique lock name.
 #![allow(dead_code)]
 
 pub mod fault;
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -154,6 +156,82 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// The usual start of a test: a server ([`Server::start`]), a client of it,
+/// a raw fred client to look at and poke Redis state, and a unique lock name.
+/// Fields drop in order, so the server goes last, as with the locals it
+/// replaces.
+pub struct Fixture {
+    pub client: Client,
+    pub raw: fred::clients::Client,
+    pub name: String,
+    pub server: Server,
+}
+
+impl Fixture {
+    /// A server, a client with the default settings, a raw client, and a
+    /// name `unique(prefix)`.
+    pub async fn new(prefix: &str) -> Fixture {
+        Fixture::with(prefix, |c| c).await
+    }
+
+    /// The same, with the client's settings changed by `config`.
+    pub async fn with(prefix: &str, config: impl FnOnce(Config) -> Config) -> Fixture {
+        let server = Server::start();
+        Fixture {
+            client: server.client_with(config).await,
+            raw: server.raw().await,
+            name: unique(prefix),
+            server,
+        }
+    }
+
+    /// Another client of the same server (another client id).
+    pub async fn client(&self) -> Client {
+        self.server.client().await
+    }
+
+    /// Another client of the same server, with changed settings.
+    pub async fn client_with(&self, config: impl FnOnce(Config) -> Config) -> Client {
+        self.server.client_with(config).await
+    }
+
+    /// Another raw client (its own connection, e.g. for a task of its own).
+    pub async fn raw(&self) -> fred::clients::Client {
+        self.server.raw().await
+    }
+
+    /// Whether `key` exists.
+    pub async fn exists(&self, key: &str) -> bool {
+        self.raw.exists::<i64, _>(key).await.unwrap() == 1
+    }
+
+    /// `PTTL key` in ms (-2: no key, -1: no expiry).
+    pub async fn pttl(&self, key: &str) -> i64 {
+        self.raw.pttl(key).await.unwrap()
+    }
+
+    /// `HGETALL key`.
+    pub async fn hgetall(&self, key: &str) -> HashMap<String, String> {
+        self.raw.hgetall(key).await.unwrap()
+    }
+
+    /// `KEYS pattern`.
+    pub async fn keys(&self, pattern: &str) -> Vec<String> {
+        self.raw
+            .custom(fred::cmd!("KEYS"), vec![pattern])
+            .await
+            .unwrap()
+    }
+
+    /// `PUBSUB CHANNELS pattern`: the channels anyone subscribes to.
+    pub async fn channels(&self, pattern: &str) -> Vec<String> {
+        self.raw
+            .custom(fred::cmd!("PUBSUB"), vec!["CHANNELS", pattern])
+            .await
+            .unwrap()
     }
 }
 
