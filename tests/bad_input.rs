@@ -6,33 +6,10 @@ mod common;
 
 use std::time::Duration;
 
+use common::make::*;
 use common::{unique, Fixture, Server};
 use fred::prelude::*;
-use redisson_lock::{Client, Config, Error, Kind, Lock, MultiLock, MAX_DURATION};
-
-type Make<K> = fn(&Client, &str) -> Lock<K>;
-
-fn rlock(c: &Client, n: &str) -> Lock<redisson_lock::Reentrant> {
-    c.lock(n).unwrap()
-}
-fn fair(c: &Client, n: &str) -> Lock<redisson_lock::Fair> {
-    c.fair_lock(n).unwrap()
-}
-fn non_reentrant_fair(c: &Client, n: &str) -> Lock<redisson_lock::NonReentrantFair> {
-    c.non_reentrant_fair_lock(n).unwrap()
-}
-fn spin(c: &Client, n: &str) -> Lock<redisson_lock::Spin> {
-    c.spin_lock(n).unwrap()
-}
-fn fenced(c: &Client, n: &str) -> Lock<redisson_lock::Fenced> {
-    c.fenced_lock(n).unwrap()
-}
-fn read(c: &Client, n: &str) -> Lock<redisson_lock::Read> {
-    c.read_write_lock(n).unwrap().read()
-}
-fn write(c: &Client, n: &str) -> Lock<redisson_lock::Write> {
-    c.read_write_lock(n).unwrap().write()
-}
+use redisson_lock::{Client, Config, Error, Kind, MultiLock, MAX_DURATION};
 
 /// Every key in the database (test databases are private or uniquely named).
 async fn keys_like(raw: &fred::clients::Client, name: &str) -> Vec<String> {

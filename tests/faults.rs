@@ -10,32 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::fault::{client_pause, script_flush, PauseMode, Proxy};
+use common::make::*;
 use common::{eventually, unique, wait_numsub, Fixture, Server};
 use fred::prelude::*;
 use rand::Rng;
-use redisson_lock::{Client, Error, Kind, Lock};
+use redisson_lock::{Client, Error, Kind};
 use tokio::time::Instant;
-
-type Make<K> = fn(&Client, &str) -> Lock<K>;
-
-fn rlock(c: &Client, n: &str) -> Lock<redisson_lock::Reentrant> {
-    c.lock(n).unwrap()
-}
-fn fair(c: &Client, n: &str) -> Lock<redisson_lock::Fair> {
-    c.fair_lock(n).unwrap()
-}
-fn spin(c: &Client, n: &str) -> Lock<redisson_lock::Spin> {
-    c.spin_lock(n).unwrap()
-}
-fn fenced(c: &Client, n: &str) -> Lock<redisson_lock::Fenced> {
-    c.fenced_lock(n).unwrap()
-}
-fn read(c: &Client, n: &str) -> Lock<redisson_lock::Read> {
-    c.read_write_lock(n).unwrap().read()
-}
-fn write(c: &Client, n: &str) -> Lock<redisson_lock::Write> {
-    c.read_write_lock(n).unwrap().write()
-}
 
 const WATCHDOG: Duration = Duration::from_millis(1_500);
 

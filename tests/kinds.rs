@@ -8,34 +8,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::make::*;
 use common::{eventually, wait_numsub, Fixture};
 use fred::prelude::*;
 use rand::Rng;
-use redisson_lock::{Client, Kind, Lock, Ttl};
-
-type Make<K> = fn(&Client, &str) -> Lock<K>;
-
-fn rlock(c: &Client, n: &str) -> Lock<redisson_lock::Reentrant> {
-    c.lock(n).unwrap()
-}
-fn fair(c: &Client, n: &str) -> Lock<redisson_lock::Fair> {
-    c.fair_lock(n).unwrap()
-}
-fn non_reentrant_fair(c: &Client, n: &str) -> Lock<redisson_lock::NonReentrantFair> {
-    c.non_reentrant_fair_lock(n).unwrap()
-}
-fn spin(c: &Client, n: &str) -> Lock<redisson_lock::Spin> {
-    c.spin_lock(n).unwrap()
-}
-fn fenced(c: &Client, n: &str) -> Lock<redisson_lock::Fenced> {
-    c.fenced_lock(n).unwrap()
-}
-fn read(c: &Client, n: &str) -> Lock<redisson_lock::Read> {
-    c.read_write_lock(n).unwrap().read()
-}
-fn write(c: &Client, n: &str) -> Lock<redisson_lock::Write> {
-    c.read_write_lock(n).unwrap().write()
-}
+use redisson_lock::{Kind, Lock, Ttl};
 
 /// Whether holders of the kind under test share (readers) or exclude each
 /// other. A shared kind is tested beside its blocker (the writer), which
@@ -417,6 +394,8 @@ kind_tests!(reentrant: rlock, blocked by rlock, Exclusive, LockChannel;
 kind_tests!(fair_lock: fair, blocked by fair, Exclusive, Queue;
     exclusion expiry wake dropped_waiter);
 kind_tests!(non_reentrant_fair_lock: non_reentrant_fair, blocked by non_reentrant_fair, Exclusive, Queue;
+    exclusion wake dropped_waiter);
+kind_tests!(non_reentrant_lock: non_reentrant, blocked by non_reentrant, Exclusive, LockChannel;
     exclusion wake dropped_waiter);
 kind_tests!(fenced_lock: fenced, blocked by fenced, Exclusive, LockChannel;
     exclusion expiry wake dropped_waiter);

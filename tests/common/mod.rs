@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod fault;
+pub mod make;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
