@@ -132,6 +132,7 @@ impl Client {
         let inner = &self.inner;
         inner.closing.send_replace(true);
         inner.watchdog.abort();
+        inner.holds.stopped();
         inner.hub.wake_all();
         let _ = tokio::time::timeout(inner.config.retry_span(), inner.cleanups.drained()).await;
         inner.redis.close();

@@ -365,12 +365,18 @@ impl Holds {
     fn finish_run(&self, run: u64) {
         let mut map = self.map.lock();
         for (_, hold) in map.values_mut().flatten() {
-            if hold.in_run == Some(run) {
+            if hold.in_run.is_some_and(|r| r <= run) {
                 hold.in_run = None;
             }
         }
         drop(map);
-        self.finished_run.send_replace(run);
+        self.finished_run.send_modify(|done| *done = (*done).max(run));
+    }
+
+    /// The watchdog was stopped (shutdown): no run is in flight any more,
+    /// so no release may wait for one.
+    pub(crate) fn stopped(&self) {
+        self.finish_run(u64::MAX);
     }
 }
 
