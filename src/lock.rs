@@ -6,7 +6,10 @@ use std::time::Duration;
 use fred::interfaces::KeysInterface;
 use fred::types::Value;
 
+use futures::FutureExt;
+
 use crate::client::{Client, Inner};
+use crate::detach::FinishOnDrop;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
 use crate::hold::RawHold;
@@ -208,6 +211,11 @@ impl<K: Kind> Lock<K> {
     /// [`Error::InvalidArgument`] for a handle without an owner (each of its
     /// acquisitions had its own: unlock through the guard);
     /// [`Error::NotHeld`] if the owner does not hold the lock.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping this future part-way still completes the unlock in the
+    /// background.
     pub async fn unlock(&self) -> Result<()> {
         let Some(owner) = self.raw.owner else {
             return Err(Error::InvalidArgument(
@@ -215,14 +223,14 @@ impl<K: Kind> Lock<K> {
             ));
         };
         let field = self.raw.proto.field(self.inner(), owner);
-        release(
-            self.inner(),
-            self.raw.proto.as_ref(),
-            &field,
-            Patience::Attempts,
-        )
-        .await
-        .map(drop)
+        let (inner, proto) = (self.inner().clone(), self.raw.proto.clone());
+        // Dropping this future part-way still completes the unlock.
+        let call = async move {
+            release(&inner, proto.as_ref(), &field, Patience::Attempts)
+                .await
+                .map(drop)
+        };
+        FinishOnDrop::new(self.inner().cleanups.clone(), call, |_| async {}.boxed()).await
     }
 
     /// Unlock whoever holds it, and wake a waiter. Returns whether it was

@@ -370,7 +370,8 @@ impl Holds {
             }
         }
         drop(map);
-        self.finished_run.send_modify(|done| *done = (*done).max(run));
+        self.finished_run
+            .send_modify(|done| *done = (*done).max(run));
     }
 
     /// The watchdog was stopped (shutdown): no run is in flight any more,
