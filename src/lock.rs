@@ -140,7 +140,7 @@ impl<K: Kind> Lock<K> {
     /// non-reentrant kind with an explicit owner.
     pub async fn lock(&self) -> Result<LockGuard<K>> {
         let acquired = self.raw.acquire(None, Lease::Watchdog).await?;
-        self.guard(expect_acquired(acquired)?)
+        Ok(self.guard(expect_acquired(acquired)?))
     }
 
     /// Wait as long as it takes; the lock expires `lease` after acquisition
@@ -154,7 +154,7 @@ impl<K: Kind> Lock<K> {
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard<K>> {
         let lease = fixed_lease(lease)?;
         let acquired = self.raw.acquire(None, lease).await?;
-        self.guard(expect_acquired(acquired)?)
+        Ok(self.guard(expect_acquired(acquired)?))
     }
 
     /// Try once, without waiting; watchdog-renewed if acquired.
@@ -167,7 +167,7 @@ impl<K: Kind> Lock<K> {
             .raw
             .acquire(Some(Duration::ZERO), Lease::Watchdog)
             .await?;
-        acquired.map(|a| self.guard(a)).transpose()
+        Ok(acquired.map(|a| self.guard(a)))
     }
 
     /// Wait up to `wait` (zero: try once; above
@@ -196,7 +196,7 @@ impl<K: Kind> Lock<K> {
             None => Lease::Watchdog,
         };
         let acquired = self.raw.acquire(Some(wait), lease).await?;
-        acquired.map(|a| self.guard(a)).transpose()
+        Ok(acquired.map(|a| self.guard(a)))
     }
 
     /// Release one hold of this handle's owner without its guard, like
@@ -281,11 +281,8 @@ impl<K: Kind> Lock<K> {
         self.raw.inner()
     }
 
-    fn guard(&self, acquired: Acquired) -> Result<LockGuard<K>> {
-        Ok(LockGuard::new(
-            RawHold::new(&self.raw, acquired),
-            self.kind.clone(),
-        ))
+    fn guard(&self, acquired: Acquired) -> LockGuard<K> {
+        LockGuard::new(RawHold::new(&self.raw, acquired), self.kind.clone())
     }
 }
 
