@@ -58,6 +58,11 @@ pub enum Error {
     /// `MASTERDOWN`, `READONLY`).
     #[error("Redis is temporarily unavailable: {0}")]
     Unavailable(#[source] Cause),
+    /// Redis refused the credentials (`WRONGPASS`, `NOAUTH`) or the ACL user
+    /// may not run a command or touch a key or channel a lock needs
+    /// (`NOPERM`). Not transient: check the user, password and ACL rules.
+    #[error("Redis refused access: {0}")]
+    Auth(#[source] Cause),
     /// Redis answered with an error not covered above.
     #[error("Redis error: {0}")]
     Redis(#[source] Cause),
@@ -103,6 +108,13 @@ impl Error {
         if details.contains(INVALID_ARGUMENT) {
             return Error::InvalidArgument(details.to_owned());
         }
+        if details.starts_with("WRONGPASS")
+            || details.starts_with("NOAUTH")
+            || details.contains("NOPERM")
+            || err.kind() == &ErrorKind::Auth
+        {
+            return Error::Auth(Cause::redis(err));
+        }
         if UNAVAILABLE.iter().any(|code| details.starts_with(code)) {
             return Error::Unavailable(Cause::redis(err));
         }
@@ -116,7 +128,7 @@ impl Error {
             ErrorKind::Unknown if details.contains("Failed to route") => {
                 Error::Connection(Cause::redis(err))
             }
-            ErrorKind::Config | ErrorKind::Url | ErrorKind::Auth => Error::Config(err.to_string()),
+            ErrorKind::Config | ErrorKind::Url => Error::Config(err.to_string()),
             ErrorKind::Parse | ErrorKind::Protocol => Error::Protocol(err.to_string()),
             _ => Error::Redis(Cause::redis(err)),
         }
