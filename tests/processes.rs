@@ -41,36 +41,7 @@ async fn wait_for(
 /// `KEYS *` with each key's contents (hash fields and values, list or
 /// sorted-set members), as text to search for the dead holder's client id.
 async fn state(raw: &fred::clients::Client) -> Vec<String> {
-    let keys: Vec<String> = raw.custom(fred::cmd!("KEYS"), vec!["*"]).await.unwrap();
-    let mut out = Vec::new();
-    for key in keys {
-        let kind: String = raw
-            .custom(fred::cmd!("TYPE"), vec![key.clone()])
-            .await
-            .unwrap();
-        let contents: Value = match kind.as_str() {
-            "hash" => raw.custom(fred::cmd!("HGETALL"), vec![key.clone()]).await,
-            "list" => {
-                raw.custom(
-                    fred::cmd!("LRANGE"),
-                    vec![key.clone(), "0".into(), "-1".into()],
-                )
-                .await
-            }
-            "zset" => {
-                raw.custom(
-                    fred::cmd!("ZRANGE"),
-                    vec![key.clone(), "0".into(), "-1".into(), "WITHSCORES".into()],
-                )
-                .await
-            }
-            "string" => raw.custom(fred::cmd!("GET"), vec![key.clone()]).await,
-            _ => Ok(Value::Null),
-        }
-        .unwrap_or(Value::Null);
-        out.push(format!("{key} ({kind}): {contents:?}"));
-    }
-    out
+    common::describe_keys(raw, |_| true).await
 }
 
 async fn killed_holder(kind: &str) {

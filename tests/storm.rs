@@ -628,7 +628,7 @@ async fn storm(kind: Kind, target: u64, cap: Duration) -> String {
     let settle_time = settled.elapsed();
     // Longer than a watchdog period: no renewal brings anything back.
     tokio::time::sleep(WATCHDOG * 2).await;
-    let left = describe(&raw, |key| !key.starts_with("redisson_lock_token:")).await;
+    let left = common::describe_keys(&raw, |key| !key.starts_with("redisson_lock_token:")).await;
     assert!(
         left.is_empty(),
         "{kind:?}: keys came back after {:?}:\n{}",
@@ -672,46 +672,11 @@ async fn settle(
             return;
         }
         if Instant::now() >= deadline {
-            let left = describe(raw, &matches).await;
+            let left = common::describe_keys(raw, &matches).await;
             panic!("{what}: after {within:?}, left:\n{}", left.join("\n"));
         }
         tokio::time::sleep(ms(20)).await;
     }
-}
-
-/// Every key matching `matches`: `key (type, pttl): contents`.
-async fn describe(raw: &fred::clients::Client, matches: impl Fn(&str) -> bool) -> Vec<String> {
-    let keys: Vec<String> = raw.custom(fred::cmd!("KEYS"), vec!["*"]).await.unwrap();
-    let mut out = Vec::new();
-    for key in keys.into_iter().filter(|k| matches(k)) {
-        let kind: String = raw
-            .custom(fred::cmd!("TYPE"), vec![key.clone()])
-            .await
-            .unwrap();
-        let pttl: i64 = raw.pttl(&key).await.unwrap();
-        let contents: Value = match kind.as_str() {
-            "hash" => raw.custom(fred::cmd!("HGETALL"), vec![key.clone()]).await,
-            "list" => {
-                raw.custom(
-                    fred::cmd!("LRANGE"),
-                    vec![key.clone(), "0".into(), "-1".into()],
-                )
-                .await
-            }
-            "zset" => {
-                raw.custom(
-                    fred::cmd!("ZRANGE"),
-                    vec![key.clone(), "0".into(), "-1".into(), "WITHSCORES".into()],
-                )
-                .await
-            }
-            "string" => raw.custom(fred::cmd!("GET"), vec![key.clone()]).await,
-            _ => Ok(Value::Null),
-        }
-        .unwrap_or(Value::Null);
-        out.push(format!("{key} ({kind}, pttl {pttl} ms): {contents:?}"));
-    }
-    out
 }
 
 async fn channels(raw: &fred::clients::Client) -> Vec<String> {

@@ -358,3 +358,41 @@ pub async fn wait_numsub(raw: &fred::clients::Client, channel: &str, n: i64) {
     })
     .await;
 }
+
+/// Every key matching `matches`: `key (type, pttl): contents`.
+pub async fn describe_keys(
+    raw: &fred::clients::Client,
+    matches: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let keys: Vec<String> = raw.custom(fred::cmd!("KEYS"), vec!["*"]).await.unwrap();
+    let mut out = Vec::new();
+    for key in keys.into_iter().filter(|k| matches(k)) {
+        let kind: String = raw
+            .custom(fred::cmd!("TYPE"), vec![key.clone()])
+            .await
+            .unwrap();
+        let pttl: i64 = raw.pttl(&key).await.unwrap();
+        let contents: Value = match kind.as_str() {
+            "hash" => raw.custom(fred::cmd!("HGETALL"), vec![key.clone()]).await,
+            "list" => {
+                raw.custom(
+                    fred::cmd!("LRANGE"),
+                    vec![key.clone(), "0".into(), "-1".into()],
+                )
+                .await
+            }
+            "zset" => {
+                raw.custom(
+                    fred::cmd!("ZRANGE"),
+                    vec![key.clone(), "0".into(), "-1".into(), "WITHSCORES".into()],
+                )
+                .await
+            }
+            "string" => raw.custom(fred::cmd!("GET"), vec![key.clone()]).await,
+            _ => Ok(Value::Null),
+        }
+        .unwrap_or(Value::Null);
+        out.push(format!("{key} ({kind}, pttl {pttl} ms): {contents:?}"));
+    }
+    out
+}
