@@ -147,40 +147,49 @@ impl Redis {
         })
     }
 
-    /// Run an idempotent operation, trying again after transient errors.
-    pub(crate) async fn retrying<T, F, Fut>(&self, mut op: F) -> Result<T>
+    /// Run an idempotent operation, trying again after transient errors,
+    /// `retry_attempts` times.
+    pub(crate) async fn retrying<T, F, Fut>(&self, op: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let mut attempt = 0;
-        loop {
-            match op().await {
-                Err(e) if e.is_transient() && attempt < self.retry_attempts => {
-                    attempt += 1;
-                    tracing::debug!(error = %e, attempt, "retrying Redis command");
-                    tokio::time::sleep(equal_jitter(self.retry_delay)).await;
-                }
-                other => return other,
-            }
-        }
+        let attempts = self.retry_attempts;
+        self.retry(op, self.retry_delay, |tries, _| tries < attempts)
+            .await
     }
 
     /// Run an idempotent operation nobody awaits (a cleanup in the
     /// background), trying again after transient errors until it succeeds
     /// or `until` has passed.
-    pub(crate) async fn persisting<T, F, Fut>(&self, until: Instant, mut op: F) -> Result<T>
+    pub(crate) async fn persisting<T, F, Fut>(&self, until: Instant, op: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         let pause = self.retry_delay.max(Duration::from_millis(10));
-        let mut attempt = 0u64;
+        self.retry(op, pause, |_, pause| Instant::now() + pause < until)
+            .await
+    }
+
+    /// Run `op`; while it fails with a transient error and `again(tries so
+    /// far, pause)` allows, pause (with jitter) and run it again.
+    async fn retry<T, F, Fut>(
+        &self,
+        mut op: F,
+        pause: Duration,
+        again: impl Fn(u32, Duration) -> bool,
+    ) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut tries = 0u32;
         loop {
             match op().await {
-                Err(e) if e.is_transient() && Instant::now() + pause < until => {
-                    attempt += 1;
-                    tracing::debug!(error = %e, attempt, "retrying Redis command");
+                Err(e) if e.is_transient() && again(tries, pause) => {
+                    tries = tries.saturating_add(1);
+                    tracing::debug!(error = %e, attempt = tries, "retrying Redis command");
                     tokio::time::sleep(equal_jitter(pause)).await;
                 }
                 other => return other,
