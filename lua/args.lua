@@ -1,5 +1,5 @@
 -- Fragment placed first in every script that writes (see src/script.rs):
--- argument checks a script runs before its first write, so that a bad
+-- the publish helper, and argument checks a script runs before its first write, so that a bad
 -- argument fails the whole call with nothing written (PEXPIRE, SET PX or a
 -- publish command failing half-way would leave partial state behind).
 -- ms_arg(i)         ARGV[i] as a number: milliseconds, a decimal integer in
@@ -11,8 +11,11 @@
 --                   belong to it, a decimal integer in [1, #ARGV - i].
 -- text_arg(i)       ARGV[i], a non-empty string (owner fields, messages).
 -- flag_arg(i)       ARGV[i], exactly "0" or "1".
--- publish_arg(i)    ARGV[i], exactly "PUBLISH" or "SPUBLISH".
+-- publish_arg(i)    ARGV[i], exactly "PUBLISH", "SPUBLISH" or "BOTH".
 -- bad_arg(i, what)  refuse ARGV[i]; it must be `what`.
+-- publish(cmd, channel, message)  publish by `cmd` (a checked publish_arg):
+--                   PUBLISH, SPUBLISH, or BOTH (the two, for clusters whose
+--                   clients disagree on sharded pub/sub).
 -- Integers are decimal digits only, no sign, no leading zero, as Redis parses
 -- PEXPIRE and SET PX values; each range stays exact in a Lua double.
 -- KEYS, ARGV  none of its own: the helpers read the script's ARGV.
@@ -75,8 +78,17 @@ end
 
 local function publish_arg(i)
     local v = ARGV[i]
-    if v ~= 'PUBLISH' and v ~= 'SPUBLISH' then
-        bad_arg(i, 'PUBLISH or SPUBLISH')
+    if v ~= 'PUBLISH' and v ~= 'SPUBLISH' and v ~= 'BOTH' then
+        bad_arg(i, 'PUBLISH, SPUBLISH or BOTH')
     end
     return v
+end
+
+local function publish(cmd, channel, message)
+    if cmd == 'BOTH' then
+        redis.call('PUBLISH', channel, message)
+        redis.call('SPUBLISH', channel, message)
+    else
+        redis.call(cmd, channel, message)
+    end
 end

@@ -6,7 +6,7 @@
 -- KEYS[4]  channel base, redisson_lock__channel:{N}
 -- ARGV[1]  unlock message, "0" (non-empty)
 -- ARGV[2]  now, the caller's epoch milliseconds, 1..2^53-1
--- ARGV[3]  publish command, "PUBLISH" or "SPUBLISH"
+-- ARGV[3]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
 -- Returns  1 if N existed and was deleted (the queue head is sent `0`), else 0.
 --          An INVALID_ARGUMENT error, before anything is written, if an argument
 --          is out of range (args.lua).
@@ -17,7 +17,7 @@ purge_stale_head(KEYS[2], KEYS[3], now)
 if redis.call('del', KEYS[1]) == 1 then
     local head = redis.call('lindex', KEYS[2], 0)
     if head ~= false then
-        redis.call(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
+        publish(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
     end
     return 1
 end

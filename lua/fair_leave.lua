@@ -7,7 +7,7 @@
 -- ARGV[1]  owner field "<clientId>:<ownerId>" of the leaving waiter, non-empty
 -- ARGV[2]  the thread-wait time it enqueued with, in milliseconds, 0..3155760000000
 --          (0: a wait below 1 ms, or a fair_lock_wait_timeout of 0)
--- ARGV[3]  publish command, "PUBLISH" or "SPUBLISH" (addition)
+-- ARGV[3]  publish command, "PUBLISH", "SPUBLISH" or "BOTH" (addition)
 -- Returns  nothing. Idempotent. Beyond Redisson: if the waiter leaving was the head
 --          and the lock is free, the new head is sent `0` on its channel, since an
 --          unlock message may have gone to the waiter that left. An INVALID_ARGUMENT
@@ -31,7 +31,7 @@ redis.call('lrem', KEYS[1], 0, ARGV[1])
 if position == 1 and redis.call('exists', KEYS[3]) == 0 then
     local head = redis.call('lindex', KEYS[1], 0)
     if head ~= false then
-        redis.call(ARGV[3], KEYS[4] .. ':' .. head, 0)
+        publish(ARGV[3], KEYS[4] .. ':' .. head, 0)
     end
 end
 return nil

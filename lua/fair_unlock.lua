@@ -10,7 +10,7 @@
 --          1..3155760000000
 -- ARGV[3]  owner field "<clientId>:<ownerId>", non-empty
 -- ARGV[4]  now, the caller's epoch milliseconds, 1..2^53-1
--- ARGV[5]  publish command, "PUBLISH" or "SPUBLISH"
+-- ARGV[5]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
 -- ARGV[6]  latch TTL in milliseconds, 1..3155760000000
 -- Returns  nil if the owner does not hold N; 0 if still held; 1 if released (the queue
 --          head is sent `0`). Deviation, read only by this crate: on a lock that no
@@ -31,7 +31,7 @@ purge_stale_head(KEYS[2], KEYS[3], now)
 if redis.call('exists', KEYS[1]) == 0 then
     local head = redis.call('lindex', KEYS[2], 0)
     if head ~= false then
-        redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
+        publish(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
     end
     return nil
 end
@@ -48,6 +48,6 @@ redis.call('del', KEYS[1])
 redis.call('set', KEYS[5], 1, 'px', ARGV[6])
 local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false then
-    redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
+    publish(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
 end
 return 1

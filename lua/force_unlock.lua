@@ -2,14 +2,14 @@
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  unlock channel, redisson_lock__channel:{N}
 -- ARGV[1]  unlock message, "0" (non-empty)
--- ARGV[2]  publish command, "PUBLISH" or "SPUBLISH"
+-- ARGV[2]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
 -- Returns  1 if N existed and was deleted (message published), else 0. An
 --          INVALID_ARGUMENT error, before anything is written, if an argument is
 --          out of range (args.lua).
 text_arg(1)
 publish_arg(2)
 if redis.call('del', KEYS[1]) == 1 then
-    redis.call(ARGV[2], KEYS[2], ARGV[1])
+    publish(ARGV[2], KEYS[2], ARGV[1])
     return 1
 end
 return 0

@@ -7,7 +7,7 @@
 -- KEYS[5]  latch key, redisson_unlock_latch:{N}:<32 hex request id>
 -- ARGV[1]  unlock message, "0" (non-empty)
 -- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
--- ARGV[3]  publish command, "PUBLISH" or "SPUBLISH"
+-- ARGV[3]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
 -- ARGV[4]  latch TTL in milliseconds, 1..3155760000000
 -- Returns  nil if N has no mode (message published and latch 1 written anyway, as
 --          Redisson does) or the owner holds no read lock; 0 if N stays held (its
@@ -26,7 +26,7 @@ if replay ~= false then
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-    redis.call(ARGV[3], KEYS[2], ARGV[1])
+    publish(ARGV[3], KEYS[2], ARGV[1])
     redis.call('set', KEYS[5], 1, 'px', ARGV[4])
     return nil
 end
@@ -63,6 +63,6 @@ if redis.call('hlen', KEYS[1]) > 1 then
     end
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[3], KEYS[2], ARGV[1])
+publish(ARGV[3], KEYS[2], ARGV[1])
 redis.call('set', KEYS[5], 1, 'px', ARGV[4])
 return 1

@@ -3,7 +3,7 @@
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  channel, redisson_rwlock:{N}
 -- ARGV[1]  unlock message, "1" (non-empty)
--- ARGV[2]  publish command, "PUBLISH" or "SPUBLISH"
+-- ARGV[2]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
 -- Returns  1 if N was in mode "write" and was deleted (message published), else 0.
 --          An INVALID_ARGUMENT error, before anything is written, if an
 --          argument is out of range (args.lua).
@@ -11,7 +11,7 @@ text_arg(1)
 publish_arg(2)
 if redis.call('hget', KEYS[1], 'mode') == 'write' then
     redis.call('del', KEYS[1])
-    redis.call(ARGV[2], KEYS[2], ARGV[1])
+    publish(ARGV[2], KEYS[2], ARGV[1])
     return 1
 end
 return 0

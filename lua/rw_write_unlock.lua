@@ -7,7 +7,7 @@
 -- ARGV[2]  lease in milliseconds to keep when the write count stays above zero,
 --          1..3155760000000
 -- ARGV[3]  write field "<clientId>:<ownerId>:write", non-empty
--- ARGV[4]  publish command, "PUBLISH" or "SPUBLISH"
+-- ARGV[4]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
 -- ARGV[5]  latch TTL in milliseconds, 1..3155760000000
 -- Returns  nil if N has no mode (message published and latch 1 written anyway, as
 --          Redisson does), is held for reading, or not by this writer; 0 if the
@@ -30,7 +30,7 @@ if replay ~= false then
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
+    publish(ARGV[4], KEYS[2], ARGV[1])
     redis.call('set', KEYS[3], 1, 'px', ARGV[5])
     return nil
 end
@@ -47,10 +47,10 @@ if mode == 'write' then
     redis.call('hdel', KEYS[1], ARGV[3])
     if redis.call('hlen', KEYS[1]) == 1 then
         redis.call('del', KEYS[1])
-        redis.call(ARGV[4], KEYS[2], ARGV[1])
+        publish(ARGV[4], KEYS[2], ARGV[1])
     else
         redis.call('hset', KEYS[1], 'mode', 'read')
-        redis.call(ARGV[4], KEYS[2], ARGV[1])
+        publish(ARGV[4], KEYS[2], ARGV[1])
     end
     redis.call('set', KEYS[3], 1, 'px', ARGV[5])
     return 1

@@ -6,7 +6,7 @@
 -- ARGV[2]  lease in milliseconds to keep when the hold count stays above zero,
 --          1..3155760000000
 -- ARGV[3]  owner field "<clientId>:<ownerId>", non-empty
--- ARGV[4]  publish command, "PUBLISH" or "SPUBLISH"
+-- ARGV[4]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
 -- ARGV[5]  latch TTL in milliseconds, 1..3155760000000
 -- Returns  nil if the owner does not hold N; 0 if still held (count decremented);
 --          1 if released (N deleted, message published). A replay of the same
@@ -32,6 +32,6 @@ if count > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[4], KEYS[2], ARGV[1])
+publish(ARGV[4], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
 return 1

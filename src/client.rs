@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::detach::Cleanups;
 use crate::error::Result;
 use crate::owner::Owner;
-use crate::pubsub::Hub;
+use crate::pubsub::{Commands, Hub};
 use crate::redis::Redis;
 use crate::watchdog::{self, Holds};
 
@@ -43,6 +43,7 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     pub(crate) redis: Redis,
     pub(crate) hub: Hub,
+    publish: &'static str,
     pub(crate) holds: Arc<Holds>,
     pub(crate) runtime: Handle,
     /// Background work finishing what callers started (releases, queue
@@ -61,10 +62,18 @@ impl Client {
     pub async fn connect(config: Config) -> Result<Client> {
         config.validate()?;
         let (redis, subscriber) = crate::redis::connect(&config).await?;
+        let commands = match Commands::resolve(config.pubsub_mode, &redis, config.timeout).await {
+            Ok(commands) => commands,
+            Err(e) => {
+                for client in [redis, subscriber] {
+                    let _ = tokio::time::timeout(config.timeout, client.quit()).await;
+                }
+                return Err(e);
+            }
+        };
         let (redis, latch_task) = Redis::start(redis, &config);
         let holds = Arc::new(Holds::new(config.lock_watchdog_timeout));
-        let (hub, mut tasks) =
-            Hub::start(subscriber.clone(), config.sharded_pubsub, config.timeout);
+        let (hub, mut tasks) = Hub::start(subscriber.clone(), commands, config.timeout);
         tasks.push(latch_task);
         let watchdog = tokio::spawn(watchdog::run(
             holds.clone(),
@@ -81,6 +90,7 @@ impl Client {
                 config,
                 redis,
                 hub,
+                publish: commands.publish(),
                 holds,
                 runtime: Handle::current(),
                 cleanups: Cleanups::new(Handle::current()),
@@ -175,13 +185,9 @@ impl Inner {
         format!("{}:{}", self.id_text, owner)
     }
 
-    /// `PUBLISH` or `SPUBLISH`, as configured.
+    /// `PUBLISH`, `SPUBLISH` or `BOTH`, as configured and resolved at connect.
     pub(crate) fn publish_command(&self) -> &'static str {
-        if self.config.sharded_pubsub {
-            "SPUBLISH"
-        } else {
-            "PUBLISH"
-        }
+        self.publish
     }
 }
 

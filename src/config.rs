@@ -15,6 +15,31 @@ use crate::names::NameMapper;
 /// (now + wait + lease) exact in Lua's doubles and inside Redis's expiry range.
 pub const MAX_DURATION: Duration = Duration::from_millis(3_155_760_000_000);
 
+/// Which pub/sub commands carry unlock messages (Redisson's
+/// `shardedSubscriptionMode`). Redis delivers `SPUBLISH` only to
+/// `SSUBSCRIBE` and `PUBLISH` only to `SUBSCRIBE`, so every client sharing a
+/// lock must agree, or waiters are woken only by their holder's TTL.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PubSubMode {
+    /// Sharded on a cluster whose servers support it (Redis 7+, checked
+    /// once at connect with `PUBSUB SHARDNUMSUB`), classic everywhere else:
+    /// what Java Redisson 3.22+ does by default.
+    #[default]
+    Auto,
+    /// `PUBLISH`/`SUBSCRIBE`: Redisson before 3.22, and every Redisson on a
+    /// single server, Sentinel or a replicated set-up.
+    Classic,
+    /// `SPUBLISH`/`SSUBSCRIBE` (Redis 7+), on the node that owns the
+    /// channel's slot: Redisson 3.22+ on a Redis 7 cluster.
+    Sharded,
+    /// Publish with both commands and listen on both, for a cluster shared
+    /// with Java services on both sides of Redisson 3.22. Costs one more
+    /// publish per unlock and one more subscription per waited channel; a
+    /// duplicate message only makes a waiter check again.
+    Both,
+}
+
 /// How a [`Client`](crate::Client) connects and how its locks behave.
 ///
 /// Field names follow Redisson's configuration (in snake_case) so that a Rust
@@ -68,10 +93,20 @@ pub struct Config {
     /// the queue before other clients may consider it dead. Redisson's
     /// `fairLockWaitTimeout`. Default 5 min; 1 ms to [`MAX_DURATION`].
     pub fair_lock_wait_timeout: Duration,
-    /// Use sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`, Redis 7+) instead of
-    /// `PUBLISH`/`SUBSCRIBE`. Java Redisson 3.22+ uses sharded pub/sub on
-    /// Redis 7 clusters; set this to match the Java side. Default off.
-    pub sharded_pubsub: bool,
+    /// Which pub/sub commands unlock messages travel by. Redisson's
+    /// `shardedSubscriptionMode`; default [`PubSubMode::Auto`], as in
+    /// Redisson 3.22+.
+    pub pubsub_mode: PubSubMode,
+    /// Wait for replicas after every write a lock makes (acquire, unlock,
+    /// renewal, force-unlock, leaving a fair queue): `WAIT` for all the
+    /// master's connected replicas, at most this long. If none confirms,
+    /// the call fails with [`Error::NotReplicated`] (transient: an
+    /// acquisition is undone and tried again, an unlock resent with its
+    /// latch, a renewal counts as failed), as Redisson's
+    /// `checkLockSyncedSlaves` with `slavesSyncTimeout`. Costs one more
+    /// round trip per write; a master with no replica skips the `WAIT`.
+    /// Default none (no `WAIT`); 1 ms to [`MAX_DURATION`].
+    pub replica_sync: Option<Duration>,
     /// Maps every lock name to the name Redis sees (Redisson's
     /// `nameMapper`), e.g. a prefix per tenant. Default none.
     pub name_mapper: Option<Arc<dyn NameMapper>>,
@@ -94,7 +129,8 @@ impl std::fmt::Debug for Config {
             .field("retry_attempts", &self.retry_attempts)
             .field("retry_delay", &self.retry_delay)
             .field("fair_lock_wait_timeout", &self.fair_lock_wait_timeout)
-            .field("sharded_pubsub", &self.sharded_pubsub)
+            .field("pubsub_mode", &self.pubsub_mode)
+            .field("replica_sync", &self.replica_sync)
             .field("name_mapper", &self.name_mapper)
             .finish()
     }
@@ -110,7 +146,8 @@ impl Default for Config {
             retry_attempts: 4,
             retry_delay: Duration::from_secs(1),
             fair_lock_wait_timeout: Duration::from_secs(300),
-            sharded_pubsub: false,
+            pubsub_mode: PubSubMode::Auto,
+            replica_sync: None,
             name_mapper: None,
         }
     }
@@ -168,9 +205,16 @@ impl Config {
         self
     }
 
-    /// Set [`sharded_pubsub`](Self::sharded_pubsub).
-    pub fn sharded_pubsub(mut self, on: bool) -> Self {
-        self.sharded_pubsub = on;
+    /// Set [`pubsub_mode`](Self::pubsub_mode).
+    pub fn pubsub_mode(mut self, mode: PubSubMode) -> Self {
+        self.pubsub_mode = mode;
+        self
+    }
+
+    /// Set [`replica_sync`](Self::replica_sync): wait up to `timeout` for
+    /// replicas after every lock write.
+    pub fn replica_sync(mut self, timeout: Duration) -> Self {
+        self.replica_sync = Some(timeout);
         self
     }
 
@@ -204,6 +248,9 @@ impl Config {
             self.fair_lock_wait_timeout,
             Duration::from_millis(1),
         )?;
+        if let Some(wait) = self.replica_sync {
+            bounded("replica_sync", wait, Duration::from_millis(1))?;
+        }
         if self.lock_watchdog_batch_size == 0 {
             return Err(Error::Config(
                 "lock_watchdog_batch_size must be at least 1".into(),

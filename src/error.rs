@@ -58,6 +58,17 @@ pub enum Error {
     /// `MASTERDOWN`, `READONLY`).
     #[error("Redis is temporarily unavailable: {0}")]
     Unavailable(#[source] Cause),
+    /// A write was made on the master, but none of its `replicas` confirmed
+    /// it within `timeout` ([`Config::replica_sync`](crate::Config::replica_sync)):
+    /// a failover now could lose it. Transient: an acquisition that ran is
+    /// undone and tried again, an unlock is resent with its latch.
+    #[error("no replica of {replicas} confirmed the write within {timeout:?}")]
+    NotReplicated {
+        /// The master's connected replicas when the write was made.
+        replicas: usize,
+        /// How long the client waited for them.
+        timeout: Duration,
+    },
     /// Redis refused the credentials (`WRONGPASS`, `NOAUTH`) or the ACL user
     /// may not run a command or touch a key or channel a lock needs
     /// (`NOPERM`). Not transient: check the user, password and ACL rules.
@@ -87,7 +98,10 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            Error::Timeout(_) | Error::Connection(_) | Error::Unavailable(_)
+            Error::Timeout(_)
+                | Error::Connection(_)
+                | Error::Unavailable(_)
+                | Error::NotReplicated { .. }
         )
     }
 
@@ -125,7 +139,13 @@ impl Error {
             ErrorKind::IO | ErrorKind::Canceled | ErrorKind::Backpressure | ErrorKind::Routing => {
                 Error::Connection(Cause::redis(err))
             }
-            ErrorKind::Unknown if details.contains("Failed to route") => {
+            // ... and "Too many failed write attempts" when the connection
+            // a command was written to closed (or redirected it) before it
+            // could be answered.
+            ErrorKind::Unknown
+                if details.contains("Failed to route")
+                    || details.contains("Too many failed write attempts") =>
+            {
                 Error::Connection(Cause::redis(err))
             }
             ErrorKind::Config | ErrorKind::Url => Error::Config(err.to_string()),

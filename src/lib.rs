@@ -112,7 +112,7 @@ mod watchdog;
 
 pub use backoff::BackOff;
 pub use client::Client;
-pub use config::{Config, MAX_DURATION};
+pub use config::{Config, PubSubMode, MAX_DURATION};
 pub use error::{Cause, Error, Result};
 pub use fair::{Fair, FairLock, NonReentrantFair, NonReentrantFairLock};
 pub use fenced::{Fenced, FencedLock};

@@ -15,13 +15,89 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fred::interfaces::{ClientLike, EventInterface, PubsubInterface};
+use fred::interfaces::{ClientLike, ClusterInterface, EventInterface, PubsubInterface};
+use fred::types::config::Options;
+use fred::types::ClusterHash;
+use fred::util::redis_keyslot;
 use parking_lot::Mutex;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 
+use crate::config::PubSubMode;
 use crate::error::{Error, Result};
+
+/// The pub/sub commands a client uses, resolved from its
+/// [`PubSubMode`] once at connect (PROTOCOL.md §3.4).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Commands {
+    classic: bool,
+    sharded: bool,
+    /// On a cluster, sharded subscriptions go per slot, and confirming
+    /// PINGs to the node that holds the subscription.
+    clustered: bool,
+}
+
+impl Commands {
+    /// Resolve `mode` against the server behind `redis`: `Auto` is sharded
+    /// on a cluster whose nodes know `PUBSUB SHARDNUMSUB` (Redis 7+),
+    /// classic elsewhere. `Sharded` and `Both` are refused up front on a
+    /// server without sharded pub/sub, where every unlock script would fail
+    /// after its writes.
+    pub(crate) async fn resolve(
+        mode: PubSubMode,
+        redis: &fred::clients::Client,
+        timeout: Duration,
+    ) -> Result<Commands> {
+        let clustered = redis.is_clustered();
+        let supports_sharded = || async {
+            let reply = redis
+                .custom::<fred::types::Value, _>(fred::cmd!("PUBSUB"), vec!["SHARDNUMSUB"])
+                .await;
+            match reply {
+                Ok(_) => Ok(true),
+                Err(e) if e.kind() == &fred::error::ErrorKind::Unknown
+                    || e.details().contains("nknown") =>
+                {
+                    Ok(false)
+                }
+                Err(e) => match Error::from_redis(e, "", timeout) {
+                    Error::Redis(_) => Ok(false),
+                    other => Err(other),
+                },
+            }
+        };
+        let (classic, sharded) = match mode {
+            PubSubMode::Classic => (true, false),
+            PubSubMode::Auto => {
+                let sharded = clustered && supports_sharded().await?;
+                (!sharded, sharded)
+            }
+            PubSubMode::Sharded | PubSubMode::Both => {
+                if !supports_sharded().await? {
+                    return Err(Error::Config(
+                        "sharded pub/sub (PubSubMode::Sharded or Both) needs Redis 7 or later".into(),
+                    ));
+                }
+                (mode == PubSubMode::Both, true)
+            }
+        };
+        Ok(Commands {
+            classic,
+            sharded,
+            clustered,
+        })
+    }
+
+    /// The publish argument of every script that publishes.
+    pub(crate) fn publish(&self) -> &'static str {
+        match (self.classic, self.sharded) {
+            (true, true) => "BOTH",
+            (false, true) => "SPUBLISH",
+            _ => "PUBLISH",
+        }
+    }
+}
 
 /// The hub of one client.
 pub(crate) struct Hub {
@@ -39,6 +115,9 @@ struct Entry {
     refs: Mutex<usize>,
     ready: watch::Sender<Ready>,
     notify: Notify,
+    /// On a cluster: the nodes the subscription was made on, to notice when
+    /// the channel's slot has moved to another node.
+    placed: Mutex<Vec<String>>,
 }
 
 #[derive(Clone, Debug)]
@@ -64,7 +143,7 @@ impl Hub {
     /// Start the hub's tasks on `subscriber`, a connection used for nothing else.
     pub(crate) fn start(
         subscriber: fred::clients::Client,
-        sharded: bool,
+        commands: Commands,
         timeout: Duration,
     ) -> (Hub, Vec<JoinHandle<()>>) {
         let (ops, rx) = mpsc::unbounded_channel();
@@ -74,7 +153,7 @@ impl Hub {
             timeout,
         });
         let tasks = vec![
-            tokio::spawn(run_ops(subscriber.clone(), shared.clone(), rx, sharded)),
+            tokio::spawn(run_ops(subscriber.clone(), shared.clone(), rx, commands)),
             tokio::spawn(run_messages(subscriber, shared.clone())),
         ];
         (Hub { shared }, tasks)
@@ -92,6 +171,7 @@ impl Hub {
                         refs: Mutex::new(0),
                         ready: watch::Sender::new(Ready::Pending),
                         notify: Notify::new(),
+                        placed: Mutex::new(Vec::new()),
                     })
                 })
                 .clone();
@@ -181,53 +261,42 @@ impl Shared {
     }
 }
 
-/// Run subscribe/unsubscribe commands in order, and resubscribe after reconnects.
+/// Run subscribe/unsubscribe commands in order, and subscribe again after
+/// reconnects and cluster changes (PROTOCOL.md §3.5).
 async fn run_ops(
     subscriber: fred::clients::Client,
     shared: Arc<Shared>,
     mut ops: mpsc::UnboundedReceiver<Op>,
-    sharded: bool,
+    commands: Commands,
 ) {
     let mut reconnects = subscriber.reconnect_rx();
     let mut errors = subscriber.error_rx();
-    // fred resolves (S)SUBSCRIBE once it is written, not when the server has
-    // processed it. A PING on the same connection is answered only after
-    // everything sent before it, so its reply proves the subscription is
-    // active; only then may a waiter re-check the lock, or an unlock
-    // published between its re-check and its subscription would be lost.
-    let subscribe = |channels: Vec<String>| {
-        let subscriber = subscriber.clone();
-        async move {
-            if sharded {
-                subscriber.ssubscribe(channels).await?;
-            } else {
-                subscriber.subscribe(channels).await?;
-            }
-            subscriber.ping::<fred::types::Value>(None).await.map(drop)
-        }
-    };
+    // Redis drops sharded subscriptions when their slot moves (a failover
+    // or resharding), and fred does not report it; a node that died takes
+    // classic ones with it. On a cluster, while anyone waits, the topology
+    // is read again every second (Redisson's `scanInterval`) and the
+    // channels whose node changed are subscribed again where they now live.
+    let mut scan = tokio::time::interval(Duration::from_secs(1));
+    scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             op = ops.recv() => match op {
                 None => return,
                 Some(Op::Subscribe(channel)) => {
                     let Some(entry) = shared.entry(&channel) else { continue };
-                    let outcome = match subscribe(vec![channel]).await {
+                    let placed = placement(&subscriber, commands, &channel);
+                    let outcome = match subscribe(&subscriber, commands, vec![channel]).await {
                         Ok(()) => Ready::Subscribed,
                         Err(e) => Ready::Failed(Error::connection(format!("subscribe failed: {e}"))),
                     };
+                    *entry.placed.lock() = placed;
                     entry.ready.send_replace(outcome);
                 }
                 Some(Op::Unsubscribe(channel)) => {
                     if shared.entry(&channel).is_some() {
                         continue; // rejoined meanwhile; its Subscribe is queued
                     }
-                    let outcome = if sharded {
-                        subscriber.sunsubscribe(channel).await
-                    } else {
-                        subscriber.unsubscribe(channel).await
-                    };
-                    if let Err(e) = outcome {
+                    if let Err(e) = unsubscribe(&subscriber, commands, channel).await {
                         tracing::debug!(error = %e, "unsubscribe failed");
                     }
                 }
@@ -250,21 +319,154 @@ async fn run_ops(
                 if let Err(RecvError::Closed) = event {
                     return;
                 }
+                resubscribe(&subscriber, commands, shared.all(), "reconnect").await;
+            }
+            _ = scan.tick(), if commands.clustered => {
                 let entries = shared.all();
                 if entries.is_empty() {
                     continue;
                 }
-                let channels = entries.iter().map(|(c, _)| c.clone()).collect();
-                if let Err(e) = subscribe(channels).await {
-                    tracing::warn!(error = %e, "resubscribe after reconnect failed");
+                if let Err(e) = subscriber.sync_cluster().await {
+                    tracing::debug!(error = %e, "reading the cluster topology failed");
+                    continue;
                 }
-                for (_, entry) in entries {
-                    entry.ready.send_replace(Ready::Subscribed);
-                    entry.wake_all();
+                let moved: Vec<_> = entries
+                    .into_iter()
+                    .filter(|(channel, entry)| {
+                        *entry.placed.lock() != placement(&subscriber, commands, channel)
+                    })
+                    .collect();
+                if !moved.is_empty() {
+                    resubscribe(&subscriber, commands, moved, "a slot moved").await;
                 }
             }
         }
     }
+}
+
+/// The nodes that serve `channel`'s subscriptions now, per the client's
+/// cluster routing table (empty without a cluster).
+fn placement(subscriber: &fred::clients::Client, commands: Commands, channel: &str) -> Vec<String> {
+    if !commands.clustered {
+        return Vec::new();
+    }
+    let Some(state) = subscriber.cached_cluster_state() else {
+        return Vec::new();
+    };
+    let mut slots = Vec::with_capacity(2);
+    if commands.classic {
+        slots.push(redis_keyslot(subscriber.id().as_bytes()));
+    }
+    if commands.sharded {
+        slots.push(redis_keyslot(channel.as_bytes()));
+    }
+    slots
+        .into_iter()
+        .map(|slot| state.get_server(slot).map(ToString::to_string).unwrap_or_default())
+        .collect()
+}
+
+/// Subscribe to `entries` again, then wake all their waiters to re-check:
+/// messages published meanwhile are lost. Subscribing to a
+/// channel already subscribed on that connection changes nothing.
+async fn resubscribe(
+    subscriber: &fred::clients::Client,
+    commands: Commands,
+    entries: Vec<(String, Arc<Entry>)>,
+    why: &str,
+) {
+    if entries.is_empty() {
+        return;
+    }
+    let channels = entries.iter().map(|(c, _)| c.clone()).collect();
+    for (channel, entry) in &entries {
+        *entry.placed.lock() = placement(subscriber, commands, channel);
+    }
+    match subscribe(subscriber, commands, channels).await {
+        Ok(()) => tracing::debug!(channels = entries.len(), "subscribed again after {why}"),
+        Err(e) => tracing::warn!(error = %e, "subscribing again after {why} failed"),
+    }
+    for (_, entry) in entries {
+        entry.ready.send_replace(Ready::Subscribed);
+        entry.wake_all();
+    }
+}
+
+/// Subscribe to `channels` and return once the server confirmed it.
+///
+/// fred resolves (S)SUBSCRIBE once it is written, not when the server has
+/// processed it. A PING on the same connection is answered only after
+/// everything sent before it, so its reply proves the subscription is
+/// active; only then may a waiter re-check the lock, or an unlock published
+/// between its re-check and its subscription would be lost. On a cluster,
+/// classic subscriptions live on the node of the client id's slot (fred's
+/// choice) and sharded ones on the node of the channel's slot, one slot per
+/// command; each PING goes to that same node.
+async fn subscribe(
+    subscriber: &fred::clients::Client,
+    commands: Commands,
+    channels: Vec<String>,
+) -> std::result::Result<(), fred::error::Error> {
+    if commands.classic {
+        subscriber.subscribe(channels.clone()).await?;
+        confirm(subscriber, redis_keyslot(subscriber.id().as_bytes())).await?;
+    }
+    if commands.sharded {
+        for (slot, group) in by_slot(channels, commands.clustered) {
+            subscriber.ssubscribe(group).await?;
+            confirm(subscriber, slot).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn unsubscribe(
+    subscriber: &fred::clients::Client,
+    commands: Commands,
+    channel: String,
+) -> std::result::Result<(), fred::error::Error> {
+    if commands.classic {
+        subscriber.unsubscribe(channel.clone()).await?;
+    }
+    if commands.sharded {
+        subscriber.sunsubscribe(channel).await?;
+    }
+    Ok(())
+}
+
+/// PING the node that serves `slot` (the only node without a cluster).
+async fn confirm(
+    subscriber: &fred::clients::Client,
+    slot: u16,
+) -> std::result::Result<(), fred::error::Error> {
+    let options = Options {
+        cluster_hash: Some(ClusterHash::Custom(slot)),
+        ..Options::default()
+    };
+    subscriber
+        .with_options(&options)
+        .ping::<fred::types::Value>(None)
+        .await
+        .map(drop)
+}
+
+/// `channels` grouped by hash slot on a cluster (a sharded subscription
+/// names channels of one slot); one group otherwise.
+fn by_slot(channels: Vec<String>, clustered: bool) -> Vec<(u16, Vec<String>)> {
+    if !clustered {
+        let slot = channels
+            .first()
+            .map_or(0, |c| redis_keyslot(c.as_bytes()));
+        return vec![(slot, channels)];
+    }
+    let mut groups: HashMap<u16, Vec<String>> = HashMap::new();
+    for channel in channels {
+        groups
+            .entry(redis_keyslot(channel.as_bytes()))
+            .or_default()
+            .push(channel);
+    }
+    groups.into_iter().collect()
 }
 
 /// Deliver messages to the waiters of their channel.

@@ -421,10 +421,11 @@ impl RawLock {
             move |(outcome, step): (Result<Attempt>, Step)| {
                 async move {
                     match outcome {
-                        Ok(Attempt::Acquired { .. }) => {
+                        // Ran, so it took a hold: register it, then release it.
+                        Ok(Attempt::Acquired { .. }) | Err(Error::NotReplicated { .. }) => {
                             let _status = inner.holds.acquired(proto.name(), &field, lease, proto.renewal(), sent_at);
                         }
-                        Err(e) if e.is_transient() && inner.holds.count(proto.name(), &field) == 0 => {}
+                        Err(e) if undoable(&e, &inner, proto.name(), &field) => {}
                         _ => return,
                     }
                     if let Err(e) = release(&inner, proto.as_ref(), &field, Patience::UntilExpiry).await {
@@ -438,8 +439,15 @@ impl RawLock {
         let (outcome, step) = FinishOnDrop::new(inner.cleanups.clone(), fut, orphan).await;
         match outcome {
             Ok(attempt) => Ok((attempt, sent_at)),
-            // A lost reply can be undone if the owner held nothing before.
-            Err(e) if e.is_transient() && inner.holds.count(self.name(), field) == 0 => {
+            Err(e) if undoable(&e, &inner, self.name(), field) => {
+                if let Error::NotReplicated { .. } = e {
+                    // It ran: register the hold it took, so that releasing
+                    // it leaves the owner's other holds as they were.
+                    let _status =
+                        inner
+                            .holds
+                            .acquired(self.name(), field, lease, self.proto.renewal(), sent_at);
+                }
                 let proto = self.proto.clone();
                 let field = field.to_owned();
                 let mut step = step;
@@ -664,5 +672,15 @@ pub(crate) async fn release(
         Value::Integer(0) => Ok(Unlocked::StillHeld),
         Value::Integer(1) => Ok(Unlocked::Released),
         other => Err(Error::Protocol(format!("unlock replied {other:?}"))),
+    }
+}
+
+/// Whether a failed attempt can be undone by releasing once and tried
+/// again: an acquisition that ran but was not replicated (known to have
+/// taken one hold), or a lost reply when the owner held nothing before.
+fn undoable(e: &Error, inner: &Inner, name: &str, field: &str) -> bool {
+    match e {
+        Error::NotReplicated { .. } => true,
+        e => e.is_transient() && inner.holds.count(name, field) == 0,
     }
 }

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use fred::interfaces::{ClientLike, KeysInterface, LuaInterface};
+use fred::interfaces::{ClientLike, ClusterInterface, KeysInterface, LuaInterface};
 use fred::types::config::{ConnectionConfig, PerformanceConfig, ReconnectPolicy};
 use fred::types::{Key, Value};
 use tokio::task::JoinHandle;
@@ -85,6 +85,11 @@ pub(crate) struct Redis {
     closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Unlock latch keys to delete, for [`delete_latches`].
     latches: tokio::sync::mpsc::UnboundedSender<String>,
+    /// `WAIT` for replicas after every write, at most this long.
+    replica_sync: Option<Duration>,
+    /// Connected replicas per master (`""` without a cluster), read from
+    /// `INFO replication` and read again when a `WAIT` counts otherwise.
+    replicas: std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<String, usize>>>,
 }
 
 impl Redis {
@@ -98,6 +103,8 @@ impl Redis {
             retry_delay: config.retry_delay,
             closed: Default::default(),
             latches,
+            replica_sync: config.replica_sync,
+            replicas: Default::default(),
         };
         let task = tokio::spawn(delete_latches(
             redis.clone(),
@@ -124,6 +131,7 @@ impl Redis {
     pub(crate) async fn eval(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
         self.check_open()?;
         let call = build();
+        let writes = call.script.writes;
         // A cheap handle (reference counted), named in a WRONGTYPE error.
         let first_key = call.keys.first().cloned();
         let reply = match self
@@ -141,10 +149,75 @@ impl Redis {
             }
             other => other,
         };
-        reply.map_err(|e| {
-            let key = first_key.as_ref().and_then(Key::as_str).unwrap_or_default();
-            Error::from_redis(e, key, self.timeout)
-        })
+        let key = first_key.as_ref().and_then(Key::as_str).unwrap_or_default();
+        let reply = reply.map_err(|e| Error::from_redis(e, key, self.timeout))?;
+        if let (Some(wait), true) = (self.replica_sync, writes) {
+            self.sync_replicas(key, wait).await?;
+        }
+        Ok(reply)
+    }
+
+    /// `WAIT` until every connected replica of the master that serves `key`
+    /// has the writes made so far on our connection to it (at most `wait`);
+    /// [`Error::NotReplicated`] if the master has replicas and none
+    /// confirmed (PROTOCOL.md §9.1, §9.3). Fewer than all is accepted, as
+    /// by Redisson.
+    async fn sync_replicas(&self, key: &str, wait: Duration) -> Result<()> {
+        let slot = fred::util::redis_keyslot(key.as_bytes());
+        // The same node, and so the same connection, as the write.
+        let node = self.client.with_options(&fred::types::config::Options {
+            cluster_hash: Some(fred::types::ClusterHash::Custom(slot)),
+            timeout: Some(self.timeout.saturating_add(wait)),
+            ..Default::default()
+        });
+        let server = self
+            .client
+            .cached_cluster_state()
+            .and_then(|state| state.get_server(slot).map(ToString::to_string))
+            .unwrap_or_default();
+        let known = self.replicas.lock().get(&server).copied();
+        let replicas = match known {
+            Some(n) => n,
+            None => {
+                let info: String = node
+                    .custom(fred::cmd!("INFO"), vec!["replication"])
+                    .await
+                    .map_err(|e| Error::from_redis(e, key, self.timeout))?;
+                let n = info
+                    .lines()
+                    .find_map(|l| l.strip_prefix("connected_slaves:"))
+                    .and_then(|n| n.trim().parse().ok())
+                    .ok_or_else(|| {
+                        Error::Protocol("INFO replication without connected_slaves".into())
+                    })?;
+                self.replicas.lock().insert(server.clone(), n);
+                n
+            }
+        };
+        if replicas == 0 {
+            return Ok(());
+        }
+        let acked: i64 = node
+            .custom(
+                fred::cmd!("WAIT"),
+                vec![
+                    Value::from(replicas as i64),
+                    Value::from(crate::script::millis(wait)),
+                ],
+            )
+            .await
+            .map_err(|e| Error::from_redis(e, key, self.timeout.saturating_add(wait)))?;
+        if usize::try_from(acked).ok() != Some(replicas) {
+            // Replicas came or went: count them again next time.
+            self.replicas.lock().remove(&server);
+        }
+        if acked <= 0 {
+            return Err(Error::NotReplicated {
+                replicas,
+                timeout: wait,
+            });
+        }
+        Ok(())
     }
 
     /// Run an idempotent operation, trying again after transient errors,

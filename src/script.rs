@@ -9,6 +9,9 @@ use fred::types::{Key, Value};
 /// One embedded script and its SHA1.
 pub(crate) struct Script {
     pub body: &'static str,
+    /// Whether it writes (it starts with `args.lua`): followed by `WAIT`
+    /// when [`Config::replica_sync`](crate::Config::replica_sync) is set.
+    pub writes: bool,
     sha: LazyLock<String>,
 }
 
@@ -18,9 +21,16 @@ pub(crate) struct Script {
 /// write, so a bad argument is refused with nothing written; the read-only
 /// `*is_locked` scripts go without.
 macro_rules! script {
+    ($name:ident, "args.lua", $($file:literal),+) => {
+        script!(@make $name, true, "args.lua", $($file),+);
+    };
     ($name:ident, $($file:literal),+) => {
+        script!(@make $name, false, $($file),+);
+    };
+    (@make $name:ident, $writes:literal, $($file:literal),+) => {
         pub(crate) static $name: Script = Script {
             body: concat!($(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file))),+),
+            writes: $writes,
             sha: LazyLock::new(|| {
                 fred::util::sha1_hash(concat!($(include_str!(concat!(
                     env!("CARGO_MANIFEST_DIR"),

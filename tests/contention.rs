@@ -229,13 +229,15 @@ async fn waiters_recheck_after_the_subscriber_reconnects() {
     guard.unwrap().unlock().await.unwrap();
 }
 
-/// With `sharded_pubsub`, unlocks go out by SPUBLISH and waiters listen by
+/// With `PubSubMode::Sharded`, unlocks go out by SPUBLISH and waiters listen by
 /// SSUBSCRIBE (Java Redisson 3.22+ on Redis 7 clusters); Redis 7 accepts both
 /// on a single server too.
 #[tokio::test]
 async fn sharded_pubsub_wakes_waiters() {
-    let fx = Fixture::with("sharded", |c| c.sharded_pubsub(true)).await;
-    let waiter_client = fx.client_with(|c| c.sharded_pubsub(true)).await;
+    let fx = Fixture::with("sharded", |c| c.pubsub_mode(PubSubMode::Sharded)).await;
+    let waiter_client = fx
+        .client_with(|c| c.pubsub_mode(PubSubMode::Sharded))
+        .await;
     let raw = &fx.raw;
     let holder = fx.client.lock(&fx.name).unwrap().lock().await.unwrap();
     let lock = waiter_client.lock(&fx.name).unwrap();

@@ -7,6 +7,7 @@
 
 pub mod fault;
 pub mod make;
+pub mod topology;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
