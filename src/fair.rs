@@ -200,7 +200,11 @@ impl Protocol for Fair {
                 Value::from(field),
                 Value::Integer(now_ms()),
                 Value::from(inner.publish_command()),
-                Value::Integer(millis(inner.config.latch_ttl())),
+                Value::Integer(millis(
+                    inner
+                        .config
+                        .latch_ttl(std::time::Duration::from_millis(lease_ms.unsigned_abs())),
+                )),
             ],
         )
     }

@@ -56,8 +56,9 @@ impl Commands {
                 .await;
             match reply {
                 Ok(_) => Ok(true),
-                Err(e) if e.kind() == &fred::error::ErrorKind::Unknown
-                    || e.details().contains("nknown") =>
+                Err(e)
+                    if e.kind() == &fred::error::ErrorKind::Unknown
+                        || e.details().contains("nknown") =>
                 {
                     Ok(false)
                 }
@@ -76,7 +77,8 @@ impl Commands {
             PubSubMode::Sharded | PubSubMode::Both => {
                 if !supports_sharded().await? {
                     return Err(Error::Config(
-                        "sharded pub/sub (PubSubMode::Sharded or Both) needs Redis 7 or later".into(),
+                        "sharded pub/sub (PubSubMode::Sharded or Both) needs Redis 7 or later"
+                            .into(),
                     ));
                 }
                 (mode == PubSubMode::Both, true)
@@ -362,7 +364,12 @@ fn placement(subscriber: &fred::clients::Client, commands: Commands, channel: &s
     }
     slots
         .into_iter()
-        .map(|slot| state.get_server(slot).map(ToString::to_string).unwrap_or_default())
+        .map(|slot| {
+            state
+                .get_server(slot)
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        })
         .collect()
 }
 
@@ -454,9 +461,7 @@ async fn confirm(
 /// names channels of one slot); one group otherwise.
 fn by_slot(channels: Vec<String>, clustered: bool) -> Vec<(u16, Vec<String>)> {
     if !clustered {
-        let slot = channels
-            .first()
-            .map_or(0, |c| redis_keyslot(c.as_bytes()));
+        let slot = channels.first().map_or(0, |c| redis_keyslot(c.as_bytes()));
         return vec![(slot, channels)];
     }
     let mut groups: HashMap<u16, Vec<String>> = HashMap::new();

@@ -443,10 +443,13 @@ impl RawLock {
                 if let Error::NotReplicated { .. } = e {
                     // It ran: register the hold it took, so that releasing
                     // it leaves the owner's other holds as they were.
-                    let _status =
-                        inner
-                            .holds
-                            .acquired(self.name(), field, lease, self.proto.renewal(), sent_at);
+                    let _status = inner.holds.acquired(
+                        self.name(),
+                        field,
+                        lease,
+                        self.proto.renewal(),
+                        sent_at,
+                    );
                 }
                 let proto = self.proto.clone();
                 let field = field.to_owned();

@@ -164,7 +164,11 @@ pub(crate) fn unlock_call(
             Value::Integer(lease_ms),
             Value::from(field),
             Value::from(inner.publish_command()),
-            Value::Integer(millis(inner.config.latch_ttl())),
+            Value::Integer(millis(
+                inner
+                    .config
+                    .latch_ttl(std::time::Duration::from_millis(lease_ms.unsigned_abs())),
+            )),
         ],
     )
 }

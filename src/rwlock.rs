@@ -252,7 +252,7 @@ impl Protocol for Read {
         Waiting::Channel(self.keys.channel.clone())
     }
 
-    fn release(&self, inner: &Inner, field: &str, _lease_ms: i64, latch: &str) -> ScriptCall {
+    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
             &script::RW_READ_UNLOCK,
             &[
@@ -266,7 +266,11 @@ impl Protocol for Read {
                 Value::from("0"),
                 Value::from(field),
                 Value::from(inner.publish_command()),
-                Value::Integer(millis(inner.config.latch_ttl())),
+                Value::Integer(millis(
+                    inner
+                        .config
+                        .latch_ttl(std::time::Duration::from_millis(lease_ms.unsigned_abs())),
+                )),
             ],
         )
     }
@@ -339,7 +343,11 @@ impl Protocol for Write {
                 Value::Integer(lease_ms),
                 Value::from(field),
                 Value::from(inner.publish_command()),
-                Value::Integer(millis(inner.config.latch_ttl())),
+                Value::Integer(millis(
+                    inner
+                        .config
+                        .latch_ttl(std::time::Duration::from_millis(lease_ms.unsigned_abs())),
+                )),
             ],
         )
     }

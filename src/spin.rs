@@ -78,7 +78,11 @@ impl Protocol for Spin {
             vec![
                 Value::Integer(lease_ms),
                 Value::from(field),
-                Value::Integer(millis(inner.config.latch_ttl())),
+                Value::Integer(millis(
+                    inner
+                        .config
+                        .latch_ttl(std::time::Duration::from_millis(lease_ms.unsigned_abs())),
+                )),
             ],
         )
     }

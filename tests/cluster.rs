@@ -16,7 +16,7 @@ use common::make::{self, Make};
 use common::topology::{until, Cluster};
 use common::unique;
 use fred::prelude::*;
-use redisson_lock::{Client, Kind, MultiLock, PubSubMode};
+use redisson_lock::{Client, Error, Kind, MultiLock, PubSubMode};
 
 /// Names whose slots differ (and so, mostly, their masters).
 fn names(prefix: &str, n: usize) -> Vec<String> {
@@ -71,9 +71,8 @@ async fn auto_mode_is_sharded(cluster: &Cluster) {
         let guard = holder.lock(&name).unwrap().lock().await.unwrap();
         let lock = client.lock(&name).unwrap();
         let channel = lock.channel().to_string();
-        let waiter = tokio::spawn(async move {
-            lock.try_lock_for(Duration::from_secs(20), None).await
-        });
+        let waiter =
+            tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
         let master = cluster.master_of(slot_of(&channel)).await;
         let node = cluster.nodes[master].raw().await;
         until("a sharded subscriber", Duration::from_secs(5), || async {
@@ -197,7 +196,9 @@ async fn wakes_by_publish_in_many_slots(cluster: &Cluster) {
 /// client and a sharded one (Java before and after Redisson 3.22) both wake
 /// it, and it wakes both.
 async fn both_mode_bridges_classic_and_sharded(cluster: &Cluster) {
-    let both = cluster.client_with(|c| c.pubsub_mode(PubSubMode::Both)).await;
+    let both = cluster
+        .client_with(|c| c.pubsub_mode(PubSubMode::Both))
+        .await;
     for mode in [PubSubMode::Classic, PubSubMode::Sharded] {
         let other = cluster.client_with(|c| c.pubsub_mode(mode)).await;
         let name = unique("both");
@@ -205,7 +206,8 @@ async fn both_mode_bridges_classic_and_sharded(cluster: &Cluster) {
         let guard = other.lock(&name).unwrap().lock().await.unwrap();
         let lock = both.lock(&name).unwrap();
         let channel = lock.channel().to_string();
-        let waiter = tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(25), None).await });
+        let waiter =
+            tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(25), None).await });
         until("subscribed both ways", Duration::from_secs(5), || async {
             (cluster.subscriptions(&channel).await == 2).then_some(())
         })
@@ -213,18 +215,27 @@ async fn both_mode_bridges_classic_and_sharded(cluster: &Cluster) {
         let unlocked = Instant::now();
         guard.unlock().await.unwrap();
         let got = waiter.await.unwrap().unwrap().expect("woken");
-        assert!(unlocked.elapsed() < Duration::from_secs(5), "{mode:?} woke Both");
+        assert!(
+            unlocked.elapsed() < Duration::from_secs(5),
+            "{mode:?} woke Both"
+        );
         // The Both client unlocks; the other side waits.
         let lock = other.lock(&name).unwrap();
-        let waiter = tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(25), None).await });
-        until("the other side subscribed", Duration::from_secs(5), || async {
-            (cluster.subscriptions(&channel).await == 1).then_some(())
-        })
+        let waiter =
+            tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(25), None).await });
+        until(
+            "the other side subscribed",
+            Duration::from_secs(5),
+            || async { (cluster.subscriptions(&channel).await == 1).then_some(()) },
+        )
         .await;
         let unlocked = Instant::now();
         got.unlock().await.unwrap();
         let got = waiter.await.unwrap().unwrap().expect("woken");
-        assert!(unlocked.elapsed() < Duration::from_secs(5), "Both woke {mode:?}");
+        assert!(
+            unlocked.elapsed() < Duration::from_secs(5),
+            "Both woke {mode:?}"
+        );
         got.unlock().await.unwrap();
         other.shutdown().await;
     }
@@ -355,7 +366,8 @@ async fn graceful_failover(cluster: &Cluster) {
     let guard = holder.lock(&name).unwrap().lock().await.unwrap();
     let lock = waiting.lock(&name).unwrap();
     let channel = lock.channel().to_string();
-    let waiter = tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(60), None).await });
+    let waiter =
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(60), None).await });
     until("the waiter subscribed", Duration::from_secs(5), || async {
         (cluster.subscriptions(&channel).await == 1).then_some(())
     })
@@ -377,17 +389,26 @@ async fn graceful_failover(cluster: &Cluster) {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!guard.is_lost(), "a graceful failover keeps the lock");
     assert!(guard.is_held().await.unwrap());
-    until("the waiter subscribed on the new master", Duration::from_secs(10), || async {
-        (cluster.subscriptions(&channel).await == 1).then_some(())
-    })
+    until(
+        "the waiter subscribed on the new master",
+        Duration::from_secs(10),
+        || async { (cluster.subscriptions(&channel).await == 1).then_some(()) },
+    )
     .await;
     let unlocked = Instant::now();
     guard.unlock().await.unwrap();
-    let got = waiter.await.unwrap().unwrap().expect("woken after failover");
+    let got = waiter
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("woken after failover");
     let woke = unlocked.elapsed();
     got.unlock().await.unwrap();
     eprintln!("   graceful failover: waiter woken {woke:?} after the unlock");
-    assert!(woke < Duration::from_secs(10), "woken by publish, not the 30 s lease: {woke:?}");
+    assert!(
+        woke < Duration::from_secs(10),
+        "woken by publish, not the 30 s lease: {woke:?}"
+    );
     holder.shutdown().await;
     waiting.shutdown().await;
 }
@@ -401,7 +422,9 @@ async fn master_killed(cluster: &Cluster) {
     // Longer than the failover takes (about 3 s here), so that renewals
     // can reach the new master in time.
     let lease = Duration::from_secs(9);
-    let holder = cluster.client_with(|c| c.lock_watchdog_timeout(lease)).await;
+    let holder = cluster
+        .client_with(|c| c.lock_watchdog_timeout(lease))
+        .await;
     let waiting = cluster.client().await;
     let name = unique("killed");
     let slot = slot_of(&format!("{{{name}}}"));
@@ -437,8 +460,15 @@ async fn master_killed(cluster: &Cluster) {
         assert!(!waiter.is_finished(), "the waiter must not hold too");
         let unlocked = Instant::now();
         guard.unlock().await.unwrap();
-        let got = waiter.await.unwrap().unwrap().expect("woken after failover");
-        eprintln!("   master killed: waiter woken {:?} after the unlock", unlocked.elapsed());
+        let got = waiter
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("woken after failover");
+        eprintln!(
+            "   master killed: waiter woken {:?} after the unlock",
+            unlocked.elapsed()
+        );
         got.unlock().await.unwrap();
     }
     assert!(
@@ -457,7 +487,9 @@ async fn master_killed(cluster: &Cluster) {
 /// renewal period of the new master serving, and a waiter takes the lock.
 async fn lock_lost_in_failover(cluster: &Cluster) {
     let lease = Duration::from_secs(6);
-    let holder = cluster.client_with(|c| c.lock_watchdog_timeout(lease)).await;
+    let holder = cluster
+        .client_with(|c| c.lock_watchdog_timeout(lease))
+        .await;
     let waiting = cluster.client().await;
     let name = unique("lost");
     let slot = slot_of(&format!("{{{name}}}"));
@@ -485,7 +517,10 @@ async fn lock_lost_in_failover(cluster: &Cluster) {
         "   lock lost in failover: holder told {:?} after the new master served",
         serving.elapsed()
     );
-    assert!(lost.is_ok(), "the holder learns within a lease that it lost the lock");
+    assert!(
+        lost.is_ok(),
+        "the holder learns within a lease that it lost the lock"
+    );
     let got = waiting
         .lock(&name)
         .unwrap()
@@ -493,7 +528,10 @@ async fn lock_lost_in_failover(cluster: &Cluster) {
         .await
         .unwrap()
         .expect("the lock is free on the new master");
-    assert!(matches!(guard.unlock().await, Err(_)), "the old holder holds nothing");
+    assert!(
+        matches!(guard.unlock().await, Err(Error::NotHeld { .. })),
+        "the old holder holds nothing"
+    );
     got.unlock().await.unwrap();
     holder.shutdown().await;
     waiting.shutdown().await;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::{eventually, numsub, wait_numsub, Fixture};
 use fred::prelude::*;
-use redisson_lock::RLock;
+use redisson_lock::{PubSubMode, RLock};
 
 /// Non-atomic read-modify-write of a counter under the lock.
 async fn increment(lock: &RLock, raw: &fred::clients::Client, counter: &str, rounds: usize) {
@@ -235,9 +235,7 @@ async fn waiters_recheck_after_the_subscriber_reconnects() {
 #[tokio::test]
 async fn sharded_pubsub_wakes_waiters() {
     let fx = Fixture::with("sharded", |c| c.pubsub_mode(PubSubMode::Sharded)).await;
-    let waiter_client = fx
-        .client_with(|c| c.pubsub_mode(PubSubMode::Sharded))
-        .await;
+    let waiter_client = fx.client_with(|c| c.pubsub_mode(PubSubMode::Sharded)).await;
     let raw = &fx.raw;
     let holder = fx.client.lock(&fx.name).unwrap().lock().await.unwrap();
     let lock = waiter_client.lock(&fx.name).unwrap();

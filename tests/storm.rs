@@ -15,7 +15,7 @@
 //! clients kept, so their watchdogs keep running): within 20 s no lock hash,
 //! fair queue or deadline, nor read timeout key is left (background releases
 //! and queue leaves retry after the kills); then no unlock latch within the
-//! latch TTL (1.56 s with these settings) + 2 s; nobody is subscribed to
+//! latch TTL (2.08 s with these settings) + 2 s; nobody is subscribed to
 //! anything; more than one watchdog period later still nothing (no renewal
 //! brought anything back); and a fresh client takes the lock at once with
 //! `try_lock()`.
@@ -56,9 +56,11 @@ const TIMEOUT: Duration = Duration::from_millis(500);
 const RETRY_ATTEMPTS: u32 = 3;
 const RETRY_DELAY: Duration = Duration::from_millis(20);
 const WATCHDOG: Duration = Duration::from_millis(600);
-/// How long an unlock latch can outlive its unlock: `(timeout + retry_delay) × retry_attempts`.
+/// How long an unlock latch can outlive its unlock: `(timeout + retry_delay)
+/// × (retry_attempts + 1)`, which is more than any lease used here (800 ms at
+/// most) + timeout.
 const LATCH_TTL: Duration = Duration::from_millis(
-    (TIMEOUT.as_millis() + RETRY_DELAY.as_millis()) as u64 * RETRY_ATTEMPTS as u64,
+    (TIMEOUT.as_millis() + RETRY_DELAY.as_millis()) as u64 * (RETRY_ATTEMPTS as u64 + 1),
 );
 /// A cut that lets the operation run to completion (normally).
 const LONG: Duration = Duration::from_secs(3);

@@ -3,6 +3,7 @@
 //! See BENCHMARKS.md for what every number means.
 
 mod ceiling;
+mod cluster;
 mod libs;
 mod plot;
 mod report;
@@ -190,7 +191,7 @@ fn run(args: &[String]) -> Result<()> {
     if let Some(i) = args.iter().position(|a| a == "--only") {
         let list = args
             .get(i + 1)
-            .context("--only s1,s2,s3,s4,s5w,s5r,s6i,s6ii")?;
+            .context("--only s1,s2,s3,s4,s5w,s5r,s6i,s6ii,s7")?;
         params.only = list.split(',').map(str::to_owned).collect();
     }
     if let Some(i) = args.iter().position(|a| a == "--libs") {
@@ -382,11 +383,21 @@ async fn bench(url: &str, params: &Params) -> Result<()> {
         }
     }
     server::flushall(&mut admin).await?;
+    let mut cluster_text = String::new();
+    if params.wants("s7") {
+        eprintln!("scenario 7: a local Redis Cluster");
+        let (subjects, text) = cluster::run(url, params.smoke).await?;
+        for (subject, m) in subjects {
+            records.push(Record::new("s7", &subject, 0, m));
+        }
+        cluster_text = text;
+    }
 
     let redis_version = redis_version(&mut admin).await.unwrap_or_default();
     let summary = report::summarize(&records);
     println!("{}", summary.table);
     println!("{}", summary.targets_text);
+    println!("{cluster_text}");
     eprintln!("total bench time {:.0} s", started.elapsed().as_secs_f64());
 
     // Only the full default run updates the published results; smoke and
@@ -413,7 +424,10 @@ async fn bench(url: &str, params: &Params) -> Result<()> {
     });
     std::fs::write(
         dir.join("latest.txt"),
-        format!("{}\n{}", summary.table, summary.targets_text),
+        format!(
+            "{}\n{}\n{cluster_text}",
+            summary.table, summary.targets_text
+        ),
     )?;
     let json_path = dir.join("latest.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&json)?)?;

@@ -300,8 +300,7 @@ impl Cluster {
                 || async {
                     let ok = info_cluster(&raw, "cluster_state").await.as_deref() == Some("ok")
                         && info_cluster(&raw, "cluster_known_nodes").await.as_deref() == Some("6")
-                        && info_cluster(&raw, "cluster_slots_ok").await.as_deref()
-                            == Some("16384");
+                        && info_cluster(&raw, "cluster_slots_ok").await.as_deref() == Some("16384");
                     ok.then_some(())
                 },
             )
@@ -343,7 +342,9 @@ impl Cluster {
                 Err(_) => continue,
             };
             let _ = raw.quit().await;
-            let Value::Array(ranges) = slots else { continue };
+            let Value::Array(ranges) = slots else {
+                continue;
+            };
             for range in ranges {
                 let Value::Array(parts) = range else { continue };
                 let (Some(lo), Some(hi)) = (
@@ -403,10 +404,7 @@ impl Cluster {
 }
 
 async fn info_cluster(raw: &fred::clients::Client, field: &str) -> Option<String> {
-    let info: String = raw
-        .custom(fred::cmd!("CLUSTER"), vec!["INFO"])
-        .await
-        .ok()?;
+    let info: String = raw.custom(fred::cmd!("CLUSTER"), vec!["INFO"]).await.ok()?;
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
         .map(|v| v.trim().to_string())
@@ -592,7 +590,11 @@ impl Replicated {
         let ports = free_ports(2);
         let master = Node::spawn("redis-server", ports[0], server_args(ports[0], &dir, &[]));
         let extra = ["--replicaof", "127.0.0.1", &ports[0].to_string()].map(String::from);
-        let replica = Node::spawn("redis-server", ports[1], server_args(ports[1], &dir, &extra));
+        let replica = Node::spawn(
+            "redis-server",
+            ports[1],
+            server_args(ports[1], &dir, &extra),
+        );
         wait_replicas(&master, 1).await;
         Replicated {
             url: format!("redis://{}", master.addr()),
