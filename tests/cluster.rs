@@ -54,6 +54,10 @@ async fn cluster() {
     scenario!(renewals_and_latches_across_slots);
     scenario!(multi_lock_across_slots);
     scenario!(storm_leaves_no_subscription);
+    scenario!(replica_sync_per_node);
+    if cluster.private() {
+        scenario!(slot_migrated_while_held);
+    }
     if cluster.private() {
         scenario!(graceful_failover);
         scenario!(master_killed);
@@ -351,6 +355,161 @@ async fn storm_leaves_no_subscription(cluster: &Cluster) {
     }
     a.shutdown().await;
     b.shutdown().await;
+}
+
+/// With `replica_sync`, every lock write waits for the replica of the
+/// master that took it: on each master's replica the lock is there as soon
+/// as `lock()` returns.
+async fn replica_sync_per_node(cluster: &Cluster) {
+    if !cluster.private() {
+        return;
+    }
+    let client = cluster
+        .client_with(|c| c.replica_sync(Duration::from_secs(2)))
+        .await;
+    for name in names("synced", 6) {
+        let guard = client.lock(&name).unwrap().lock().await.unwrap();
+        let master = cluster.master_of(slot_of(&format!("{{{name}}}"))).await;
+        let replica = cluster.replica_of(master).await;
+        let raw = cluster.nodes[replica].raw().await;
+        // A replica answers reads of its master's slots after READONLY.
+        let _: () = raw
+            .custom(fred::cmd!("READONLY"), Vec::<String>::new())
+            .await
+            .unwrap();
+        let fields: std::collections::HashMap<String, String> = raw.hgetall(&name).await.unwrap();
+        assert_eq!(
+            fields.get(guard.field()).map(String::as_str),
+            Some("1"),
+            "{name} on its replica"
+        );
+        guard.unlock().await.unwrap();
+        let exists: i64 = raw.exists(&name).await.unwrap();
+        assert_eq!(exists, 0, "the unlock reached the replica first");
+        let _ = raw.quit().await;
+    }
+    client.shutdown().await;
+}
+
+/// Move the slot of a held and awaited lock to another master by hand
+/// (`CLUSTER SETSLOT … IMPORTING/MIGRATING`, `MIGRATE`, `SETSLOT … NODE`),
+/// with renewals running: the client follows ASK and MOVED, renews on the
+/// new node, the waiter subscribes again there and is woken by the unlock.
+async fn slot_migrated_while_held(cluster: &Cluster) {
+    let holder = cluster
+        .client_with(|c| c.lock_watchdog_timeout(Duration::from_millis(1500)))
+        .await;
+    let waiting = cluster.client().await;
+    let name = unique("migrated");
+    let slot = slot_of(&format!("{{{name}}}"));
+    let guard = holder.lock(&name).unwrap().lock().await.unwrap();
+    let lock = waiting.lock(&name).unwrap();
+    let channel = lock.channel().to_string();
+    let waiter =
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(60), None).await });
+    until("the waiter subscribed", Duration::from_secs(5), || async {
+        (cluster.subscriptions(&channel).await == 1).then_some(())
+    })
+    .await;
+    let from = cluster.master_of(slot).await;
+    let to = loop {
+        let other = cluster.master_of(slot_of(&unique("elsewhere"))).await;
+        if other != from {
+            break other;
+        }
+    };
+    let src = cluster.nodes[from].raw().await;
+    let dst = cluster.nodes[to].raw().await;
+    let id = |raw: &fred::clients::Client| {
+        let raw = raw.clone();
+        async move {
+            raw.custom::<String, _>(fred::cmd!("CLUSTER"), vec!["MYID"])
+                .await
+                .unwrap()
+        }
+    };
+    let (src_id, dst_id) = (id(&src).await, id(&dst).await);
+    let slot_text = slot.to_string();
+    let setslot = |raw: fred::clients::Client, how: &'static str, node: String| {
+        let slot_text = slot_text.clone();
+        async move {
+            let _: Value = raw
+                .custom(
+                    fred::cmd!("CLUSTER"),
+                    vec!["SETSLOT", &slot_text, how, &node],
+                )
+                .await
+                .unwrap();
+        }
+    };
+    setslot(dst.clone(), "IMPORTING", src_id.clone()).await;
+    setslot(src.clone(), "MIGRATING", dst_id.clone()).await;
+    // Renewals now meet ASK for keys already moved; move them all.
+    let keys: Vec<String> = src
+        .custom(
+            fred::cmd!("CLUSTER"),
+            vec!["GETKEYSINSLOT", &slot_text, "100"],
+        )
+        .await
+        .unwrap();
+    assert!(keys.contains(&name), "the lock is in its slot: {keys:?}");
+    let mut migrate = vec![
+        "127.0.0.1".to_string(),
+        cluster.nodes[to].port.to_string(),
+        String::new(),
+        "0".into(),
+        "5000".into(),
+        "KEYS".into(),
+    ];
+    migrate.extend(keys);
+    let _: Value = src.custom(fred::cmd!("MIGRATE"), migrate).await.unwrap();
+    for node in cluster.nodes.iter().filter(|n| n.is_running()) {
+        let raw = node.raw().await;
+        let role: Value = raw
+            .custom(fred::cmd!("ROLE"), Vec::<String>::new())
+            .await
+            .unwrap();
+        let is_master = matches!(&role, Value::Array(v) if v.first().and_then(Value::as_str).as_deref() == Some("master"));
+        if is_master {
+            setslot(raw.clone(), "NODE", dst_id.clone()).await;
+        }
+        let _ = raw.quit().await;
+    }
+    until(
+        "the slot served by its new master",
+        Duration::from_secs(10),
+        || async { (cluster.master_of(slot).await == to).then_some(()) },
+    )
+    .await;
+    // Two renewal periods on the new node.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(
+        !guard.is_lost(),
+        "the holder kept its lock through the migration"
+    );
+    let pttl: i64 = dst.pttl(&name).await.unwrap();
+    assert!(pttl > 0, "renewed on the new node: pttl {pttl}");
+    until(
+        "the waiter subscribed on the new node",
+        Duration::from_secs(10),
+        || async { (cluster.subscriptions(&channel).await == 1).then_some(()) },
+    )
+    .await;
+    let unlocked = Instant::now();
+    guard.unlock().await.unwrap();
+    let got = waiter
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("woken after the migration");
+    let woke = unlocked.elapsed();
+    eprintln!("   slot migrated: waiter woken {woke:?} after the unlock");
+    assert!(woke < Duration::from_secs(5), "woken by publish: {woke:?}");
+    got.unlock().await.unwrap();
+    let _ = src.quit().await;
+    let _ = dst.quit().await;
+    holder.shutdown().await;
+    waiting.shutdown().await;
 }
 
 /// `CLUSTER FAILOVER` on a replica: its master is demoted with its data in
