@@ -228,7 +228,7 @@ impl Config {
     }
 
     /// TTL of the unlock idempotency latch: long enough to cover every retry
-    /// of one unlock call (PROTOCOL.md §2.4).
+    /// of one unlock call (docs/PROTOCOL.md §2.4).
     pub(crate) fn latch_ttl(&self) -> Duration {
         self.retry_span()
     }

@@ -1,5 +1,5 @@
 //! One Redis subscription per channel per client, shared by every local
-//! waiter and reference counted (PROTOCOL.md §3.2, §3.3).
+//! waiter and reference counted (docs/PROTOCOL.md §3.2, §3.3).
 //!
 //! Waiters hold a [`Subscription`]; the first one for a channel subscribes,
 //! the last one to drop it unsubscribes. Subscribe and unsubscribe commands

@@ -220,7 +220,7 @@ impl Redis {
     }
 }
 
-/// Delete unlock latches (PROTOCOL.md §2.4: the client deletes its latch once
+/// Delete unlock latches (docs/PROTOCOL.md §2.4: the client deletes its latch once
 /// it has the unlock's reply). One task, so an unlock costs a channel send,
 /// not a task; latches queued while a DEL is in flight go out together in
 /// the next one (per hash slot on a cluster, where a DEL spans one slot).
