@@ -1,4 +1,4 @@
--- Spin lock forceUnlock (PROTOCOL.md §6.1): delete without publishing.
+-- Spin lock forceUnlock (docs/PROTOCOL.md §6.1): delete without publishing.
 -- Runs after args.lua, like every script that writes; it has no ARGV to check.
 -- KEYS[1]  N, the lock hash
 -- Returns  1 if N existed, else 0.

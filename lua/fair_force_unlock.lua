@@ -1,4 +1,4 @@
--- Fair lock forceUnlock (PROTOCOL.md §4.7). Runs after args.lua and
+-- Fair lock forceUnlock (docs/PROTOCOL.md §4.7). Runs after args.lua and
 -- fair_purge.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  Q, redisson_lock_queue:{N}

@@ -1,4 +1,4 @@
--- Fair lock acquireFailed: a waiter gives up and leaves the queue (PROTOCOL.md §4.5).
+-- Fair lock acquireFailed: a waiter gives up and leaves the queue (docs/PROTOCOL.md §4.5).
 -- Runs after args.lua.
 -- KEYS[1]  Q, redisson_lock_queue:{N}
 -- KEYS[2]  Z, redisson_lock_timeout:{N}

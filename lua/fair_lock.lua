@@ -1,5 +1,5 @@
 -- Fair lock: acquire or re-enter, or else join the FIFO queue or just report
--- (PROTOCOL.md §4.2-§4.4, §4.8). Runs after args.lua and fair_purge.lua.
+-- (docs/PROTOCOL.md §4.2-§4.4, §4.8). Runs after args.lua and fair_purge.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  Q, redisson_lock_queue:{N} (list of waiting owners, head first)
 -- KEYS[3]  Z, redisson_lock_timeout:{N} (zset: owner -> epoch-ms deadline)

@@ -1,6 +1,6 @@
 -- Fragment placed before the fair-lock scripts that purge (see src/script.rs):
 -- purge_stale_head(Q, Z, now) removes waiters from the head of the queue Q
--- while their deadline in Z has passed (PROTOCOL.md §4.2). Only the head is
+-- while their deadline in Z has passed (docs/PROTOCOL.md §4.2). Only the head is
 -- purged; an entry without a score stops the purge.
 -- KEYS, ARGV  none of its own: the script it precedes passes them in.
 -- Returns     nothing.

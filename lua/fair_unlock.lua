@@ -1,4 +1,4 @@
--- Fair lock unlock with the idempotency latch (PROTOCOL.md §4.6). Runs after args.lua
+-- Fair lock unlock with the idempotency latch (docs/PROTOCOL.md §4.6). Runs after args.lua
 -- and fair_purge.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  Q, redisson_lock_queue:{N}

@@ -1,4 +1,4 @@
--- Fenced lock: acquire or re-enter and take a fencing token (PROTOCOL.md §6.2,
+-- Fenced lock: acquire or re-enter and take a fencing token (docs/PROTOCOL.md §6.2,
 -- Redisson's token-returning variant). Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  token counter, redisson_lock_token:{N} (string, no TTL, survives unlock)

@@ -1,4 +1,4 @@
--- RLock forceUnlock, whoever holds it (PROTOCOL.md §2.5). Runs after args.lua.
+-- RLock forceUnlock, whoever holds it (docs/PROTOCOL.md §2.5). Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  unlock channel, redisson_lock__channel:{N}
 -- ARGV[1]  unlock message, "0" (non-empty)

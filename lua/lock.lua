@@ -1,4 +1,4 @@
--- RLock acquire or re-enter (PROTOCOL.md §2.2, Redisson's tryLockInner), and the
+-- RLock acquire or re-enter (docs/PROTOCOL.md §2.2, Redisson's tryLockInner), and the
 -- non-reentrant lock's acquire (§6.3, Redisson 4.7). Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- ARGV[1]  lease in milliseconds (PEXPIRE value), 1..3155760000000

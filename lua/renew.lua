@@ -1,4 +1,4 @@
--- Batched watchdog renewal (PROTOCOL.md §2.6, Redisson 3.44+). Runs after args.lua.
+-- Batched watchdog renewal (docs/PROTOCOL.md §2.6, Redisson 3.44+). Runs after args.lua.
 -- KEYS[1..k]  lock hashes N1..Nk
 -- ARGV[1]     lease in milliseconds, 1..3155760000000
 -- ARGV[2..k+1] owner field of Ni at ARGV[i + 1], non-empty; no more arguments

@@ -1,4 +1,4 @@
--- ReadWriteLock read forceUnlock (PROTOCOL.md §5.7): only a lock held for reading.
+-- ReadWriteLock read forceUnlock (docs/PROTOCOL.md §5.7): only a lock held for reading.
 -- Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  channel, redisson_rwlock:{N}

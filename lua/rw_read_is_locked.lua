@@ -1,4 +1,4 @@
--- ReadWriteLock read isLocked (PROTOCOL.md §5.7).
+-- ReadWriteLock read isLocked (docs/PROTOCOL.md §5.7).
 -- KEYS[1]  N, the lock hash
 -- Returns  1 if N is in mode "read", or in mode "write" with more fields than
 --          mode and the writer (the writer also holds read locks); else 0.

@@ -1,4 +1,4 @@
--- ReadWriteLock read acquire or re-enter (PROTOCOL.md §5.2). Runs after args.lua.
+-- ReadWriteLock read acquire or re-enter (docs/PROTOCOL.md §5.2). Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  timeout prefix of the owner, {N}:<owner>:rwlock_timeout (suffixName rule)
 -- ARGV[1]  lease in milliseconds (PEXPIRE value), 1..3155760000000

@@ -1,4 +1,4 @@
--- ReadWriteLock read unlock with the idempotency latch (PROTOCOL.md §5.3, §2.4).
+-- ReadWriteLock read unlock with the idempotency latch (docs/PROTOCOL.md §5.3, §2.4).
 -- Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  channel, redisson_rwlock:{N}

@@ -1,4 +1,4 @@
--- Batched watchdog renewal of read holds (PROTOCOL.md §5.6, Redisson 4.5+):
+-- Batched watchdog renewal of read holds (docs/PROTOCOL.md §5.6, Redisson 4.5+):
 -- each owner's own timeout keys and the hash, never other owners' keys.
 -- Runs after args.lua.
 -- KEYS[2i-1]  N_i, a lock hash

@@ -1,4 +1,4 @@
--- ReadWriteLock write forceUnlock (PROTOCOL.md §5.7): only a lock held for writing.
+-- ReadWriteLock write forceUnlock (docs/PROTOCOL.md §5.7): only a lock held for writing.
 -- Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  channel, redisson_rwlock:{N}

@@ -1,4 +1,4 @@
--- ReadWriteLock write acquire or re-enter (PROTOCOL.md §5.4). Runs after args.lua.
+-- ReadWriteLock write acquire or re-enter (docs/PROTOCOL.md §5.4). Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- ARGV[1]  lease in milliseconds, 1..3155760000000
 -- ARGV[2]  write field "<clientId>:<ownerId>:write", non-empty

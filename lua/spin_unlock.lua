@@ -1,4 +1,4 @@
--- Spin lock unlock (PROTOCOL.md §6.1): like RLock's, but publishes nothing.
+-- Spin lock unlock (docs/PROTOCOL.md §6.1): like RLock's, but publishes nothing.
 -- Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  latch key, redisson_unlock_latch:{N}:<32 hex request id>

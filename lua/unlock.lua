@@ -1,4 +1,4 @@
--- RLock unlock with the idempotency latch (PROTOCOL.md §2.3, §2.4). Runs after args.lua.
+-- RLock unlock with the idempotency latch (docs/PROTOCOL.md §2.3, §2.4). Runs after args.lua.
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  unlock channel, redisson_lock__channel:{N}
 -- KEYS[3]  latch key, redisson_unlock_latch:{N}:<32 hex request id>

@@ -275,7 +275,7 @@ impl Config {
     }
 
     /// TTL of the unlock idempotency latch of a hold with `lease`: long
-    /// enough to cover every resend of one unlock (PROTOCOL.md §2.4), both
+    /// enough to cover every resend of one unlock (docs/PROTOCOL.md §2.4), both
     /// an awaited one (the first try and `retry_attempts` more, each up to
     /// `timeout` after a pause up to `retry_delay`) and a background one
     /// (resent until the lease could have ended, the last reply up to

@@ -208,7 +208,7 @@ impl std::error::Error for Cause {
 }
 
 /// The text of the error reply a non-reentrant lock gives on re-entry
-/// (Redisson 4.7's, PROTOCOL.md §4.8).
+/// (Redisson 4.7's, docs/PROTOCOL.md §4.8).
 pub(crate) const NON_REENTRANT: &str = "NON_REENTRANT_REACQUIRE";
 
 /// The error code our scripts reply when an argument is out of range.

@@ -1,8 +1,8 @@
 //! [`FairLock`]: Redisson's `RedissonFairLock` and `RedissonNonReentrantFairLock`
-//! (PROTOCOL.md §4): RLock's hash plus a FIFO queue of waiters across all
+//! (docs/PROTOCOL.md §4): RLock's hash plus a FIFO queue of waiters across all
 //! clients, each waiter woken on its own channel.
 //!
-//! Where Redisson's fair lock can stall (§13.2 Q3, Q4), this side does better
+//! Where Redisson's fair lock can stall (docs/PROTOCOL.md §13.2 Q3, Q4), this side does better
 //! while writing exactly what Java clients expect: a waiter behind a dead
 //! queue head sleeps until that head's deadline instead of spinning; a
 //! waiter never sleeps past the holder's lease, since a lease expiry is not

@@ -1,4 +1,4 @@
-//! [`FencedLock`]: Redisson's `RedissonFencedLock` (PROTOCOL.md §6.2). An
+//! [`FencedLock`]: Redisson's `RedissonFencedLock` (docs/PROTOCOL.md §6.2). An
 //! RLock (same hash, channel, unlock and watchdog) whose every acquisition,
 //! re-entry included, takes the next value of a counter that never goes back:
 //! the fencing token.

@@ -1,6 +1,6 @@
 //! [`MultiLock`]: several locks taken as one (Redisson's `RedissonMultiLock`),
 //! and its majority form, RedLock (`RedissonRedLock`), over locks on one
-//! client or on several independent Redis servers (PROTOCOL.md §8.1, §8.2).
+//! client or on several independent Redis servers (docs/PROTOCOL.md §8.1, §8.2).
 //!
 //! Client-side only: each member keeps its own Redis layout, so a member can
 //! be any lock kind. A round tries the members in order; a member that fails

@@ -1,4 +1,4 @@
-//! Redis key and channel names derived from a lock name (PROTOCOL.md §1.4).
+//! Redis key and channel names derived from a lock name (docs/PROTOCOL.md §1.4).
 //!
 //! Both rules only ask whether the name contains `{` anywhere, exactly as
 //! Redisson does, so derived names land in the lock's cluster slot.
@@ -103,7 +103,7 @@ impl LockKeys {
 }
 
 /// A fresh unlock latch key: `prefix:` plus 32 random lowercase hex digits,
-/// one per logical unlock (PROTOCOL.md §2.4).
+/// one per logical unlock (docs/PROTOCOL.md §2.4).
 pub(crate) fn latch_key(prefix: &str) -> String {
     format!("{prefix}:{}", uuid::Uuid::new_v4().simple())
 }

@@ -1,5 +1,5 @@
 //! One Redis subscription per channel per client, shared by every local
-//! waiter and reference counted (PROTOCOL.md §3.2, §3.3).
+//! waiter and reference counted (docs/PROTOCOL.md §3.2, §3.3).
 //!
 //! Waiters hold a [`Subscription`]; the first one for a channel subscribes,
 //! the last one to drop it unsubscribes. Subscribe and unsubscribe commands
@@ -28,7 +28,7 @@ use crate::config::PubSubMode;
 use crate::error::{Error, Result};
 
 /// The pub/sub commands a client uses, resolved from its
-/// [`PubSubMode`] once at connect (PROTOCOL.md §3.4).
+/// [`PubSubMode`] once at connect (docs/PROTOCOL.md §3.4).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Commands {
     classic: bool,
@@ -264,7 +264,7 @@ impl Shared {
 }
 
 /// Run subscribe/unsubscribe commands in order, and subscribe again after
-/// reconnects and cluster changes (PROTOCOL.md §3.5).
+/// reconnects and cluster changes (docs/PROTOCOL.md §3.5).
 async fn run_ops(
     subscriber: fred::clients::Client,
     shared: Arc<Shared>,

@@ -204,7 +204,7 @@ impl RawLock {
         }
     }
 
-    /// The acquire loop (PROTOCOL.md §2.8): try; subscribe; then try again
+    /// The acquire loop (docs/PROTOCOL.md §2.8): try; subscribe; then try again
     /// and wait for a message, the holder's TTL or the deadline, whichever
     /// comes first. `wait == None` (or a wait above
     /// [`MAX_DURATION`](crate::config::MAX_DURATION)) waits without a time limit.

@@ -160,7 +160,7 @@ impl Redis {
     /// `WAIT` until every connected replica of the master that serves `key`
     /// has the writes made so far on our connection to it (at most `wait`);
     /// [`Error::NotReplicated`] if the master has replicas and none
-    /// confirmed (PROTOCOL.md §9.1, §9.3). Fewer than all is accepted, as
+    /// confirmed (docs/PROTOCOL.md §9.1, §9.3). Fewer than all is accepted, as
     /// by Redisson.
     async fn sync_replicas(&self, key: &str, wait: Duration) -> Result<()> {
         let slot = fred::util::redis_keyslot(key.as_bytes());
@@ -293,7 +293,7 @@ impl Redis {
     }
 }
 
-/// Delete unlock latches (PROTOCOL.md §2.4: the client deletes its latch once
+/// Delete unlock latches (docs/PROTOCOL.md §2.4: the client deletes its latch once
 /// it has the unlock's reply). One task, so an unlock costs a channel send,
 /// not a task; latches queued while a DEL is in flight go out together in
 /// the next one (per hash slot on a cluster, where a DEL spans one slot).

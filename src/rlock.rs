@@ -1,4 +1,4 @@
-//! [`RLock`], Redisson's reentrant lock (PROTOCOL.md §2), and
+//! [`RLock`], Redisson's reentrant lock (docs/PROTOCOL.md §2), and
 //! [`NonReentrantLock`], its non-reentrant variant (§6.3, Redisson 4.7).
 
 use std::sync::Arc;
@@ -21,7 +21,7 @@ pub type RLock = Lock<Reentrant>;
 /// [`Error::NotReentrant`](crate::Error::NotReentrant).
 pub type NonReentrantLock = Lock<NonReentrant>;
 
-/// The [`RLock`] kind and its scripts (PROTOCOL.md §2.2, §2.3, §2.5).
+/// The [`RLock`] kind and its scripts (docs/PROTOCOL.md §2.2, §2.3, §2.5).
 #[derive(Debug)]
 pub struct Reentrant {
     pub(crate) keys: LockKeys,

@@ -1,4 +1,4 @@
-//! [`ReadWriteLock`]: Redisson's `RedissonReadWriteLock` (PROTOCOL.md §5).
+//! [`ReadWriteLock`]: Redisson's `RedissonReadWriteLock` (docs/PROTOCOL.md §5).
 //!
 //! One hash `N` shared by both halves: field `mode` (`read` or `write`), one
 //! field per reader `<clientId>:<ownerId>` holding its read count, and at most
@@ -107,7 +107,7 @@ impl ReadWriteLock {
     }
 }
 
-/// The [`ReadLock`] kind and its scripts (PROTOCOL.md §5.2, §5.3, §5.6, §5.7).
+/// The [`ReadLock`] kind and its scripts (docs/PROTOCOL.md §5.2, §5.3, §5.6, §5.7).
 #[derive(Debug)]
 pub struct Read {
     keys: Arc<RwKeys>,
@@ -117,7 +117,7 @@ impl sealed::Sealed for Read {}
 impl Kind for Read {}
 impl ReentrantKind for Read {}
 
-/// The [`WriteLock`] kind and its scripts (PROTOCOL.md §5.4, §5.5, §5.7);
+/// The [`WriteLock`] kind and its scripts (docs/PROTOCOL.md §5.4, §5.5, §5.7);
 /// renewed like an RLock, with the `:write` field.
 #[derive(Debug)]
 pub struct Write {
@@ -185,7 +185,7 @@ impl LockGuard<Write> {
     }
 }
 
-/// The names derived from `N` (PROTOCOL.md §5.1, §1.4).
+/// The names derived from `N` (docs/PROTOCOL.md §5.1, §1.4).
 #[derive(Debug)]
 struct RwKeys {
     /// `N`, the hash.
@@ -292,7 +292,7 @@ impl Protocol for Read {
     }
 
     fn renewal(&self) -> Renewal {
-        // A read hold (PROTOCOL.md §5.6, Redisson 4.5+): `HGET N field`, then
+        // A read hold (docs/PROTOCOL.md §5.6, Redisson 4.5+): `HGET N field`, then
         // `PEXPIRE` the owner's timeout keys `{N}:field:rwlock_timeout:1..count`
         // and `N`. One pair `[N, key prefix]` per hold; ARGV `1, field`.
         Renewal {

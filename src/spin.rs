@@ -1,4 +1,4 @@
-//! [`SpinLock`]: Redisson's `RedissonSpinLock` (PROTOCOL.md §6.1). RLock's
+//! [`SpinLock`]: Redisson's `RedissonSpinLock` (docs/PROTOCOL.md §6.1). RLock's
 //! layout and acquire script, so it excludes RLocks of the same name, but no
 //! pub/sub: waiters sleep per a back-off and try again.
 

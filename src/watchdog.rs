@@ -1,5 +1,5 @@
 //! Local record of held locks, and the watchdog that renews them in batches
-//! (PROTOCOL.md §2.6).
+//! (docs/PROTOCOL.md §2.6).
 //!
 //! Every successful acquisition is recorded as a hold of `(name, owner)` with
 //! a count; every unlock attempt takes one away. Holds without an explicit
@@ -272,7 +272,7 @@ impl Holds {
     /// Pick the holds to renew in run `run` and mark them in flight.
     /// Grouped by renewal kind, so each group is renewed by its own script,
     /// and on a cluster also by hash slot, since one script may only touch
-    /// keys of one slot (PROTOCOL.md §2.6).
+    /// keys of one slot (docs/PROTOCOL.md §2.6).
     fn begin_run(&self, run: u64, by_slot: bool) -> HashMap<(usize, u16), (Renewal, Vec<HoldKey>)> {
         let now = Instant::now();
         let mut map = self.map.lock();

@@ -1,4 +1,4 @@
-//! Fair lock (PROTOCOL.md §4): queue state, FIFO across clients, dead waiters.
+//! Fair lock (docs/PROTOCOL.md §4): queue state, FIFO across clients, dead waiters.
 mod common;
 
 use std::collections::HashMap;

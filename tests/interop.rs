@@ -1,5 +1,5 @@
 //! Interop with a Java Redisson client, simulated by running the spec's script
-//! semantics (PROTOCOL.md §2.2, §2.3, §11.1) under another client id. These
+//! semantics (docs/PROTOCOL.md §2.2, §2.3, §11.1) under another client id. These
 //! scripts are written here, independently of `lua/`, as the Java side.
 mod common;
 

@@ -1,4 +1,4 @@
-//! The read-write lock (PROTOCOL.md §5): exact Redis state, sharing and
+//! The read-write lock (docs/PROTOCOL.md §5): exact Redis state, sharing and
 //! exclusion across clients, the write → read downgrade, dead readers,
 //! read renewal, and interop with a simulated Java holder. Readers beside
 //! writers under random cancellation, and dropped waiters, are checked with
@@ -22,12 +22,12 @@ fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         .collect()
 }
 
-/// `<clientId>:<owner>`, the read field (PROTOCOL.md §1.3).
+/// `<clientId>:<owner>`, the read field (docs/PROTOCOL.md §1.3).
 fn field(client: &Client, owner: Owner) -> String {
     format!("{}:{}", client.id().hyphenated(), owner)
 }
 
-/// `sfx(N, field) ":rwlock_timeout:" k` (PROTOCOL.md §5.1, §1.4).
+/// `sfx(N, field) ":rwlock_timeout:" k` (docs/PROTOCOL.md §5.1, §1.4).
 fn timeout_key(name: &str, field: &str, k: u32) -> String {
     if name.contains('{') {
         format!("{name}:{field}:rwlock_timeout:{k}")
@@ -649,7 +649,7 @@ async fn renewal_reports_a_lost_read_hold() {
     assert!(matches!(r.unlock().await, Err(Error::NotHeld { .. })));
 }
 
-/// Java's read acquire (PROTOCOL.md §5.2), written for this test.
+/// Java's read acquire (docs/PROTOCOL.md §5.2), written for this test.
 const JAVA_READ_LOCK: &str = r#"
 local mode = redis.call('hget', KEYS[1], 'mode')
 local admit = mode == false or mode == 'read'
@@ -669,7 +669,7 @@ end
 return nil
 "#;
 
-/// Java's read unlock (PROTOCOL.md §5.3, pre-latch), written for this test.
+/// Java's read unlock (docs/PROTOCOL.md §5.3, pre-latch), written for this test.
 const JAVA_READ_UNLOCK: &str = r#"
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
@@ -705,7 +705,7 @@ redis.call('publish', KEYS[2], '0')
 return 1
 "#;
 
-/// Java's write acquire (PROTOCOL.md §5.4), written for this test.
+/// Java's write acquire (docs/PROTOCOL.md §5.4), written for this test.
 const JAVA_WRITE_LOCK: &str = r#"
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then

@@ -1,4 +1,4 @@
-//! The exact Redis state after each operation, per PROTOCOL.md §2.
+//! The exact Redis state after each operation, per docs/PROTOCOL.md §2.
 mod common;
 
 use std::collections::HashMap;

@@ -1,5 +1,5 @@
 //! The protocol's ceiling: the smallest client that speaks the same RLock
-//! wire protocol as `redisson-lock` (PROTOCOL.md §2.2, §2.3, §2.8, §3.2, §3.3).
+//! wire protocol as `redisson-lock` (docs/PROTOCOL.md §2.2, §2.3, §2.8, §3.2, §3.3).
 //!
 //! Same Lua files, EVALSHA, one connection for commands and one for pub/sub,
 //! one SUBSCRIBE per channel shared by the local waiters, one waiter woken per
@@ -127,7 +127,7 @@ impl Ceiling {
                         // once the server has run it. A PING on the same
                         // connection is answered only after the SUBSCRIBE
                         // ran, so the re-try that follows cannot miss an
-                        // unlock message (PROTOCOL.md §2.8 step 3).
+                        // unlock message (docs/PROTOCOL.md §2.8 step 3).
                         let _: std::result::Result<Value, _> = ops_sub.ping(None).await;
                         let _ = done.send(());
                     }
@@ -175,7 +175,7 @@ impl Ceiling {
         Ok(Ceiling { inner })
     }
 
-    /// Wait as long as it takes (PROTOCOL.md §2.8).
+    /// Wait as long as it takes (docs/PROTOCOL.md §2.8).
     pub async fn lock(&self, name: &str) -> Result<CeilingGuard> {
         let owner = self.inner.next_owner.fetch_add(1, Ordering::Relaxed);
         let field = format!("{}:{owner}", self.inner.id);
