@@ -77,16 +77,11 @@ async fn auto_mode_is_sharded(cluster: &Cluster) {
         let channel = lock.channel().to_string();
         let waiter =
             tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
-        let master = cluster.master_of(slot_of(&channel)).await;
-        let node = cluster.nodes[master].raw().await;
         until("a sharded subscriber", Duration::from_secs(5), || async {
-            let reply: Vec<Value> = node
-                .custom(fred::cmd!("PUBSUB"), vec!["SHARDNUMSUB", &channel])
-                .await
-                .ok()?;
-            (reply.get(1).and_then(Value::as_i64) == Some(1)).then_some(())
+            (cluster.count("SHARDNUMSUB", &channel).await == 1).then_some(())
         })
         .await;
+        assert_eq!(cluster.count("NUMSUB", &channel).await, 0, "no classic one");
         let unlocked = Instant::now();
         guard.unlock().await.unwrap();
         let got = waiter.await.unwrap().unwrap().expect("woken");
@@ -95,7 +90,6 @@ async fn auto_mode_is_sharded(cluster: &Cluster) {
             "woken by SPUBLISH, not by the 30 s lease"
         );
         got.unlock().await.unwrap();
-        let _ = node.quit().await;
     }
     client.shutdown().await;
     holder.shutdown().await;

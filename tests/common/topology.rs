@@ -383,23 +383,59 @@ impl Cluster {
         panic!("master {master_port} has no replica");
     }
 
-    /// Every running node's `PUBSUB NUMSUB channel` plus `PUBSUB
-    /// SHARDNUMSUB channel`, summed: how many subscriptions to `channel`
-    /// exist anywhere in the cluster.
-    pub async fn subscriptions(&self, channel: &str) -> i64 {
-        let mut total = 0;
-        for node in self.nodes.iter().filter(|n| n.is_running()) {
-            let raw = node.raw().await;
-            for sub in ["NUMSUB", "SHARDNUMSUB"] {
-                let reply: Vec<Value> = raw
-                    .custom(fred::cmd!("PUBSUB"), vec![sub, channel])
-                    .await
-                    .unwrap_or_default();
-                total += reply.get(1).and_then(Value::as_i64).unwrap_or(0);
+    /// A plain client of every node: ours that run, or, for
+    /// `REDIS_CLUSTER_URL`, every node the cluster lists (with the URL's
+    /// credentials).
+    pub async fn node_clients(&self) -> Vec<fred::clients::Client> {
+        let mut clients = Vec::new();
+        if self.private() {
+            for node in self.nodes.iter().filter(|n| n.is_running()) {
+                clients.push(node.raw().await);
             }
+            return clients;
+        }
+        let raw = self.raw().await;
+        let listing: String = raw
+            .custom(fred::cmd!("CLUSTER"), vec!["NODES"])
+            .await
+            .expect("CLUSTER NODES");
+        let _ = raw.quit().await;
+        let template = FredConfig::from_url(&self.url).expect("cluster URL");
+        for line in listing.lines().filter(|l| !l.contains("fail")) {
+            let Some(addr) = line.split(' ').nth(1) else { continue };
+            let addr = addr.split('@').next().unwrap_or_default();
+            let Some((host, port)) = addr.rsplit_once(':') else { continue };
+            let mut config = template.clone();
+            config.server = fred::types::config::ServerConfig::new_centralized(
+                host,
+                port.parse().expect("a port"),
+            );
+            let client = fred::clients::Client::new(config, None, None, None);
+            client.init().await.expect("node client connects");
+            clients.push(client);
+        }
+        clients
+    }
+
+    /// `PUBSUB <sub> channel` (`NUMSUB` or `SHARDNUMSUB`) summed over every
+    /// node.
+    pub async fn count(&self, sub: &str, channel: &str) -> i64 {
+        let mut total = 0;
+        for raw in self.node_clients().await {
+            let reply: Vec<Value> = raw
+                .custom(fred::cmd!("PUBSUB"), vec![sub, channel])
+                .await
+                .unwrap_or_default();
+            total += reply.get(1).and_then(Value::as_i64).unwrap_or(0);
             let _ = raw.quit().await;
         }
         total
+    }
+
+    /// How many subscriptions to `channel`, classic and sharded, exist
+    /// anywhere in the cluster.
+    pub async fn subscriptions(&self, channel: &str) -> i64 {
+        self.count("NUMSUB", channel).await + self.count("SHARDNUMSUB", channel).await
     }
 }
 
