@@ -97,17 +97,21 @@ mod fenced;
 mod guard;
 mod hold;
 mod kind;
+mod latch;
 mod lock;
 mod multi;
 mod names;
 mod owner;
+mod permit_semaphore;
 mod pubsub;
 mod raw;
 mod redis;
 mod rlock;
 mod rwlock;
 mod script;
+mod semaphore;
 mod spin;
+mod waiter;
 mod watchdog;
 
 pub use backoff::BackOff;
@@ -118,12 +122,15 @@ pub use fair::{Fair, FairLock, NonReentrantFair, NonReentrantFairLock};
 pub use fenced::{Fenced, FencedLock};
 pub use guard::LockGuard;
 pub use kind::{AnyKind, Kind, ReentrantKind};
+pub use latch::{CountDownLatch, LatchOpened};
 pub use lock::{Lock, Ttl};
 pub use multi::{MultiGuard, MultiLock};
 pub use names::{NameMapper, PrefixMapper};
 pub use owner::Owner;
+pub use permit_semaphore::{PermitExpirableSemaphore, PermitGuard, PermitId, PermitLease};
 pub use rlock::{NonReentrant, NonReentrantLock, RLock, Reentrant};
 pub use rwlock::{Read, ReadLock, ReadWriteLock, Write, WriteLock};
+pub use semaphore::{Semaphore, SemaphorePermit};
 pub use spin::{Spin, SpinLock};
 
 /// Re-export of the Redis client crate, for [`Config::redis`].
