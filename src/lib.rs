@@ -21,10 +21,22 @@
 //! independent servers, as one (all of them, or a majority for RedLock);
 //! [`Lock::erase`] lets it mix kinds.
 //!
+//! # Semaphores and count-down latch
+//!
+//! Redisson's synchronizers on the same keys, channels and messages:
+//! [`Semaphore`] (`client.semaphore`, RSemaphore),
+//! [`PermitExpirableSemaphore`] (`client.permit_expirable_semaphore`), whose
+//! permits carry a [`PermitId`] and may expire, and [`CountDownLatch`]
+//! (`client.count_down_latch`). Acquiring returns a permit guard
+//! ([`SemaphorePermit`], [`PermitGuard`]) that gives the permits back when
+//! released or dropped, like tokio's permits.
+//!
 //! # Layers
 //!
 //! Read top-down: `blocking` over the kinds (`rlock`, `fair`, `rwlock`,
-//! `spin`, `fenced`, each with its protocol, type and factory), `multi`,
+//! `spin`, `fenced`, each with its protocol, type and factory) and the
+//! synchronizers (`semaphore`, `permit_semaphore`, `latch`, over the
+//! `waiter` loop), `multi`,
 //! the typed `guard` over the untyped `hold`, the generic `lock` handle,
 //! the `raw` acquire/release loop, the `client`, then the `watchdog`, the
 //! pub/sub hub and the Redis command layer, which know no lock kind.
