@@ -660,6 +660,8 @@ impl BlockingPermitExpirableSemaphore {
 
     fn guard(&self, guard: crate::permit_semaphore::PermitGuard) -> BlockingPermitGuard {
         BlockingPermitGuard {
+            id: guard.id(),
+            lease: guard.lease(),
             guard: Some(guard),
             runtime: self.runtime.clone(),
         }
@@ -754,23 +756,21 @@ impl BlockingPermitExpirableSemaphore {
 #[must_use = "dropping the permit releases it at once"]
 #[derive(Debug)]
 pub struct BlockingPermitGuard {
+    id: crate::permit_semaphore::PermitId,
+    lease: Option<Duration>,
     guard: Option<crate::permit_semaphore::PermitGuard>,
     runtime: Arc<Driver>,
 }
 
 impl BlockingPermitGuard {
-    /// The permit's id.
-    pub fn id(&self) -> Option<crate::permit_semaphore::PermitId> {
-        self.guard
-            .as_ref()
-            .map(crate::permit_semaphore::PermitGuard::id)
+    /// The permit's id (shown as Java shows it: 32 lowercase hex digits).
+    pub fn id(&self) -> crate::permit_semaphore::PermitId {
+        self.id
     }
 
     /// The lease it was taken with (`None`: it never expires).
     pub fn lease(&self) -> Option<Duration> {
-        self.guard
-            .as_ref()
-            .and_then(crate::permit_semaphore::PermitGuard::lease)
+        self.lease
     }
 
     /// Give the permit back: `true` if it was still taken.

@@ -685,7 +685,7 @@ fn blocking_permit_expirable_semaphore_and_late_drops() {
     assert!(sem.try_set_permits(1).unwrap());
     let permit = sem.acquire(Some(Duration::from_secs(30))).unwrap();
     assert_eq!(permit.lease(), Some(Duration::from_secs(30)));
-    let id = permit.id().unwrap();
+    let id = permit.id();
     assert!(matches!(
         sem.get_lease_time(&id).unwrap(),
         Some(PermitLease::Expires(_))
