@@ -168,6 +168,10 @@ impl CountDownLatch {
     ///
     /// [`Error::WrongType`] if the key holds something other than a count; a
     /// transient error after `retry_attempts` retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn get_count(&self) -> Result<i64> {
         get_count(self.inner(), &self.shared.name).await
     }

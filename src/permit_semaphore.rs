@@ -511,6 +511,10 @@ impl PermitExpirableSemaphore {
     /// [`Error::InvalidArgument`] for a lease below 1 ms or above
     /// [`MAX_DURATION`](crate::MAX_DURATION); [`Error::WrongType`] if a key
     /// holds something else; a transient error after `retry_attempts` retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have run; running it again is harmless.
     pub async fn update_lease_time(&self, id: &PermitId, lease: Duration) -> Result<bool> {
         check_lease(lease)?;
         let inner = self.inner();
@@ -544,6 +548,11 @@ impl PermitExpirableSemaphore {
     ///
     /// [`Error::WrongType`] if a key holds something else; a transient error
     /// after `retry_attempts` retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads (and gives expired permits back, which any later call
+    /// would do too): dropping it at any point leaves nothing behind.
     pub async fn get_lease_time(&self, id: &PermitId) -> Result<Option<PermitLease>> {
         let inner = self.inner();
         let shared = &self.shared;
@@ -610,6 +619,11 @@ impl PermitExpirableSemaphore {
     ///
     /// [`Error::WrongType`] if a key holds something else; a transient error
     /// after `retry_attempts` retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads (and gives expired permits back, which any later call
+    /// would do too): dropping it at any point leaves nothing behind.
     pub async fn available_permits(&self) -> Result<i64> {
         Ok(self.counts().await?.0)
     }
@@ -620,6 +634,11 @@ impl PermitExpirableSemaphore {
     /// # Errors
     ///
     /// As [`available_permits`](Self::available_permits).
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads (and gives expired permits back, which any later call
+    /// would do too): dropping it at any point leaves nothing behind.
     pub async fn acquired_permits(&self) -> Result<i64> {
         Ok(self.counts().await?.1)
     }
@@ -629,6 +648,11 @@ impl PermitExpirableSemaphore {
     /// # Errors
     ///
     /// As [`available_permits`](Self::available_permits).
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads (and gives expired permits back, which any later call
+    /// would do too): dropping it at any point leaves nothing behind.
     pub async fn permits(&self) -> Result<i64> {
         let (available, acquired) = self.counts().await?;
         Ok(available.saturating_add(acquired))
@@ -643,6 +667,10 @@ impl PermitExpirableSemaphore {
     /// [`Error::WrongType`] if a key holds something else; a transient error
     /// after `retry_attempts` retries (a retry is harmless: it sets the same
     /// total).
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have run; running it again is harmless.
     pub async fn set_permits(&self, permits: u32) -> Result<()> {
         check_permits(permits)?;
         let inner = self.inner();

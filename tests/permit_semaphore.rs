@@ -698,7 +698,15 @@ fn blocking_permit_expirable_semaphore_and_late_drops() {
                 .map(|p| p.release())
         }
     });
-    std::thread::sleep(Duration::from_millis(100));
+    // Release once the waiter waits (it subscribed), so the publish wakes it.
+    let probe = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    probe.block_on(async {
+        let raw = server.raw().await;
+        wait_numsub(&raw, &channel(&name), 1).await;
+    });
     drop(permit); // synchronous release
     assert!(matches!(waiter.join().unwrap(), Some(Ok(true))));
     assert_eq!(sem.available_permits().unwrap(), 1);
