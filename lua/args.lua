@@ -12,11 +12,17 @@
 -- text_arg(i)       ARGV[i], a non-empty string (owner fields, messages).
 -- flag_arg(i)       ARGV[i], exactly "0" or "1".
 -- publish_arg(i)    ARGV[i], exactly "PUBLISH", "SPUBLISH" or "BOTH".
+-- permits_arg(i)    ARGV[i] as a number: a permit count, a decimal integer in
+--                   [1, 2147483647] (Java's int).
+-- permits0_arg(i)   the same, 0 allowed: [0, 2147483647].
+-- delta_arg(i)      ARGV[i] as a number: a change of permits, a decimal integer
+--                   in [-2147483648, 2147483647], with "-" before a negative one.
+-- positive_arg(i)   ARGV[i] as a number: a decimal integer in [1, 2^53 - 1].
 -- bad_arg(i, what)  refuse ARGV[i]; it must be `what`.
 -- publish(cmd, channel, message)  publish by `cmd` (a checked publish_arg):
 --                   PUBLISH, SPUBLISH, or BOTH (the two, for clusters whose
 --                   clients disagree on sharded pub/sub).
--- Integers are decimal digits only, no sign, no leading zero, as Redis parses
+-- Integers are decimal digits only, no sign (delta_arg's may have "-"), no leading zero, as Redis parses
 -- PEXPIRE and SET PX values; each range stays exact in a Lua double.
 -- KEYS, ARGV  none of its own: the helpers read the script's ARGV.
 -- Returns     nothing. A failed check raises the error reply
@@ -91,4 +97,27 @@ local function publish(cmd, channel, message)
     else
         redis.call(cmd, channel, message)
     end
+end
+
+local function permits_arg(i)
+    return int_arg(i, 1, 2147483647, 'a permit count in [1, 2147483647]')
+end
+
+local function permits0_arg(i)
+    return int_arg(i, 0, 2147483647, 'a permit count in [0, 2147483647]')
+end
+
+local function delta_arg(i)
+    local v = ARGV[i]
+    if v ~= nil and (v == '0' or string.find(v, '^%-?[1-9]%d*$')) then
+        local n = tonumber(v)
+        if n >= -2147483648 and n <= 2147483647 then
+            return n
+        end
+    end
+    bad_arg(i, 'a permit change in [-2147483648, 2147483647]')
+end
+
+local function positive_arg(i)
+    return int_arg(i, 1, 9007199254740991, 'an integer in [1, 9007199254740991]')
 end

@@ -459,3 +459,396 @@ impl Drop for BlockingMultiGuard {
         }
     }
 }
+
+impl BlockingClient {
+    /// A handle to the semaphore `name` (Redisson's `getSemaphore`).
+    ///
+    /// ```no_run
+    /// use redisson_lock::blocking::BlockingClient;
+    ///
+    /// let client = BlockingClient::from_url("redis://127.0.0.1:6379")?;
+    /// let calls = client.semaphore("partner-api")?;
+    /// calls.try_set_permits(4)?;
+    /// let permit = calls.acquire(1)?;   // waits for a permit
+    /// drop(permit);                     // gives it back, synchronously
+    /// # Ok::<(), redisson_lock::Error>(())
+    /// ```
+    pub fn semaphore(&self, name: &str) -> Result<BlockingSemaphore> {
+        Ok(BlockingSemaphore {
+            semaphore: self.client.semaphore(name)?,
+            runtime: self.runtime.clone(),
+        })
+    }
+
+    /// A handle to the permit-expirable semaphore `name` (Redisson's
+    /// `getPermitExpirableSemaphore`).
+    pub fn permit_expirable_semaphore(
+        &self,
+        name: &str,
+    ) -> Result<BlockingPermitExpirableSemaphore> {
+        Ok(BlockingPermitExpirableSemaphore {
+            semaphore: self.client.permit_expirable_semaphore(name)?,
+            runtime: self.runtime.clone(),
+        })
+    }
+
+    /// A handle to the count-down latch `name` (Redisson's
+    /// `getCountDownLatch`).
+    pub fn count_down_latch(&self, name: &str) -> Result<BlockingCountDownLatch> {
+        Ok(BlockingCountDownLatch {
+            latch: self.client.count_down_latch(name)?,
+            runtime: self.runtime.clone(),
+        })
+    }
+}
+
+/// The blocking twin of a [`Semaphore`](crate::Semaphore). Permits are not
+/// owned by threads: a permit may be released on any thread.
+#[derive(Clone, Debug)]
+pub struct BlockingSemaphore {
+    semaphore: crate::semaphore::Semaphore,
+    runtime: Arc<Driver>,
+}
+
+impl BlockingSemaphore {
+    /// The async handle underneath.
+    pub fn as_async(&self) -> &crate::semaphore::Semaphore {
+        &self.semaphore
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        self.semaphore.name()
+    }
+
+    fn permit(&self, permit: crate::semaphore::SemaphorePermit) -> BlockingSemaphorePermit {
+        BlockingSemaphorePermit {
+            permit: Some(permit),
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// Take `permits` permits, waiting as long as it takes.
+    pub fn acquire(&self, permits: u32) -> Result<BlockingSemaphorePermit> {
+        let permit = self.runtime.run(self.semaphore.acquire(permits))??;
+        Ok(self.permit(permit))
+    }
+
+    /// Try once to take `permits` permits.
+    pub fn try_acquire(&self, permits: u32) -> Result<Option<BlockingSemaphorePermit>> {
+        let permit = self.runtime.run(self.semaphore.try_acquire(permits))??;
+        Ok(permit.map(|p| self.permit(p)))
+    }
+
+    /// Take `permits` permits, waiting up to `wait`.
+    pub fn try_acquire_for(
+        &self,
+        wait: Duration,
+        permits: u32,
+    ) -> Result<Option<BlockingSemaphorePermit>> {
+        let permit = self
+            .runtime
+            .run(self.semaphore.try_acquire_for(wait, permits))??;
+        Ok(permit.map(|p| self.permit(p)))
+    }
+
+    /// Give `permits` permits back without a permit guard.
+    pub fn release(&self, permits: u32) -> Result<()> {
+        self.runtime.run(self.semaphore.release(permits))?
+    }
+
+    /// Give permits back only if the semaphore exists.
+    pub fn release_if_exists(&self, permits: u32) -> Result<bool> {
+        self.runtime
+            .run(self.semaphore.release_if_exists(permits))?
+    }
+
+    /// Set the permits if the semaphore does not exist yet.
+    pub fn try_set_permits(&self, permits: u32) -> Result<bool> {
+        self.runtime.run(self.semaphore.try_set_permits(permits))?
+    }
+
+    /// Set the permits, with a TTL, if the semaphore does not exist yet.
+    pub fn try_set_permits_with_ttl(&self, permits: u32, ttl: Duration) -> Result<bool> {
+        self.runtime
+            .run(self.semaphore.try_set_permits_with_ttl(permits, ttl))?
+    }
+
+    /// Add (or, if negative, take away) permits.
+    pub fn add_permits(&self, permits: i32) -> Result<()> {
+        self.runtime.run(self.semaphore.add_permits(permits))?
+    }
+
+    /// The number of permits available now.
+    pub fn available_permits(&self) -> Result<i64> {
+        self.runtime.run(self.semaphore.available_permits())?
+    }
+
+    /// Take every available permit; returns how many there were.
+    pub fn drain_permits(&self) -> Result<i64> {
+        self.runtime.run(self.semaphore.drain_permits())?
+    }
+}
+
+/// Permits taken through a [`BlockingSemaphore`]. Dropping it gives them
+/// back synchronously (in the background if dropped inside a runtime).
+#[must_use = "dropping the permit releases it at once"]
+#[derive(Debug)]
+pub struct BlockingSemaphorePermit {
+    permit: Option<crate::semaphore::SemaphorePermit>,
+    runtime: Arc<Driver>,
+}
+
+impl BlockingSemaphorePermit {
+    /// How many permits this holds.
+    pub fn permits(&self) -> u32 {
+        self.permit
+            .as_ref()
+            .map_or(0, crate::semaphore::SemaphorePermit::permits)
+    }
+
+    /// Give the permits back, reporting errors.
+    pub fn release(mut self) -> Result<()> {
+        match self.permit.take() {
+            Some(permit) => self.runtime.run(permit.release())?,
+            None => Ok(()),
+        }
+    }
+
+    /// Keep the permits taken (see [`SemaphorePermit::forget`](crate::SemaphorePermit::forget)).
+    pub fn forget(mut self) {
+        if let Some(permit) = self.permit.take() {
+            permit.forget();
+        }
+    }
+
+    /// The async permit underneath.
+    pub fn as_async(&self) -> Option<&crate::semaphore::SemaphorePermit> {
+        self.permit.as_ref()
+    }
+}
+
+impl Drop for BlockingSemaphorePermit {
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            // Inside a runtime this falls back to the permit's background release.
+            if let Ok(Err(e)) = self.runtime.run(permit.release()) {
+                tracing::warn!(error = %e, "release of a dropped blocking permit failed");
+            }
+        }
+    }
+}
+
+/// The blocking twin of a
+/// [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore).
+#[derive(Clone, Debug)]
+pub struct BlockingPermitExpirableSemaphore {
+    semaphore: crate::permit_semaphore::PermitExpirableSemaphore,
+    runtime: Arc<Driver>,
+}
+
+impl BlockingPermitExpirableSemaphore {
+    /// The async handle underneath.
+    pub fn as_async(&self) -> &crate::permit_semaphore::PermitExpirableSemaphore {
+        &self.semaphore
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        self.semaphore.name()
+    }
+
+    fn guard(&self, guard: crate::permit_semaphore::PermitGuard) -> BlockingPermitGuard {
+        BlockingPermitGuard {
+            id: guard.id(),
+            lease: guard.lease(),
+            guard: Some(guard),
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// Take a permit (`None`: it never expires), waiting as long as it takes.
+    pub fn acquire(&self, lease: Option<Duration>) -> Result<BlockingPermitGuard> {
+        let guard = self.runtime.run(self.semaphore.acquire(lease))??;
+        Ok(self.guard(guard))
+    }
+
+    /// Try once to take a permit.
+    pub fn try_acquire(&self, lease: Option<Duration>) -> Result<Option<BlockingPermitGuard>> {
+        let guard = self.runtime.run(self.semaphore.try_acquire(lease))??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// Take a permit, waiting up to `wait`.
+    pub fn try_acquire_for(
+        &self,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<BlockingPermitGuard>> {
+        let guard = self
+            .runtime
+            .run(self.semaphore.try_acquire_for(wait, lease))??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// Release the permit `id`, whoever took it.
+    pub fn try_release(&self, id: &crate::permit_semaphore::PermitId) -> Result<bool> {
+        self.runtime.run(self.semaphore.try_release(id))?
+    }
+
+    /// Release several permits at once: all or none.
+    pub fn try_release_all(&self, ids: &[crate::permit_semaphore::PermitId]) -> Result<u32> {
+        self.runtime.run(self.semaphore.try_release_all(ids))?
+    }
+
+    /// Give the permit `id` a new lease from now.
+    pub fn update_lease_time(
+        &self,
+        id: &crate::permit_semaphore::PermitId,
+        lease: Duration,
+    ) -> Result<bool> {
+        self.runtime
+            .run(self.semaphore.update_lease_time(id, lease))?
+    }
+
+    /// The remaining lease of the permit `id`.
+    pub fn get_lease_time(
+        &self,
+        id: &crate::permit_semaphore::PermitId,
+    ) -> Result<Option<crate::permit_semaphore::PermitLease>> {
+        self.runtime.run(self.semaphore.get_lease_time(id))?
+    }
+
+    /// The number of permits available now.
+    pub fn available_permits(&self) -> Result<i64> {
+        self.runtime.run(self.semaphore.available_permits())?
+    }
+
+    /// The number of permits taken now.
+    pub fn acquired_permits(&self) -> Result<i64> {
+        self.runtime.run(self.semaphore.acquired_permits())?
+    }
+
+    /// Available plus taken permits.
+    pub fn permits(&self) -> Result<i64> {
+        self.runtime.run(self.semaphore.permits())?
+    }
+
+    /// Make the total number of permits `permits`.
+    pub fn set_permits(&self, permits: u32) -> Result<()> {
+        self.runtime.run(self.semaphore.set_permits(permits))?
+    }
+
+    /// Set the permits if the semaphore does not exist yet.
+    pub fn try_set_permits(&self, permits: u32) -> Result<bool> {
+        self.runtime.run(self.semaphore.try_set_permits(permits))?
+    }
+
+    /// Add (or, if negative, take away) available permits.
+    pub fn add_permits(&self, permits: i32) -> Result<()> {
+        self.runtime.run(self.semaphore.add_permits(permits))?
+    }
+}
+
+/// A permit taken through a [`BlockingPermitExpirableSemaphore`]. Dropping
+/// it gives it back synchronously (in the background if dropped inside a
+/// runtime).
+#[must_use = "dropping the permit releases it at once"]
+#[derive(Debug)]
+pub struct BlockingPermitGuard {
+    id: crate::permit_semaphore::PermitId,
+    lease: Option<Duration>,
+    guard: Option<crate::permit_semaphore::PermitGuard>,
+    runtime: Arc<Driver>,
+}
+
+impl BlockingPermitGuard {
+    /// The permit's id (shown as Java shows it: 32 lowercase hex digits).
+    pub fn id(&self) -> crate::permit_semaphore::PermitId {
+        self.id
+    }
+
+    /// The lease it was taken with (`None`: it never expires).
+    pub fn lease(&self) -> Option<Duration> {
+        self.lease
+    }
+
+    /// Give the permit back: `true` if it was still taken.
+    pub fn release(mut self) -> Result<bool> {
+        match self.guard.take() {
+            Some(guard) => self.runtime.run(guard.release())?,
+            None => Ok(false),
+        }
+    }
+
+    /// Keep the permit taken until its lease runs out.
+    pub fn forget(mut self) {
+        if let Some(guard) = self.guard.take() {
+            guard.forget();
+        }
+    }
+
+    /// The async guard underneath.
+    pub fn as_async(&self) -> Option<&crate::permit_semaphore::PermitGuard> {
+        self.guard.as_ref()
+    }
+}
+
+impl Drop for BlockingPermitGuard {
+    fn drop(&mut self) {
+        if let Some(guard) = self.guard.take() {
+            if let Ok(Err(e)) = self.runtime.run(guard.release()) {
+                tracing::warn!(error = %e, "release of a dropped blocking permit failed");
+            }
+        }
+    }
+}
+
+/// The blocking twin of a [`CountDownLatch`](crate::CountDownLatch).
+#[derive(Clone, Debug)]
+pub struct BlockingCountDownLatch {
+    latch: crate::latch::CountDownLatch,
+    runtime: Arc<Driver>,
+}
+
+impl BlockingCountDownLatch {
+    /// The async handle underneath.
+    pub fn as_async(&self) -> &crate::latch::CountDownLatch {
+        &self.latch
+    }
+
+    /// The latch's name.
+    pub fn name(&self) -> &str {
+        self.latch.name()
+    }
+
+    /// Set the count if the latch does not exist.
+    pub fn try_set_count(&self, count: u64) -> Result<bool> {
+        self.runtime.run(self.latch.try_set_count(count))?
+    }
+
+    /// Count down by one.
+    pub fn count_down(&self) -> Result<()> {
+        self.runtime.run(self.latch.count_down())?
+    }
+
+    /// The count now.
+    pub fn get_count(&self) -> Result<i64> {
+        self.runtime.run(self.latch.get_count())?
+    }
+
+    /// Delete the latch; returns whether it existed.
+    pub fn delete(&self) -> Result<bool> {
+        self.runtime.run(self.latch.delete())?
+    }
+
+    /// Wait until the count is zero, or the latch is deleted.
+    pub fn await_zero(&self) -> Result<crate::latch::LatchOpened> {
+        self.runtime.run(self.latch.await_zero())?
+    }
+
+    /// Wait at most `wait`; `None` if the time ran out.
+    pub fn await_for(&self, wait: Duration) -> Result<Option<crate::latch::LatchOpened>> {
+        self.runtime.run(self.latch.await_for(wait))?
+    }
+}

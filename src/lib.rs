@@ -21,10 +21,22 @@
 //! independent servers, as one (all of them, or a majority for RedLock);
 //! [`Lock::erase`] lets it mix kinds.
 //!
+//! # Semaphores and count-down latch
+//!
+//! Redisson's synchronizers on the same keys, channels and messages:
+//! [`Semaphore`] (`client.semaphore`, RSemaphore),
+//! [`PermitExpirableSemaphore`] (`client.permit_expirable_semaphore`), whose
+//! permits carry a [`PermitId`] and may expire, and [`CountDownLatch`]
+//! (`client.count_down_latch`). Acquiring returns a permit guard
+//! ([`SemaphorePermit`], [`PermitGuard`]) that gives the permits back when
+//! released or dropped, like tokio's permits.
+//!
 //! # Layers
 //!
 //! Read top-down: `blocking` over the kinds (`rlock`, `fair`, `rwlock`,
-//! `spin`, `fenced`, each with its protocol, type and factory), `multi`,
+//! `spin`, `fenced`, each with its protocol, type and factory) and the
+//! synchronizers (`semaphore`, `permit_semaphore`, `latch`, over the
+//! `waiter` loop), `multi`,
 //! the typed `guard` over the untyped `hold`, the generic `lock` handle,
 //! the `raw` acquire/release loop, the `client`, then the `watchdog`, the
 //! pub/sub hub and the Redis command layer, which know no lock kind.
@@ -97,17 +109,21 @@ mod fenced;
 mod guard;
 mod hold;
 mod kind;
+mod latch;
 mod lock;
 mod multi;
 mod names;
 mod owner;
+mod permit_semaphore;
 mod pubsub;
 mod raw;
 mod redis;
 mod rlock;
 mod rwlock;
 mod script;
+mod semaphore;
 mod spin;
+mod waiter;
 mod watchdog;
 
 pub use backoff::BackOff;
@@ -118,12 +134,15 @@ pub use fair::{Fair, FairLock, NonReentrantFair, NonReentrantFairLock};
 pub use fenced::{Fenced, FencedLock};
 pub use guard::LockGuard;
 pub use kind::{AnyKind, Kind, ReentrantKind};
+pub use latch::{CountDownLatch, LatchOpened};
 pub use lock::{Lock, Ttl};
 pub use multi::{MultiGuard, MultiLock};
 pub use names::{NameMapper, PrefixMapper};
 pub use owner::Owner;
+pub use permit_semaphore::{PermitExpirableSemaphore, PermitGuard, PermitId, PermitLease};
 pub use rlock::{NonReentrant, NonReentrantLock, RLock, Reentrant};
 pub use rwlock::{Read, ReadLock, ReadWriteLock, Write, WriteLock};
+pub use semaphore::{Semaphore, SemaphorePermit};
 pub use spin::{Spin, SpinLock};
 
 /// Re-export of the Redis client crate, for [`Config::redis`].

@@ -4,8 +4,10 @@
 //! Waiters hold a [`Subscription`]; the first one for a channel subscribes,
 //! the last one to drop it unsubscribes. Subscribe and unsubscribe commands
 //! go through one task in order, so a leave-and-rejoin can never end up
-//! unsubscribed. Messages wake waiters through a [`Notify`]: `0` wakes one
-//! (a permit is stored if none waits), `1` wakes all. After the subscriber
+//! unsubscribed. Messages wake waiters through a [`Notify`], per the
+//! channel's [`Wake`] policy: on lock channels `0` wakes one (a permit is
+//! stored if none waits) and `1` wakes all; on semaphore channels a count
+//! `m` wakes `min(m, local waiters)`; on latch channels any message wakes all. After the subscriber
 //! reconnects, every channel is subscribed again and every waiter woken to
 //! re-check, since messages published during the gap are lost; when the
 //! connection is lost, every waiter is woken at once too, so none sleeps on
@@ -120,6 +122,24 @@ struct Entry {
     /// On a cluster: the nodes the subscription was made on, to notice when
     /// the channel's slot has moved to another node.
     placed: Mutex<Vec<String>>,
+    /// How messages wake the waiters, set by the first subscriber.
+    wake: Wake,
+    /// How many messages arrived so far, and the code of the last one.
+    messages: Mutex<(u64, i64)>,
+}
+
+/// How a channel's messages wake its local waiters (docs/PROTOCOL.md §3.3),
+/// chosen by the first subscriber of the channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// Lock channels: `0` wakes one waiter, `1` wakes all.
+    Lock,
+    /// Semaphore channels: a count `m` wakes `min(m, local waiters)`
+    /// waiters (a count of 0 or less wakes none).
+    Count,
+    /// Count-down latch channels: any message wakes every waiter (`0`: the
+    /// count reached zero; `1`: a new count, or the latch was deleted).
+    All,
 }
 
 #[derive(Clone, Debug)]
@@ -139,6 +159,8 @@ pub(crate) struct Subscription {
     shared: Arc<Shared>,
     entry: Arc<Entry>,
     channel: String,
+    /// How many messages the channel had seen when this subscription joined.
+    since: u64,
 }
 
 impl Hub {
@@ -164,6 +186,12 @@ impl Hub {
     /// Join `channel`, waiting until the server confirmed the subscription
     /// (at most the command timeout).
     pub(crate) async fn subscribe(&self, channel: &str) -> Result<Subscription> {
+        self.subscribe_with(channel, Wake::Lock).await
+    }
+
+    /// [`subscribe`](Self::subscribe), waking waiters per `wake` (if this is
+    /// the channel's first local subscriber; later ones share its policy).
+    pub(crate) async fn subscribe_with(&self, channel: &str, wake: Wake) -> Result<Subscription> {
         let (entry, first) = {
             let mut channels = self.shared.channels.lock();
             let entry = channels
@@ -174,6 +202,8 @@ impl Hub {
                         ready: watch::Sender::new(Ready::Pending),
                         notify: Notify::new(),
                         placed: Mutex::new(Vec::new()),
+                        wake,
+                        messages: Mutex::new((0, 0)),
                     })
                 })
                 .clone();
@@ -184,10 +214,12 @@ impl Hub {
             (entry, first)
         };
         // From here on, dropping `subscription` (even by cancellation) leaves.
+        let since = entry.messages.lock().0;
         let subscription = Subscription {
             shared: self.shared.clone(),
             entry,
             channel: channel.to_owned(),
+            since,
         };
         if first {
             let _ = self.shared.ops.send(Op::Subscribe(channel.to_owned()));
@@ -226,6 +258,13 @@ impl Subscription {
     pub(crate) fn notified(&self) -> tokio::sync::futures::Notified<'_> {
         self.entry.notify.notified()
     }
+
+    /// The code of the last message on this channel since this
+    /// subscription joined, if any arrived.
+    pub(crate) fn last_message(&self) -> Option<i64> {
+        let (count, code) = *self.entry.messages.lock();
+        (count > self.since).then_some(code)
+    }
 }
 
 impl Drop for Subscription {
@@ -242,6 +281,27 @@ impl Drop for Subscription {
 }
 
 impl Entry {
+    /// Wake waiters for a message with `code`, per the channel's policy.
+    fn deliver(&self, code: i64) {
+        {
+            let mut messages = self.messages.lock();
+            *messages = (messages.0.wrapping_add(1), code);
+        }
+        match (self.wake, code) {
+            (Wake::Lock, 0) => self.notify.notify_one(),
+            (Wake::Lock, 1) => self.notify.notify_waiters(),
+            (Wake::Lock, _) => {}
+            (Wake::Count, m) => {
+                let waiters = *self.refs.lock();
+                let wake = usize::try_from(m).unwrap_or(0).min(waiters);
+                for _ in 0..wake {
+                    self.notify.notify_one();
+                }
+            }
+            (Wake::All, _) => self.wake_all(),
+        }
+    }
+
     fn wake_all(&self) {
         self.notify.notify_waiters();
         // Also leave a permit for a waiter between its attempt and its wait.
@@ -483,10 +543,8 @@ async fn run_messages(subscriber: fred::clients::Client, shared: Arc<Shared>) {
                 let Some(entry) = shared.entry(&message.channel) else {
                     continue;
                 };
-                match message_code(&message.value) {
-                    Some(0) => entry.notify.notify_one(),
-                    Some(1) => entry.notify.notify_waiters(),
-                    _ => {}
+                if let Some(code) = message_code(&message.value) {
+                    entry.deliver(code);
                 }
             }
             Err(RecvError::Lagged(_)) => {

@@ -72,6 +72,93 @@ script!(
 script!(RW_READ_IS_LOCKED, "rw_read_is_locked.lua");
 script!(RW_WRITE_IS_LOCKED, "rw_write_is_locked.lua");
 script!(RW_RENEW_READ, "args.lua", "rw_renew_read.lua");
+script!(
+    SEMAPHORE_ACQUIRE,
+    "args.lua",
+    "count.lua",
+    "semaphore_acquire.lua"
+);
+script!(
+    SEMAPHORE_RELEASE,
+    "args.lua",
+    "count.lua",
+    "semaphore_release.lua"
+);
+script!(
+    SEMAPHORE_RELEASE_IF_EXISTS,
+    "args.lua",
+    "count.lua",
+    "semaphore_release_if_exists.lua"
+);
+script!(
+    SEMAPHORE_TRY_SET,
+    "args.lua",
+    "count.lua",
+    "semaphore_try_set.lua"
+);
+script!(SEMAPHORE_ADD, "args.lua", "count.lua", "semaphore_add.lua");
+script!(
+    SEMAPHORE_DRAIN,
+    "args.lua",
+    "count.lua",
+    "semaphore_drain.lua"
+);
+script!(
+    PES_ACQUIRE,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_acquire.lua"
+);
+script!(
+    PES_RELEASE,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_release.lua"
+);
+script!(
+    PES_RELEASE_MANY,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_release_many.lua"
+);
+script!(
+    PES_COUNTS,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_counts.lua"
+);
+script!(
+    PES_SET_PERMITS,
+    "args.lua",
+    "count.lua",
+    "pes_set_permits.lua"
+);
+script!(
+    PES_UPDATE_LEASE,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_update_lease.lua"
+);
+script!(
+    PES_LEASE_TIME,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_lease_time.lua"
+);
+script!(LATCH_TRY_SET, "args.lua", "count.lua", "latch_try_set.lua");
+script!(
+    LATCH_COUNT_DOWN,
+    "args.lua",
+    "count.lua",
+    "latch_count_down.lua"
+);
+script!(LATCH_DELETE, "args.lua", "latch_delete.lua");
 
 impl Script {
     pub(crate) fn sha(&self) -> &str {

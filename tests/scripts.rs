@@ -1,5 +1,5 @@
-//! Every script that writes checks its arguments before its first write
-//! (`lua/args.lua`): a bad one is refused with an `INVALID_ARGUMENT` error
+//! Every script that writes (the locks', the semaphores' and the latch's)
+//! checks its arguments before its first write (`lua/args.lua`): a bad one is refused with an `INVALID_ARGUMENT` error
 //! naming its position, and Redis is left exactly as it was (keys, values,
 //! TTLs, no latch, nothing published). Each script is also run once with good
 //! arguments, to show that the checks let them through.
@@ -40,6 +40,48 @@ const RW_WRITE_UNLOCK: &str = body!("args.lua", "rw_write_unlock.lua");
 const RW_READ_FORCE_UNLOCK: &str = body!("args.lua", "rw_read_force_unlock.lua");
 const RW_WRITE_FORCE_UNLOCK: &str = body!("args.lua", "rw_write_force_unlock.lua");
 const RW_RENEW_READ: &str = body!("args.lua", "rw_renew_read.lua");
+const SEM_ACQUIRE: &str = body!("args.lua", "count.lua", "semaphore_acquire.lua");
+const SEM_RELEASE: &str = body!("args.lua", "count.lua", "semaphore_release.lua");
+const SEM_RELEASE_IF_EXISTS: &str =
+    body!("args.lua", "count.lua", "semaphore_release_if_exists.lua");
+const SEM_TRY_SET: &str = body!("args.lua", "count.lua", "semaphore_try_set.lua");
+const SEM_ADD: &str = body!("args.lua", "count.lua", "semaphore_add.lua");
+const SEM_DRAIN: &str = body!("args.lua", "count.lua", "semaphore_drain.lua");
+const PES_ACQUIRE: &str = body!(
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_acquire.lua"
+);
+const PES_RELEASE: &str = body!(
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_release.lua"
+);
+const PES_RELEASE_MANY: &str = body!(
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_release_many.lua"
+);
+const PES_COUNTS: &str = body!("args.lua", "count.lua", "pes_reclaim.lua", "pes_counts.lua");
+const PES_SET_PERMITS: &str = body!("args.lua", "count.lua", "pes_set_permits.lua");
+const PES_UPDATE_LEASE: &str = body!(
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_update_lease.lua"
+);
+const PES_LEASE_TIME: &str = body!(
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_lease_time.lua"
+);
+const LATCH_TRY_SET: &str = body!("args.lua", "count.lua", "latch_try_set.lua");
+const LATCH_COUNT_DOWN: &str = body!("args.lua", "count.lua", "latch_count_down.lua");
+const LATCH_DELETE: &str = body!("args.lua", "latch_delete.lua");
 
 /// What an argument is, and so which values it must refuse.
 #[derive(Clone, Copy)]
@@ -58,6 +100,16 @@ enum Kind {
     Publish,
     /// "0" or "1".
     Flag,
+    /// A permit count, 1..=i32::MAX.
+    Permits,
+    /// A permit count, 0..=i32::MAX.
+    Permits0,
+    /// A change of permits, i32::MIN..=i32::MAX.
+    Delta,
+    /// A latch count, 1..=2^53 - 1.
+    Positive,
+    /// A permit id: 16 bytes.
+    Id,
 }
 
 const I64_MAX: &str = "9223372036854775807";
@@ -84,6 +136,21 @@ impl Kind {
             Kind::Text => &[""],
             Kind::Publish => &["publish", "SET", "DEL", "", "SPUBLISH "],
             Kind::Flag => &["2", "", "yes"],
+            Kind::Permits => &["0", "-1", "abc", "1.5", "", "2147483648", "01", "1e3"],
+            Kind::Permits0 => &["-1", "abc", "1.5", "", "2147483648", "01"],
+            Kind::Delta => &[
+                "abc",
+                "1.5",
+                "",
+                "2147483648",
+                "-2147483649",
+                "--1",
+                "-0",
+                "01",
+                "+1",
+            ],
+            Kind::Positive => &["0", "-1", "abc", "", "9007199254740992", I64_MAX],
+            Kind::Id => &["", "short", "0123456789abcdefX"],
         }
     }
 }
@@ -812,4 +879,375 @@ async fn rw_renew_read() {
     for key in [&n, &t1] {
         assert!((29_000..=30_000).contains(&t.pttl(key).await));
     }
+}
+
+fn sem_keys(name: &str) -> (String, String, String) {
+    (
+        name.to_string(),
+        format!("redisson_sc:{{{name}}}"),
+        format!(
+            "redisson_sc_latch:{{{name}}}:{}",
+            uuid::Uuid::new_v4().simple()
+        ),
+    )
+}
+
+#[tokio::test]
+async fn semaphore_scripts() {
+    let mut t = Bench::new("sem").await;
+    let (n, ch, latch) = sem_keys(&t.name);
+    t.cmd(&["SET", &n, "5"]).await;
+    let watch = vec![n.clone(), latch.clone()];
+    let acquire = Case {
+        body: SEM_ACQUIRE,
+        keys: vec![n.clone(), latch.clone()],
+        args: vec![(Kind::Permits, s(2)), (Kind::Ms, s(32_000))],
+        watch: watch.clone(),
+    };
+    t.refuses_bad_args(&acquire, &[]).await;
+    assert_eq!(
+        t.eval(SEM_ACQUIRE, &acquire.keys, acquire.good())
+            .await
+            .unwrap()
+            .as_i64(),
+        Some(1)
+    );
+    assert_eq!(t.cmd(&["GET", &n]).await.as_string().as_deref(), Some("3"));
+    assert_eq!(
+        t.cmd(&["GET", &latch]).await.as_string().as_deref(),
+        Some("1")
+    );
+
+    let release = Case {
+        body: SEM_RELEASE,
+        keys: vec![n.clone(), ch.clone(), latch.clone()],
+        args: vec![
+            (Kind::Permits, s(2)),
+            (Kind::Publish, s("PUBLISH")),
+            (Kind::Ms, s(32_000)),
+            (Kind::Flag, s("0")),
+        ],
+        watch: watch.clone(),
+    };
+    t.refuses_bad_args(&release, &[]).await;
+    assert_eq!(
+        t.eval(SEM_RELEASE, &release.keys, release.good())
+            .await
+            .unwrap()
+            .as_i64(),
+        Some(5)
+    );
+    assert_eq!(t.next_message().await, (ch.clone(), s("5")));
+    assert!(
+        t.eval(SEM_RELEASE, &release.keys, release.good())
+            .await
+            .unwrap()
+            .is_null(),
+        "a replay"
+    );
+    assert_eq!(
+        t.cmd(&["GET", &latch]).await.as_string().as_deref(),
+        Some("0")
+    );
+
+    let release_if_exists = Case {
+        body: SEM_RELEASE_IF_EXISTS,
+        keys: vec![n.clone(), ch.clone()],
+        args: vec![(Kind::Permits, s(1)), (Kind::Publish, s("PUBLISH"))],
+        watch: watch.clone(),
+    };
+    t.refuses_bad_args(&release_if_exists, &[]).await;
+    assert_eq!(
+        t.eval(
+            SEM_RELEASE_IF_EXISTS,
+            &release_if_exists.keys,
+            release_if_exists.good()
+        )
+        .await
+        .unwrap()
+        .as_i64(),
+        Some(1)
+    );
+    assert_eq!(t.next_message().await, (ch.clone(), s("6")));
+
+    let add = Case {
+        body: SEM_ADD,
+        keys: vec![n.clone(), ch.clone()],
+        args: vec![
+            (Kind::Delta, s(-2)),
+            (Kind::Publish, s("PUBLISH")),
+            (Kind::Flag, s("0")),
+        ],
+        watch: watch.clone(),
+    };
+    t.refuses_bad_args(&add, &[]).await;
+    assert_eq!(
+        t.eval(SEM_ADD, &add.keys, add.good())
+            .await
+            .unwrap()
+            .as_i64(),
+        Some(4)
+    );
+    assert_eq!(t.next_message().await, (ch.clone(), s("4")));
+    for extreme in ["-2147483648", "2147483647"] {
+        let args = vec![s(extreme), s("PUBLISH"), s("1")];
+        t.eval(SEM_ADD, &add.keys, args).await.unwrap();
+    }
+    assert_eq!(t.next_message().await, (ch.clone(), s("2147483647")));
+    assert_eq!(t.cmd(&["GET", &n]).await.as_string().as_deref(), Some("3"));
+
+    // trySetPermits on an absent semaphore; the TTL is optional.
+    let absent = format!("{n}-absent");
+    let try_set = Case {
+        body: SEM_TRY_SET,
+        keys: vec![absent.clone(), ch.clone()],
+        args: vec![(Kind::Permits0, s(3)), (Kind::Publish, s("PUBLISH"))],
+        watch: vec![absent.clone()],
+    };
+    let bad_ttls: Vec<(Vec<String>, Vec<String>, &str)> = ["0", "abc", "3155760000001"]
+        .iter()
+        .map(|ttl| {
+            (
+                try_set.keys.clone(),
+                vec![s(3), s("PUBLISH"), s(ttl)],
+                "ARGV[3]",
+            )
+        })
+        .collect();
+    t.refuses_bad_args(&try_set, &bad_ttls).await;
+    let with_ttl = vec![s(0), s("PUBLISH"), s(10_000)];
+    assert_eq!(
+        t.eval(SEM_TRY_SET, &try_set.keys, with_ttl)
+            .await
+            .unwrap()
+            .as_i64(),
+        Some(1)
+    );
+    assert!((9_000..=10_000).contains(&t.pttl(&absent).await));
+    assert_eq!(t.next_message().await, (ch.clone(), s("0")));
+
+    // drainPermits has no ARGV to check.
+    let reply = t
+        .eval(SEM_DRAIN, std::slice::from_ref(&n), vec![])
+        .await
+        .unwrap();
+    assert_eq!(reply.as_i64(), Some(3));
+    assert_eq!(t.cmd(&["GET", &n]).await.as_string().as_deref(), Some("0"));
+    t.nothing_published().await;
+}
+
+#[tokio::test]
+async fn permit_expirable_semaphore_scripts() {
+    let mut t = Bench::new("pes").await;
+    let n = t.name.clone();
+    let z = format!("{{{n}}}:timeout");
+    let ch = format!("redisson_sc:{{{n}}}");
+    let now = now_ms();
+    t.cmd(&["SET", &n, "2"]).await;
+    t.cmd(&["ZADD", &z, &s(now + 60_000), "held-permit-0001"])
+        .await;
+    let watch = vec![n.clone(), z.clone()];
+    let id = s("0123456789abcdef");
+    let acquire = Case {
+        body: PES_ACQUIRE,
+        keys: vec![n.clone(), z.clone(), ch.clone()],
+        args: vec![
+            (Kind::Permits, s(1)),
+            (Kind::Epoch, s(now + 30_000)),
+            (Kind::Epoch, s(now)),
+            (Kind::Epoch, s("922337203685477")),
+            (Kind::Publish, s("PUBLISH")),
+            (Kind::Id, id.clone()),
+        ],
+        watch: watch.clone(),
+    };
+    let two_ids = {
+        let mut args = acquire.good();
+        args[0] = s(2);
+        (acquire.keys.clone(), args, "ARGV[1]")
+    };
+    t.refuses_bad_args(&acquire, &[two_ids]).await;
+    let reply = t
+        .eval(PES_ACQUIRE, &acquire.keys, acquire.good())
+        .await
+        .unwrap();
+    assert_eq!(
+        reply
+            .into_array()
+            .iter()
+            .map(|v| v.as_i64())
+            .collect::<Vec<_>>(),
+        [Some(1), Some(0)]
+    );
+    assert_eq!(
+        t.cmd(&["ZSCORE", &z, &id]).await.as_i64(),
+        Some(now + 30_000)
+    );
+
+    let update = Case {
+        body: PES_UPDATE_LEASE,
+        keys: vec![n.clone(), z.clone(), ch.clone()],
+        args: vec![
+            (Kind::Id, id.clone()),
+            (Kind::Epoch, s(now + 40_000)),
+            (Kind::Epoch, s(now)),
+            (Kind::Publish, s("PUBLISH")),
+        ],
+        watch: watch.clone(),
+    };
+    t.refuses_bad_args(&update, &[]).await;
+    assert_eq!(
+        t.eval(PES_UPDATE_LEASE, &update.keys, update.good())
+            .await
+            .unwrap()
+            .as_i64(),
+        Some(1)
+    );
+
+    let lease_time = Case {
+        body: PES_LEASE_TIME,
+        keys: vec![n.clone(), z.clone(), ch.clone()],
+        args: vec![
+            (Kind::Id, id.clone()),
+            (Kind::Epoch, s("922337203685477")),
+            (Kind::Epoch, s(now)),
+            (Kind::Publish, s("PUBLISH")),
+        ],
+        watch: watch.clone(),
+    };
+    t.refuses_bad_args(&lease_time, &[]).await;
+    let reply = t
+        .eval(PES_LEASE_TIME, &lease_time.keys, lease_time.good())
+        .await
+        .unwrap();
+    assert_eq!(reply.as_i64(), Some(40_000));
+
+    let counts = Case {
+        body: PES_COUNTS,
+        keys: vec![n.clone(), z.clone(), ch.clone()],
+        args: vec![(Kind::Epoch, s(now)), (Kind::Publish, s("PUBLISH"))],
+        watch: watch.clone(),
+    };
+    t.refuses_bad_args(&counts, &[]).await;
+    let reply = t
+        .eval(PES_COUNTS, &counts.keys, counts.good())
+        .await
+        .unwrap();
+    assert_eq!(
+        reply
+            .into_array()
+            .iter()
+            .map(|v| v.as_i64())
+            .collect::<Vec<_>>(),
+        [Some(1), Some(2)]
+    );
+
+    let set_permits = Case {
+        body: PES_SET_PERMITS,
+        keys: vec![n.clone(), ch.clone(), z.clone()],
+        args: vec![(Kind::Permits0, s(4)), (Kind::Publish, s("PUBLISH"))],
+        watch: watch.clone(),
+    };
+    t.refuses_bad_args(&set_permits, &[]).await;
+    let reply = t
+        .eval(PES_SET_PERMITS, &set_permits.keys, set_permits.good())
+        .await
+        .unwrap();
+    assert_eq!(reply.as_i64(), Some(2), "4 in all, 2 taken");
+    assert_eq!(t.next_message().await, (ch.clone(), s("4")));
+
+    let release_many = Case {
+        body: PES_RELEASE_MANY,
+        keys: vec![n.clone(), ch.clone(), z.clone()],
+        args: vec![
+            (Kind::Permits, s(2)),
+            (Kind::Epoch, s(now)),
+            (Kind::Publish, s("PUBLISH")),
+            (Kind::Id, id.clone()),
+            (Kind::Id, s("held-permit-0001")),
+        ],
+        watch: watch.clone(),
+    };
+    t.refuses_bad_args(&release_many, &[]).await;
+    let release = Case {
+        body: PES_RELEASE,
+        keys: vec![n.clone(), ch.clone(), z.clone()],
+        args: vec![
+            (Kind::Id, id.clone()),
+            (Kind::Permits, s(1)),
+            (Kind::Epoch, s(now)),
+            (Kind::Publish, s("PUBLISH")),
+        ],
+        watch: watch.clone(),
+    };
+    t.refuses_bad_args(&release, &[]).await;
+    let reply = t
+        .eval(PES_RELEASE_MANY, &release_many.keys, release_many.good())
+        .await
+        .unwrap();
+    assert_eq!(reply.as_i64(), Some(2));
+    assert_eq!(t.next_message().await, (ch.clone(), s("2")));
+    let reply = t
+        .eval(PES_RELEASE, &release.keys, release.good())
+        .await
+        .unwrap();
+    assert_eq!(reply.as_i64(), Some(-1), "already released");
+    assert_eq!(t.cmd(&["GET", &n]).await.as_string().as_deref(), Some("4"));
+    t.nothing_published().await;
+}
+
+#[tokio::test]
+async fn latch_scripts() {
+    let mut t = Bench::new("latch").await;
+    let n = t.name.clone();
+    let ch = format!("redisson_countdownlatch__channel__{{{n}}}");
+    let try_set = Case {
+        body: LATCH_TRY_SET,
+        keys: vec![n.clone(), ch.clone()],
+        args: vec![
+            (Kind::Flag, s("1")),
+            (Kind::Positive, s(2)),
+            (Kind::Publish, s("PUBLISH")),
+        ],
+        watch: vec![n.clone()],
+    };
+    t.refuses_bad_args(&try_set, &[]).await;
+    assert_eq!(
+        t.eval(LATCH_TRY_SET, &try_set.keys, try_set.good())
+            .await
+            .unwrap()
+            .as_i64(),
+        Some(1)
+    );
+    assert_eq!(t.next_message().await, (ch.clone(), s("1")));
+    let count_down = Case {
+        body: LATCH_COUNT_DOWN,
+        keys: vec![n.clone(), ch.clone()],
+        args: vec![(Kind::Flag, s("0")), (Kind::Publish, s("PUBLISH"))],
+        watch: vec![n.clone()],
+    };
+    t.refuses_bad_args(&count_down, &[]).await;
+    assert_eq!(
+        t.eval(LATCH_COUNT_DOWN, &count_down.keys, count_down.good())
+            .await
+            .unwrap()
+            .as_i64(),
+        Some(1)
+    );
+    let delete = Case {
+        body: LATCH_DELETE,
+        keys: vec![n.clone(), ch.clone()],
+        args: vec![(Kind::Flag, s("1")), (Kind::Publish, s("PUBLISH"))],
+        watch: vec![n.clone()],
+    };
+    t.refuses_bad_args(&delete, &[]).await;
+    assert_eq!(
+        t.eval(LATCH_DELETE, &delete.keys, delete.good())
+            .await
+            .unwrap()
+            .as_i64(),
+        Some(1)
+    );
+    assert_eq!(t.next_message().await, (ch.clone(), s("1")));
+    t.nothing_published().await;
 }

@@ -3,11 +3,13 @@
 //! See BENCHMARKS.md for what every number means.
 
 mod ceiling;
+mod ceiling_semaphore;
 mod cluster;
 mod libs;
 mod plot;
 mod report;
 mod scenarios;
+mod semaphore_scenario;
 mod server;
 mod util;
 
@@ -22,6 +24,7 @@ use serde::Serialize;
 use libs::{Kind, Lib, ALL};
 use report::Record;
 use scenarios::{Job, Method, Metrics};
+use semaphore_scenario::SemLib;
 use util::now_ns;
 
 /// Sizes of every scenario; `--smoke` shrinks them all.
@@ -37,6 +40,9 @@ pub struct Params {
     pub s4_secs: f64,
     pub s4_processes: u32,
     pub s4_tasks_each: u32,
+    pub sem_secs: f64,
+    pub sem_tasks: u32,
+    pub sem_permits: u32,
     pub waiters: usize,
     pub waiter_names: usize,
     pub watchdog_locks: usize,
@@ -92,6 +98,9 @@ impl Params {
             s4_secs: 3.0,
             s4_processes: 4,
             s4_tasks_each: 2,
+            sem_secs: 3.0,
+            sem_tasks: 16,
+            sem_permits: 4,
             waiters: 10_000,
             waiter_names: 1_000,
             watchdog_locks: 10_000,
@@ -117,6 +126,7 @@ impl Params {
             s2_secs: 0.2,
             s3_secs: 0.3,
             s4_secs: 0.3,
+            sem_secs: 0.5,
             waiters: 500,
             waiter_names: 50,
             watchdog_locks: 500,
@@ -191,7 +201,7 @@ fn run(args: &[String]) -> Result<()> {
     if let Some(i) = args.iter().position(|a| a == "--only") {
         let list = args
             .get(i + 1)
-            .context("--only s1,s2,s3,s4,s5w,s5r,s6i,s6ii,s7")?;
+            .context("--only s1,s2,s3,s3b,s4,sem,s5w,s5r,s6i,s6ii,s7")?;
         params.only = list.split(',').map(str::to_owned).collect();
     }
     if let Some(i) = args.iter().position(|a| a == "--libs") {
@@ -331,6 +341,26 @@ async fn bench(url: &str, params: &Params) -> Result<()> {
                 .or_default()
                 .extend(c.handover_us);
             records.push(Record::new("s4", kind.key(), run, m));
+        }
+        for &kind in order
+            .iter()
+            .filter(|k| matches!(k, Kind::Ours | Kind::Ceiling) && params.wants("sem"))
+        {
+            server::flushall(&mut admin).await?;
+            let name = format!("sem:{}:{run}", kind.key());
+            let lib = SemLib::connect(kind, url, &name, params.sem_permits).await?;
+            semaphore_scenario::warm_up(&lib).await?;
+            let before = server::commandstats(&mut admin).await?;
+            let start = now_ns() + 50_000_000;
+            let deadline = start + secs(params.sem_secs).as_nanos() as u64;
+            let events =
+                semaphore_scenario::contend(&lib, params.sem_tasks, start, deadline).await?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let diff = server::diff(&before, &server::commandstats(&mut admin).await?);
+            let mut m =
+                semaphore_scenario::analyze(events, params.sem_permits as usize, start, deadline);
+            semaphore_scenario::add_command_metrics(&mut m, &diff);
+            records.push(Record::new("sem", kind.key(), run, m));
         }
         for kind in [Kind::Ours, Kind::Ceiling]
             .into_iter()

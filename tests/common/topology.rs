@@ -402,9 +402,13 @@ impl Cluster {
         let _ = raw.quit().await;
         let template = FredConfig::from_url(&self.url).expect("cluster URL");
         for line in listing.lines().filter(|l| !l.contains("fail")) {
-            let Some(addr) = line.split(' ').nth(1) else { continue };
+            let Some(addr) = line.split(' ').nth(1) else {
+                continue;
+            };
             let addr = addr.split('@').next().unwrap_or_default();
-            let Some((host, port)) = addr.rsplit_once(':') else { continue };
+            let Some((host, port)) = addr.rsplit_once(':') else {
+                continue;
+            };
             let mut config = template.clone();
             config.server = fred::types::config::ServerConfig::new_centralized(
                 host,

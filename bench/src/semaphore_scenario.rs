@@ -1,0 +1,192 @@
+//! Scenario `sem`: a semaphore of 4 permits, 16 tasks of one process taking
+//! one permit each and giving it back at once, as fast as they can; ours
+//! against the semaphore ceiling (`ceiling_semaphore.rs`).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::ceiling_semaphore::{CeilingPermit, CeilingSemaphore};
+use crate::libs::Kind;
+use crate::scenarios::Metrics;
+use crate::util::{instant_at, now_ns, quantile, sleep_until_ns};
+
+/// One acquisition: (task, acquire called, acquire returned, release called),
+/// `util::now_ns` ns; a wait abandoned at the deadline has `u64::MAX` as its
+/// return and release times.
+pub type SemEvent = (u32, u64, u64, u64);
+
+/// The two semaphore clients under test, each with its handle to one
+/// semaphore (a user keeps the handle; the ceiling keeps the name).
+#[derive(Clone)]
+pub enum SemLib {
+    Ours(redisson_lock::Semaphore),
+    Ceiling(CeilingSemaphore, Arc<str>),
+}
+
+enum SemHeld {
+    Ours(redisson_lock::SemaphorePermit),
+    Ceiling(CeilingPermit),
+}
+
+impl SemLib {
+    /// Connect, and set the semaphore `name` to `permits` permits (with the
+    /// library's `try_set_permits`, for both).
+    pub async fn connect(kind: Kind, url: &str, name: &str, permits: u32) -> Result<SemLib> {
+        let client = redisson_lock::Client::from_url(url).await?;
+        let semaphore = client.semaphore(name)?;
+        anyhow::ensure!(
+            semaphore.try_set_permits(permits).await?,
+            "semaphore {name} already set"
+        );
+        Ok(match kind {
+            Kind::Ceiling => {
+                client.shutdown().await;
+                SemLib::Ceiling(CeilingSemaphore::connect(url).await?, Arc::from(name))
+            }
+            _ => SemLib::Ours(semaphore),
+        })
+    }
+
+    async fn acquire(&self) -> Result<SemHeld> {
+        Ok(match self {
+            SemLib::Ours(semaphore) => SemHeld::Ours(semaphore.acquire(1).await?),
+            SemLib::Ceiling(client, name) => SemHeld::Ceiling(client.acquire(name, 1).await?),
+        })
+    }
+}
+
+impl SemHeld {
+    async fn release(self) -> Result<()> {
+        match self {
+            SemHeld::Ours(permit) => permit.release().await?,
+            SemHeld::Ceiling(permit) => permit.release().await?,
+        }
+        Ok(())
+    }
+}
+
+/// `tasks` tasks taking and giving back one permit from `start_ns` to
+/// `deadline_ns`; waits in progress at the deadline are abandoned.
+pub async fn contend(
+    lib: &SemLib,
+    tasks: u32,
+    start_ns: u64,
+    deadline_ns: u64,
+) -> Result<Vec<SemEvent>> {
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let lib = lib.clone();
+        handles.push(tokio::spawn(async move {
+            sleep_until_ns(start_ns).await;
+            let deadline = instant_at(deadline_ns);
+            let mut events = Vec::new();
+            while now_ns() < deadline_ns {
+                let asked = now_ns();
+                let held = tokio::select! {
+                    biased;
+                    _ = tokio::time::sleep_until(deadline) => {
+                        events.push((t, asked, u64::MAX, u64::MAX));
+                        break;
+                    }
+                    held = lib.acquire() => held?,
+                };
+                let acquired = now_ns();
+                let releasing = now_ns();
+                held.release().await?;
+                events.push((t, asked, acquired, releasing));
+            }
+            anyhow::Ok(events)
+        }));
+    }
+    let mut events = Vec::new();
+    for h in handles {
+        events.extend(h.await??);
+    }
+    Ok(events)
+}
+
+/// Throughput and handover latency of one run with `permits` permits.
+///
+/// A handover is a permit passing from a releaser to a task that was
+/// already waiting: permits freed (the initial ones at the start, then one
+/// per release call) are matched, oldest first, to acquisitions in the order
+/// they returned; an acquisition whose task asked before its permit was
+/// freed counts as a handover of `acquired - freed` (from the release call
+/// to the waiter's acquire returning: the release script, the publish, the
+/// wake-up and the waiter's acquire round trip), else as taking a permit
+/// that sat free.
+pub fn analyze(events: Vec<SemEvent>, permits: usize, start_ns: u64, deadline_ns: u64) -> Metrics {
+    let wait_us: Vec<f64> = events
+        .iter()
+        .map(|e| (e.2.min(deadline_ns).max(e.1) - e.1) as f64 / 1e3)
+        .collect();
+    let abandoned = events.iter().filter(|e| e.2 == u64::MAX).count();
+    let done: Vec<SemEvent> = events.into_iter().filter(|e| e.2 != u64::MAX).collect();
+    // (time, 0 = release / 1 = acquisition, asked): releases first on ties.
+    let mut timeline: Vec<(u64, u8, u64)> = Vec::with_capacity(done.len() * 2);
+    for e in &done {
+        timeline.push((e.3, 0, 0));
+        timeline.push((e.2, 1, e.1));
+    }
+    timeline.sort_unstable();
+    let mut free: VecDeque<u64> = VecDeque::from(vec![start_ns; permits]);
+    let (mut handover_us, mut sat_free) = (Vec::new(), 0u64);
+    for (at, what, asked) in timeline {
+        if what == 0 {
+            free.push_back(at);
+            continue;
+        }
+        match free.pop_front() {
+            Some(freed) if asked <= freed => {
+                handover_us.push(at.saturating_sub(freed) as f64 / 1e3)
+            }
+            _ => sat_free += 1,
+        }
+    }
+    let window = (deadline_ns - start_ns) as f64 / 1e9;
+    let in_window = done.iter().filter(|e| e.2 <= deadline_ns).count();
+    Metrics::from([
+        ("acq_per_s".into(), in_window as f64 / window),
+        ("acquisitions".into(), done.len() as f64),
+        ("handovers".into(), handover_us.len() as f64),
+        ("handover_p50_us".into(), quantile(&handover_us, 0.50)),
+        ("handover_p99_us".into(), quantile(&handover_us, 0.99)),
+        ("handover_max_us".into(), quantile(&handover_us, 1.0)),
+        ("acquired_while_free".into(), sat_free as f64),
+        ("wait_p50_us".into(), quantile(&wait_us, 0.50)),
+        ("wait_p99_us".into(), quantile(&wait_us, 0.99)),
+        ("waits_abandoned_at_deadline".into(), abandoned as f64),
+    ])
+}
+
+/// Commands per acquisition from a commandstats diff: the scripts call GET,
+/// DECRBY and SET (acquire) and GET, INCRBY, PUBLISH and SET (release); the
+/// clients send EVALSHA, the latch DELs, (UN)SUBSCRIBE and PING.
+pub fn add_command_metrics(metrics: &mut Metrics, diff: &HashMap<String, u64>) {
+    let acquisitions = metrics.get("acquisitions").copied().unwrap_or(0.0).max(1.0);
+    let get = |k: &str| diff.get(k).copied().unwrap_or(0);
+    let total = crate::libs::total_commands(diff);
+    let script: u64 = ["get", "decrby", "set", "incrby", "publish"]
+        .iter()
+        .map(|k| get(k))
+        .sum();
+    let client = total.saturating_sub(script);
+    metrics.insert("round_trips_per_acq".into(), client as f64 / acquisitions);
+    metrics.insert("script_cmds_per_acq".into(), script as f64 / acquisitions);
+    metrics.insert(
+        "server_cmds_per_acq".into(),
+        (client + script) as f64 / acquisitions,
+    );
+}
+
+/// A short warm-up: load the scripts and open the connections.
+pub async fn warm_up(lib: &SemLib) -> Result<()> {
+    for _ in 0..20 {
+        lib.acquire().await?.release().await?;
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    Ok(())
+}

@@ -1,0 +1,15 @@
+-- RCountDownLatch delete() (docs/PROTOCOL.md §7.3). Runs after args.lua.
+-- KEYS[1]  N, the latch (string: the count)
+-- KEYS[2]  latch channel, redisson_countdownlatch__channel__{N}
+-- ARGV[1]  new-count message, "1" (what Redisson publishes on delete)
+-- ARGV[2]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
+-- Returns  1 if N existed (deleted, "1" published), else 0. An INVALID_ARGUMENT
+--          error, before anything is written, if an argument is out of range
+--          (args.lua).
+flag_arg(1)
+publish_arg(2)
+if redis.call('del', KEYS[1]) == 1 then
+    publish(ARGV[2], KEYS[2], ARGV[1])
+    return 1
+end
+return 0

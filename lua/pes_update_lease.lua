@@ -1,0 +1,24 @@
+-- RPermitExpirableSemaphore updateLeaseTime(id, lease) (docs/PROTOCOL.md §7.2). Runs
+-- after args.lua, count.lua and pes_reclaim.lua.
+-- KEYS[1]  N, the semaphore (string: available permits)
+-- KEYS[2]  Z, the timeout zset {N}:timeout
+-- KEYS[3]  semaphore channel, redisson_sc:{N}
+-- ARGV[1]  the permit id, 16 bytes
+-- ARGV[2]  the new expiry, epoch ms (now + lease), or the never-expires sentinel
+-- ARGV[3]  now, epoch ms of the sending client
+-- ARGV[4]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
+-- Returns  after reclaiming every expired permit: 1 if the id is in Z (its score
+--          set to ARGV[2]), else 0. An INVALID_ARGUMENT error (args.lua), or a
+--          WRONGTYPE error if N is not an integer string (count.lua) or Z not a
+--          zset, before anything is written.
+id_arg(1)
+epoch_ms_arg(2)
+epoch_ms_arg(3)
+publish_arg(4)
+count_of(KEYS[1])
+reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[4], nil)
+if redis.call('zscore', KEYS[2], ARGV[1]) == false then
+    return 0
+end
+redis.call('zadd', KEYS[2], ARGV[2], ARGV[1])
+return 1

@@ -1,0 +1,721 @@
+//! [`Semaphore`]: Redisson's `RSemaphore` (docs/PROTOCOL.md §7.1), with RAII
+//! permits ([`SemaphorePermit`]).
+//!
+//! Redis holds the available count in the string key `N`; a release adds to
+//! it and publishes the new count on `redisson_sc:{N}`, which wakes up to
+//! that many waiters (§3.3). Permits are not owned in Redisson: anyone may
+//! release. This crate keeps that wire protocol and adds one short-lived key
+//! per acquisition, the permit latch `redisson_sc_latch:{N}:<32 hex id>`
+//! (written by the acquire and release scripts, deleted by the client right
+//! after a release), so that an acquisition whose reply was lost is undone
+//! exactly and a release retried after a lost reply is not counted twice.
+//! Java clients never read it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::interfaces::KeysInterface;
+use fred::types::Value;
+use futures::FutureExt;
+use tokio::time::Instant;
+
+use crate::client::{Client, Inner};
+use crate::detach::FinishOnDrop;
+use crate::error::{Error, Result};
+use crate::names::{latch_key, prefix_name};
+use crate::pubsub::Wake;
+use crate::script::{self, millis, ScriptCall};
+use crate::waiter::{wait_until, Outcome};
+
+/// A handle to Redisson's semaphore `N` (`getSemaphore(name)`). Cheap to
+/// clone. No command is sent until a method is called.
+///
+/// Acquiring returns a [`SemaphorePermit`] that gives its permits back when
+/// released or dropped, like tokio's `SemaphorePermit`;
+/// [`forget`](SemaphorePermit::forget) keeps them taken. A Java thread and a
+/// Rust task acquire and release the same permits and wake each other.
+///
+/// ```no_run
+/// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
+/// let partner_api = client.semaphore("partner-api")?;
+/// partner_api.try_set_permits(4).await?; // once; false if already set
+/// let permit = partner_api.acquire(1).await?;
+/// // ... at most 4 calls in flight, across every service ...
+/// permit.release().await?; // or drop it: released in the background
+/// # Ok(()) }
+/// ```
+///
+/// # Cancel safety
+///
+/// Every future may be dropped at any await point. An acquire script already
+/// sent is finished in the background and the permits it took are given
+/// back; a waiter leaves its channel when dropped.
+#[derive(Clone)]
+pub struct Semaphore {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    client: Client,
+    /// `N`, the count.
+    name: String,
+    /// `redisson_sc:{N}`.
+    channel: String,
+    /// `redisson_sc_latch:{N}`, to which `:<id>` is appended.
+    latch_prefix: String,
+}
+
+impl Client {
+    /// A handle to the semaphore `name` (Redisson's `getSemaphore(name)`).
+    /// No command is sent.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
+    pub fn semaphore(&self, name: &str) -> Result<Semaphore> {
+        let name = self.map_name(name)?;
+        Ok(Semaphore {
+            shared: Arc::new(Shared {
+                client: self.clone(),
+                channel: prefix_name("redisson_sc", &name),
+                latch_prefix: prefix_name("redisson_sc_latch", &name),
+                name,
+            }),
+        })
+    }
+}
+
+/// Refuse a permit count Java's `int` cannot hold.
+pub(crate) fn check_permits(permits: u32) -> Result<()> {
+    if i32::try_from(permits).is_err() {
+        return Err(Error::InvalidArgument(format!(
+            "permits must be at most {} (Java's int), got {permits}",
+            i32::MAX
+        )));
+    }
+    Ok(())
+}
+
+/// How long a permit latch lives: twice the retry budget, so that every
+/// retry of a release (or undo), all sent within one budget of the first
+/// try, still finds it.
+fn latch_ttl(inner: &Inner) -> Duration {
+    inner.config.retry_span().saturating_mul(2)
+}
+
+/// Parse the integer text of a count key; anything else is the wrong type.
+pub(crate) fn parse_count(value: Option<String>, key: &str) -> Result<i64> {
+    match value {
+        None => Ok(0),
+        Some(text) => text.parse().map_err(|_| Error::WrongType {
+            key: key.to_owned(),
+        }),
+    }
+}
+
+/// An integer reply.
+pub(crate) fn integer(reply: Value, what: &str) -> Result<i64> {
+    match reply {
+        Value::Integer(n) => Ok(n),
+        other => Err(Error::Protocol(format!("{what} replied {other:?}"))),
+    }
+}
+
+impl Semaphore {
+    fn inner(&self) -> &Arc<Inner> {
+        &self.shared.client.inner
+    }
+
+    /// The semaphore's name (its Redis key, after name mapping).
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The client this handle belongs to.
+    pub fn client(&self) -> &Client {
+        &self.shared.client
+    }
+
+    /// The channel releases publish on (`redisson_sc:{N}`).
+    #[doc(hidden)]
+    pub fn channel(&self) -> &str {
+        &self.shared.channel
+    }
+
+    /// Take `permits` permits, waiting as long as it takes (Redisson's
+    /// `acquire(permits)`). Zero permits: a permit of nothing, at once,
+    /// without a command.
+    ///
+    /// The wait sleeps until a release is published on the channel; it
+    /// re-checks at least every `lock_watchdog_timeout` in case a message was
+    /// lost (where Java's `acquire()` would wait for the next release).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for more than `i32::MAX` permits, before
+    /// anything is sent; [`Error::WrongType`] if the key holds something
+    /// other than a count; a transient error once Redis has failed for longer
+    /// than the retry budget; [`Error::Closed`] at shutdown.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future gives back whatever it took, in the background.
+    pub async fn acquire(&self, permits: u32) -> Result<SemaphorePermit> {
+        match self.acquire_within(None, permits).await? {
+            Some(permit) => Ok(permit),
+            None => Err(Error::Protocol(
+                "a wait without a time limit ended without permits".into(),
+            )),
+        }
+    }
+
+    /// Try once to take `permits` permits, without waiting (Redisson's
+    /// `tryAcquire(permits)`): `None` if fewer are available.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire); a transient error is returned at once
+    /// (an attempt it may have left behind is undone in the background).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`acquire`](Self::acquire).
+    pub async fn try_acquire(&self, permits: u32) -> Result<Option<SemaphorePermit>> {
+        self.acquire_within(Some(Duration::ZERO), permits).await
+    }
+
+    /// Take `permits` permits, waiting up to `wait` (Redisson's
+    /// `tryAcquire(permits, wait)`; zero: try once; above
+    /// [`MAX_DURATION`](crate::MAX_DURATION): no time limit). `None` if the
+    /// time ran out.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire); transient failures are retried until
+    /// the deadline, which then returns the last transient error.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`acquire`](Self::acquire).
+    pub async fn try_acquire_for(
+        &self,
+        wait: Duration,
+        permits: u32,
+    ) -> Result<Option<SemaphorePermit>> {
+        self.acquire_within(Some(wait), permits).await
+    }
+
+    async fn acquire_within(
+        &self,
+        wait: Option<Duration>,
+        permits: u32,
+    ) -> Result<Option<SemaphorePermit>> {
+        check_permits(permits)?;
+        if permits == 0 {
+            return Ok(Some(SemaphorePermit::new(self.clone(), 0, None)));
+        }
+        let inner = self.inner().clone();
+        let done = wait_until(&inner, &self.shared.channel, Wake::Count, wait, || {
+            self.attempt(permits)
+        })
+        .await?;
+        Ok(done.map(|d| d.value))
+    }
+
+    /// One run of the acquire script. If the caller goes away before the
+    /// reply, the script is finished in the background and what it took is
+    /// given back; if its outcome is unknown (a timeout or a lost
+    /// connection), the permit latch tells the undo whether it took anything.
+    async fn attempt(&self, permits: u32) -> Result<Outcome<SemaphorePermit>> {
+        let inner = self.inner().clone();
+        let latch = latch_key(&self.shared.latch_prefix);
+        let sent_at = Instant::now();
+        let fut = {
+            let (inner, shared, latch) = (inner.clone(), self.shared.clone(), latch.clone());
+            async move {
+                let ttl = millis(latch_ttl(&inner));
+                let call = || {
+                    ScriptCall::new(
+                        &script::SEMAPHORE_ACQUIRE,
+                        &[&shared.name, &latch],
+                        vec![Value::Integer(permits.into()), Value::Integer(ttl)],
+                    )
+                };
+                let reply = inner.redis.eval(call).await?;
+                Ok::<bool, Error>(integer(reply, "semaphore acquire")? == 1)
+            }
+        };
+        let orphan = {
+            let (semaphore, latch) = (self.clone(), latch.clone());
+            move |outcome: Result<bool>| {
+                async move {
+                    let mode = match outcome {
+                        Ok(true) => Mode::Release,
+                        Err(e) if e.is_transient() => Mode::Undo,
+                        _ => return,
+                    };
+                    let until = sent_at + semaphore.inner().config.retry_span();
+                    semaphore
+                        .give_back(permits, &latch, mode, Retry::Until(until))
+                        .await;
+                }
+                .boxed()
+            }
+        };
+        let outcome = FinishOnDrop::new(inner.cleanups.clone(), fut, orphan).await;
+        match outcome {
+            Ok(true) => Ok(Outcome::Ready(SemaphorePermit::new(
+                self.clone(),
+                permits,
+                Some(latch),
+            ))),
+            Ok(false) => Ok(Outcome::Busy(None)),
+            Err(e) if e.is_transient() => {
+                let semaphore = self.clone();
+                let until = sent_at + inner.config.retry_span();
+                inner.cleanups.spawn(async move {
+                    semaphore
+                        .give_back(permits, &latch, Mode::Undo, Retry::Until(until))
+                        .await;
+                });
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Run the release script for `latch` (retried with the same latch, so
+    /// a retry never gives back twice), then delete the latch.
+    async fn release_with(
+        &self,
+        permits: u32,
+        latch: &str,
+        mode: Mode,
+        retry: Retry,
+    ) -> Result<Option<i64>> {
+        let inner = self.inner();
+        let ttl = millis(latch_ttl(inner));
+        let release = || {
+            inner.redis.eval(|| {
+                ScriptCall::new(
+                    &script::SEMAPHORE_RELEASE,
+                    &[&self.shared.name, &self.shared.channel, latch],
+                    vec![
+                        Value::Integer(permits.into()),
+                        Value::from(inner.publish_command()),
+                        Value::Integer(ttl),
+                        Value::from(match mode {
+                            Mode::Release => "0",
+                            Mode::Undo => "1",
+                        }),
+                    ],
+                )
+            })
+        };
+        let reply = match retry {
+            Retry::Attempts => inner.redis.retrying(release).await,
+            Retry::Until(until) => inner.redis.persisting(until, release).await,
+        }?;
+        inner.redis.delete_later(latch.to_owned());
+        match reply {
+            Value::Null => Ok(None),
+            Value::Integer(count) => Ok(Some(count)),
+            other => Err(Error::Protocol(format!(
+                "semaphore release replied {other:?}"
+            ))),
+        }
+    }
+
+    /// Give permits back in the background, logging a failure.
+    async fn give_back(&self, permits: u32, latch: &str, mode: Mode, retry: Retry) {
+        if let Err(e) = self.release_with(permits, latch, mode, retry).await {
+            tracing::warn!(semaphore = %self.name(), error = %e, permits, "giving permits back failed");
+        }
+    }
+
+    /// Give `permits` permits back without a permit guard (Redisson's
+    /// `release(permits)`): the count goes up by `permits` (there is no upper
+    /// bound) and the new count is published. Pair it with permits you
+    /// [`forget`](SemaphorePermit::forget), or with Java's acquisitions.
+    /// Zero permits: nothing is sent.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for more than `i32::MAX` permits;
+    /// [`Error::WrongType`] if the key holds something other than a count; a
+    /// transient error if Redis stayed unreachable through `retry_attempts`
+    /// retries (each retry is safe: a permit latch keeps it from counting
+    /// twice).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part-way still completes the release in the
+    /// background.
+    pub async fn release(&self, permits: u32) -> Result<()> {
+        check_permits(permits)?;
+        if permits == 0 {
+            return Ok(());
+        }
+        let semaphore = self.clone();
+        let call = async move {
+            let latch = latch_key(&semaphore.shared.latch_prefix);
+            semaphore
+                .release_with(permits, &latch, Mode::Release, Retry::Attempts)
+                .await
+                .map(drop)
+        };
+        FinishOnDrop::new(self.inner().cleanups.clone(), call, |_| async {}.boxed()).await
+    }
+
+    /// Give `permits` permits back only if the semaphore exists (Redisson's
+    /// `releaseIfExists`); returns whether it did.
+    ///
+    /// # Errors
+    ///
+    /// As [`release`](Self::release), except that a transient error is
+    /// returned at once: this call is not retried, so after a lost reply
+    /// whether it ran is unknown.
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have released (the command may
+    /// already be on its way).
+    pub async fn release_if_exists(&self, permits: u32) -> Result<bool> {
+        check_permits(permits)?;
+        if permits == 0 {
+            return self.exists().await;
+        }
+        let inner = self.inner();
+        let reply = inner
+            .redis
+            .eval(|| {
+                ScriptCall::new(
+                    &script::SEMAPHORE_RELEASE_IF_EXISTS,
+                    &[&self.shared.name, &self.shared.channel],
+                    vec![
+                        Value::Integer(permits.into()),
+                        Value::from(inner.publish_command()),
+                    ],
+                )
+            })
+            .await?;
+        Ok(integer(reply, "semaphore releaseIfExists")? == 1)
+    }
+
+    async fn exists(&self) -> Result<bool> {
+        let name = self.shared.name.clone();
+        let n: i64 = self
+            .inner()
+            .redis
+            .key_command(&self.shared.name, |c| {
+                let name = name.clone();
+                async move { c.exists(name).await }
+            })
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// Set the number of permits if the semaphore does not exist yet
+    /// (Redisson's `trySetPermits`); returns whether it was set. The count is
+    /// published, waking waiters.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for more than `i32::MAX` permits;
+    /// [`Error::WrongType`] if the key holds something other than a count; a
+    /// transient error at once (not retried: a retry of a call that ran
+    /// would answer `false`).
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have set the permits.
+    pub async fn try_set_permits(&self, permits: u32) -> Result<bool> {
+        self.try_set(permits, None).await
+    }
+
+    /// [`try_set_permits`](Self::try_set_permits) with a TTL on the key
+    /// (Redisson's `trySetPermits(permits, ttl)`): the semaphore vanishes
+    /// `ttl` later unless something removes the TTL.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a TTL below 1 ms or above
+    /// [`MAX_DURATION`](crate::MAX_DURATION); else as
+    /// [`try_set_permits`](Self::try_set_permits).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_set_permits`](Self::try_set_permits).
+    pub async fn try_set_permits_with_ttl(&self, permits: u32, ttl: Duration) -> Result<bool> {
+        if ttl < Duration::from_millis(1) || ttl > crate::config::MAX_DURATION {
+            return Err(Error::InvalidArgument(format!(
+                "ttl must be from 1 ms to 100 years, got {ttl:?}"
+            )));
+        }
+        self.try_set(permits, Some(ttl)).await
+    }
+
+    async fn try_set(&self, permits: u32, ttl: Option<Duration>) -> Result<bool> {
+        check_permits(permits)?;
+        let inner = self.inner();
+        try_set_call(inner, &self.shared.name, &self.shared.channel, permits, ttl).await
+    }
+
+    /// Add `permits` permits, or take them away if negative (Redisson's
+    /// `addPermits`): the count becomes `current + permits` (from 0 if the
+    /// semaphore does not exist, and without a TTL) and is published.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongType`] if the key holds something other than a count; a
+    /// transient error at once (not retried: a retry of a call that ran would
+    /// add twice).
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have added the permits.
+    pub async fn add_permits(&self, permits: i32) -> Result<()> {
+        add_call(
+            self.inner(),
+            &self.shared.name,
+            &self.shared.channel,
+            permits,
+            false,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// The number of permits available now (`GET`; 0 if the semaphore does
+    /// not exist; negative after taking away more than were there).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongType`] if the key holds something other than a count; a
+    /// transient error after `retry_attempts` retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
+    pub async fn available_permits(&self) -> Result<i64> {
+        get_count(self.inner(), &self.shared.name).await
+    }
+
+    /// Take every available permit (Redisson's `drainPermits`): the count
+    /// becomes 0 (a TTL is removed) and the number it held is returned. The
+    /// permits taken are not tracked: give them back with
+    /// [`release`](Self::release).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongType`] if the key holds something other than a count; a
+    /// transient error at once (not retried: a retry would answer 0).
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have drained the permits.
+    pub async fn drain_permits(&self) -> Result<i64> {
+        let reply = self
+            .inner()
+            .redis
+            .eval(|| ScriptCall::new(&script::SEMAPHORE_DRAIN, &[&self.shared.name], Vec::new()))
+            .await?;
+        integer(reply, "semaphore drainPermits")
+    }
+}
+
+/// `trySetPermits` of both semaphores (the same script; a TTL only for
+/// RSemaphore).
+pub(crate) async fn try_set_call(
+    inner: &Inner,
+    name: &str,
+    channel: &str,
+    permits: u32,
+    ttl: Option<Duration>,
+) -> Result<bool> {
+    let reply = inner
+        .redis
+        .eval(|| {
+            let mut args = vec![
+                Value::Integer(permits.into()),
+                Value::from(inner.publish_command()),
+            ];
+            if let Some(ttl) = ttl {
+                args.push(Value::Integer(millis(ttl)));
+            }
+            ScriptCall::new(&script::SEMAPHORE_TRY_SET, &[name, channel], args)
+        })
+        .await?;
+    Ok(integer(reply, "semaphore trySetPermits")? == 1)
+}
+
+/// `addPermits` of both semaphores: RSemaphore publishes the new count,
+/// the permit-expirable one the change if positive (`expirable`).
+pub(crate) async fn add_call(
+    inner: &Inner,
+    name: &str,
+    channel: &str,
+    permits: i32,
+    expirable: bool,
+) -> Result<i64> {
+    let reply = inner
+        .redis
+        .eval(|| {
+            ScriptCall::new(
+                &script::SEMAPHORE_ADD,
+                &[name, channel],
+                vec![
+                    Value::Integer(permits.into()),
+                    Value::from(inner.publish_command()),
+                    Value::from(if expirable { "1" } else { "0" }),
+                ],
+            )
+        })
+        .await?;
+    integer(reply, "semaphore addPermits")
+}
+
+/// `GET key` as a count (0 if absent), with retries.
+pub(crate) async fn get_count(inner: &Inner, key: &str) -> Result<i64> {
+    let owned = key.to_owned();
+    let value: Option<String> = inner
+        .redis
+        .key_command(key, |c| {
+            let key = owned.clone();
+            async move { c.get(key).await }
+        })
+        .await?;
+    parse_count(value, key)
+}
+
+/// What the release script does.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// Give back, unless the latch says it was given back already.
+    Release,
+    /// Give back only if the latch says the acquisition took the permits.
+    Undo,
+}
+
+/// How long a release keeps trying after transient errors.
+#[derive(Clone, Copy, Debug)]
+enum Retry {
+    /// `retry_attempts` times: someone awaits the answer.
+    Attempts,
+    /// Until then: nobody awaits it (a dropped permit or acquisition). Within
+    /// one retry budget of the acquisition, so the latch outlives every try.
+    Until(Instant),
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("name", &self.shared.name)
+            .finish()
+    }
+}
+
+/// Permits taken from a [`Semaphore`]. Give them back with
+/// [`release`](Self::release) to learn whether that worked; a permit dropped
+/// without releasing gives them back in the background (errors are logged
+/// through `tracing`; [`Client::shutdown`](crate::Client::shutdown) waits for
+/// it); [`forget`](Self::forget) keeps them taken.
+#[must_use = "dropping the permit releases it at once"]
+pub struct SemaphorePermit {
+    semaphore: Semaphore,
+    permits: u32,
+    /// The acquisition's permit latch (`None` for zero permits).
+    latch: Option<String>,
+    armed: bool,
+}
+
+impl SemaphorePermit {
+    fn new(semaphore: Semaphore, permits: u32, latch: Option<String>) -> SemaphorePermit {
+        SemaphorePermit {
+            semaphore,
+            permits,
+            latch,
+            armed: true,
+        }
+    }
+
+    /// How many permits this holds.
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// The semaphore the permits belong to.
+    pub fn semaphore(&self) -> &Semaphore {
+        &self.semaphore
+    }
+
+    /// Give the permits back: the count goes up and the new count is
+    /// published, waking waiters.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongType`] if the key was replaced by something other than a
+    /// count; a transient error if Redis stayed unreachable through
+    /// `retry_attempts` retries (each retry is safe: it never gives back
+    /// twice); [`Error::Closed`] after shutdown.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part-way still completes the release in the
+    /// background.
+    pub async fn release(mut self) -> Result<()> {
+        self.armed = false;
+        let Some(latch) = self.latch.take() else {
+            return Ok(());
+        };
+        let (semaphore, permits) = (self.semaphore.clone(), self.permits);
+        let call = async move {
+            semaphore
+                .release_with(permits, &latch, Mode::Release, Retry::Attempts)
+                .await
+                .map(drop)
+        };
+        FinishOnDrop::new(self.semaphore.inner().cleanups.clone(), call, |_| {
+            async {}.boxed()
+        })
+        .await
+    }
+
+    /// Keep the permits taken, like `forget` on tokio's permits: they stay
+    /// taken until someone calls [`Semaphore::release`] (a Java client
+    /// included). Only the acquisition's permit latch is deleted.
+    pub fn forget(mut self) {
+        self.armed = false;
+        if let Some(latch) = self.latch.take() {
+            self.semaphore.inner().redis.delete_later(latch);
+        }
+    }
+}
+
+impl Drop for SemaphorePermit {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Some(latch) = self.latch.take() else {
+            return;
+        };
+        let (semaphore, permits) = (self.semaphore.clone(), self.permits);
+        let inner = semaphore.inner().clone();
+        let until = Instant::now() + inner.config.retry_span();
+        inner.cleanups.spawn(async move {
+            semaphore
+                .give_back(permits, &latch, Mode::Release, Retry::Until(until))
+                .await;
+        });
+    }
+}
+
+impl std::fmt::Debug for SemaphorePermit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SemaphorePermit")
+            .field("semaphore", &self.semaphore.shared.name)
+            .field("permits", &self.permits)
+            .finish()
+    }
+}
