@@ -97,14 +97,17 @@ pub struct Config {
     /// `shardedSubscriptionMode`; default [`PubSubMode::Auto`], as in
     /// Redisson 3.22+.
     pub pubsub_mode: PubSubMode,
-    /// Wait for replicas after every write a lock makes (acquire, unlock,
-    /// renewal, force-unlock, leaving a fair queue): `WAIT` for all the
+    /// Wait for replicas after every script that may write (lock acquire,
+    /// unlock, renewal, force-unlock, leaving a fair queue, and every
+    /// semaphore and latch script but the read-only ones, even when it
+    /// found nothing to change): `WAIT` for all the
     /// master's connected replicas, at most this long. If none confirms,
     /// the call fails with [`Error::NotReplicated`] (transient: an
     /// acquisition is undone and tried again, an unlock resent with its
     /// latch, a renewal counts as failed), as Redisson's
     /// `checkLockSyncedSlaves` with `slavesSyncTimeout`. Costs one more
-    /// round trip per write; a master with no replica skips the `WAIT`.
+    /// round trip per write; a master with no replica skips the `WAIT`
+    /// (replicas are counted again every 10 s).
     /// Default none (no `WAIT`); 1 ms to [`MAX_DURATION`].
     pub replica_sync: Option<Duration>,
     /// Maps every lock name to the name Redis sees (Redisson's

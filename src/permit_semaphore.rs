@@ -94,7 +94,8 @@ impl FromStr for PermitId {
             ))
         };
         let digits = text.as_bytes();
-        if digits.len() != 32 {
+        // Hex digits only (`from_str_radix` would also take a `+`).
+        if digits.len() != 32 || !digits.iter().all(u8::is_ascii_hexdigit) {
             return Err(bad());
         }
         let mut bytes = [0u8; 16];

@@ -56,14 +56,10 @@ impl Commands {
             let reply = redis
                 .custom::<fred::types::Value, _>(fred::cmd!("PUBSUB"), vec!["SHARDNUMSUB"])
                 .await;
+            // Redis before 7 replies "ERR unknown subcommand"; a lost
+            // connection or a refusal is an error of its own.
             match reply {
                 Ok(_) => Ok(true),
-                Err(e)
-                    if e.kind() == &fred::error::ErrorKind::Unknown
-                        || e.details().contains("nknown") =>
-                {
-                    Ok(false)
-                }
                 Err(e) => match Error::from_redis(e, "", timeout) {
                     Error::Redis(_) => Ok(false),
                     other => Err(other),
@@ -348,10 +344,12 @@ async fn run_ops(
                     let Some(entry) = shared.entry(&channel) else { continue };
                     let placed = placement(&subscriber, commands, &channel);
                     let outcome = match subscribe(&subscriber, commands, vec![channel]).await {
-                        Ok(()) => Ready::Subscribed,
+                        Ok(()) => {
+                            *entry.placed.lock() = placed;
+                            Ready::Subscribed
+                        }
                         Err(e) => Ready::Failed(Error::connection(format!("subscribe failed: {e}"))),
                     };
-                    *entry.placed.lock() = placed;
                     entry.ready.send_replace(outcome);
                 }
                 Some(Op::Unsubscribe(channel)) => {
@@ -446,12 +444,25 @@ async fn resubscribe(
         return;
     }
     let channels = entries.iter().map(|(c, _)| c.clone()).collect();
-    for (channel, entry) in &entries {
-        *entry.placed.lock() = placement(subscriber, commands, channel);
-    }
+    let placed: Vec<_> = entries
+        .iter()
+        .map(|(channel, _)| placement(subscriber, commands, channel))
+        .collect();
     match subscribe(subscriber, commands, channels).await {
-        Ok(()) => tracing::debug!(channels = entries.len(), "subscribed again after {why}"),
-        Err(e) => tracing::warn!(error = %e, "subscribing again after {why} failed"),
+        Ok(()) => {
+            for ((_, entry), placed) in entries.iter().zip(placed) {
+                *entry.placed.lock() = placed;
+            }
+            tracing::debug!(channels = entries.len(), "subscribed again after {why}");
+        }
+        Err(e) => {
+            // Forget where they were, so that the next topology read (on a
+            // cluster) or reconnect tries again.
+            for (_, entry) in &entries {
+                entry.placed.lock().clear();
+            }
+            tracing::warn!(error = %e, "subscribing again after {why} failed");
+        }
     }
     for (_, entry) in entries {
         entry.ready.send_replace(Ready::Subscribed);

@@ -73,6 +73,10 @@ fn fred_client(config: &Config) -> Result<fred::clients::Client> {
         .map_err(|e| Error::Config(e.to_string()))
 }
 
+/// How long a master's replica count is trusted before it is read again
+/// (replicas added to a master that had none send no `WAIT` to notice them).
+const RECOUNT: Duration = Duration::from_secs(10);
+
 /// The command layer: scripts by EVALSHA with NOSCRIPT fallback, error
 /// translation, and retries for idempotent commands.
 #[derive(Clone)]
@@ -87,9 +91,11 @@ pub(crate) struct Redis {
     latches: tokio::sync::mpsc::UnboundedSender<String>,
     /// `WAIT` for replicas after every write, at most this long.
     replica_sync: Option<Duration>,
-    /// Connected replicas per master (`""` without a cluster), read from
-    /// `INFO replication` and read again when a `WAIT` counts otherwise.
-    replicas: std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<String, usize>>>,
+    /// Connected replicas per master (`""` without a cluster) and when they
+    /// were counted, from `INFO replication`; counted again when a `WAIT`
+    /// counts otherwise, and at least every [`RECOUNT`].
+    replicas:
+        std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<String, (usize, Instant)>>>,
 }
 
 impl Redis {
@@ -161,7 +167,8 @@ impl Redis {
     /// has the writes made so far on our connection to it (at most `wait`);
     /// [`Error::NotReplicated`] if the master has replicas and none
     /// confirmed (docs/PROTOCOL.md §9.1, §9.3). Fewer than all is accepted, as
-    /// by Redisson.
+    /// by Redisson. Called after a write that ran, so any failure here is
+    /// `NotReplicated` too: the caller undoes or resends the write.
     async fn sync_replicas(&self, key: &str, wait: Duration) -> Result<()> {
         let slot = fred::util::redis_keyslot(key.as_bytes());
         // The same node, and so the same connection, as the write.
@@ -175,22 +182,36 @@ impl Redis {
             .cached_cluster_state()
             .and_then(|state| state.get_server(slot).map(ToString::to_string))
             .unwrap_or_default();
-        let known = self.replicas.lock().get(&server).copied();
+        let not_replicated = |replicas: usize, cause: &dyn std::fmt::Display| {
+            tracing::warn!(error = %cause, "could not wait for replicas after a write");
+            Error::NotReplicated {
+                replicas,
+                timeout: wait,
+            }
+        };
+        let known = self
+            .replicas
+            .lock()
+            .get(&server)
+            .filter(|(_, counted)| counted.elapsed() < RECOUNT)
+            .map(|(n, _)| *n);
         let replicas = match known {
             Some(n) => n,
             None => {
                 let info: String = node
                     .custom(fred::cmd!("INFO"), vec!["replication"])
                     .await
-                    .map_err(|e| Error::from_redis(e, key, self.timeout))?;
+                    .map_err(|e| not_replicated(0, &e))?;
                 let n = info
                     .lines()
                     .find_map(|l| l.strip_prefix("connected_slaves:"))
                     .and_then(|n| n.trim().parse().ok())
                     .ok_or_else(|| {
-                        Error::Protocol("INFO replication without connected_slaves".into())
+                        not_replicated(0, &"INFO replication without connected_slaves")
                     })?;
-                self.replicas.lock().insert(server.clone(), n);
+                self.replicas
+                    .lock()
+                    .insert(server.clone(), (n, Instant::now()));
                 n
             }
         };
@@ -206,7 +227,7 @@ impl Redis {
                 ],
             )
             .await
-            .map_err(|e| Error::from_redis(e, key, self.timeout.saturating_add(wait)))?;
+            .map_err(|e| not_replicated(replicas, &e))?;
         if usize::try_from(acked).ok() != Some(replicas) {
             // Replicas came or went: count them again next time.
             self.replicas.lock().remove(&server);

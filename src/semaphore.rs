@@ -100,7 +100,11 @@ pub(crate) fn check_permits(permits: u32) -> Result<()> {
 /// retry of a release (or undo), all sent within one budget of the first
 /// try, still finds it.
 fn latch_ttl(inner: &Inner) -> Duration {
-    inner.config.retry_span().saturating_mul(2)
+    inner
+        .config
+        .retry_span()
+        .saturating_mul(2)
+        .min(crate::config::MAX_DURATION)
 }
 
 /// Parse the integer text of a count key; anything else is the wrong type.
