@@ -16,8 +16,11 @@ use crate::owner::Owner;
 /// [`forget`](Self::forget) keeps the hold until its lease ends.
 ///
 /// [`lost`](Self::lost) resolves if the lock is lost while held: the watchdog
-/// found the key gone, it was force-unlocked, or the hold is no longer
-/// certain. A hold is certain until the send time of the last acquisition or
+/// found the key gone (a force-unlock by another client is noticed at the
+/// next renewal, within a third of the watchdog lease), it was force-unlocked
+/// through this client, or the hold is no longer certain. A hold with an
+/// explicit lease is not renewed, so it learns of a foreign force-unlock only
+/// when its lease ends. A hold is certain until the send time of the last acquisition or
 /// renewal Redis confirmed, plus the lease, less a drift margin (1 % of the
 /// lease + 2 ms): Redis cannot have expired the key before then. Past it,
 /// with no newer confirmation (a stalled network, a paused server, an
