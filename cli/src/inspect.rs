@@ -591,7 +591,9 @@ impl<'a> Raw<'a> {
             let reply = self
                 .fred
                 .custom::<Value, Value>(
-                    CustomCommand::new_static("PUBSUB", ClusterHash::Offset(1), false),
+                    // fred honours only a custom slot on custom commands
+                    // (other hashers fall back to the first argument).
+                    CustomCommand::new_static("PUBSUB", ClusterHash::from(ch.as_str()), false),
                     vec!["SHARDNUMSUB".into(), ch.as_str().into()],
                 )
                 .await;
