@@ -41,12 +41,13 @@ pub async fn watch(client: &Client, args: &WatchArgs) -> CliResult<u8> {
     let mut frames = 0u64;
     let mut ticker = tokio::time::interval(args.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
+    // Registered now, before the first frame, so Ctrl-C never kills us mid-line.
+    let mut ctrl_c = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| CliError::Other(exit::SOFTWARE, format!("cannot handle Ctrl-C: {e}")))?;
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            _ = &mut ctrl_c => break,
+            _ = ctrl_c.recv() => break,
         }
         let frame = match inspect::inspect(client, &args.status.name, args.status.kind).await {
             Ok(status) if args.status.global.json => format!("{}\n", status.json()),

@@ -644,17 +644,25 @@ fn watch_redraws_until_told_to_stop() {
     assert!(frames.iter().all(|f| f["kind"] == "rlock"));
 
     // Without --count it runs until Ctrl-C, then exits 0.
-    let child = server
+    let mut child = server
         .cli_command(&["watch", &name, "--interval", "100ms"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let mut frames = 0;
+    while frames < 2 {
+        let line = lines.next().expect("a frame").unwrap();
+        if line.starts_with("name ") {
+            frames += 1;
+        }
+    }
     send(child.id(), "INT");
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert!(stdout(&out).matches("name        ").count() >= 2);
+    for line in lines {
+        line.unwrap();
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(0));
 }
 
 #[test]
