@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::make::{self, Make};
-use common::topology::{until, Cluster};
+use common::topology::{until, Cluster, Standoff};
 use common::unique;
 use fred::prelude::*;
 use redisson_lock::{Client, Error, Kind, MultiLock, PubSubMode};
@@ -29,6 +29,19 @@ fn names(prefix: &str, n: usize) -> Vec<String> {
         }
     }
     names
+}
+
+/// A lock held by a client (watchdog `lease`) and awaited by another.
+async fn standoff(cluster: &Cluster, prefix: &str, lease: Duration) -> Standoff {
+    Standoff::start(
+        cluster
+            .client_with(|c| c.lock_watchdog_timeout(lease))
+            .await,
+        cluster.client().await,
+        unique(prefix),
+        |channel| async move { cluster.subscriptions(&channel).await == 1 },
+    )
+    .await
 }
 
 fn slot_of(key: &str) -> u16 {
@@ -390,21 +403,9 @@ async fn replica_sync_per_node(cluster: &Cluster) {
 /// with renewals running: the client follows ASK and MOVED, renews on the
 /// new node, the waiter subscribes again there and is woken by the unlock.
 async fn slot_migrated_while_held(cluster: &Cluster) {
-    let holder = cluster
-        .client_with(|c| c.lock_watchdog_timeout(Duration::from_millis(1500)))
-        .await;
-    let waiting = cluster.client().await;
-    let name = unique("migrated");
+    let standoff = standoff(cluster, "migrated", Duration::from_millis(1500)).await;
+    let name = standoff.name.clone();
     let slot = slot_of(&format!("{{{name}}}"));
-    let guard = holder.lock(&name).unwrap().lock().await.unwrap();
-    let lock = waiting.lock(&name).unwrap();
-    let channel = lock.channel().to_string();
-    let waiter =
-        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(60), None).await });
-    until("the waiter subscribed", Duration::from_secs(5), || async {
-        (cluster.subscriptions(&channel).await == 1).then_some(())
-    })
-    .await;
     let from = cluster.master_of(slot).await;
     let to = loop {
         let other = cluster.master_of(slot_of(&unique("elsewhere"))).await;
@@ -478,7 +479,7 @@ async fn slot_migrated_while_held(cluster: &Cluster) {
     // Two renewal periods on the new node.
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert!(
-        !guard.is_lost(),
+        !standoff.guard.is_lost(),
         "the holder kept its lock through the migration"
     );
     let pttl: i64 = dst.pttl(&name).await.unwrap();
@@ -486,45 +487,20 @@ async fn slot_migrated_while_held(cluster: &Cluster) {
     until(
         "the waiter subscribed on the new node",
         Duration::from_secs(10),
-        || async { (cluster.subscriptions(&channel).await == 1).then_some(()) },
+        || async { (cluster.subscriptions(&standoff.channel).await == 1).then_some(()) },
     )
     .await;
-    let unlocked = Instant::now();
-    guard.unlock().await.unwrap();
-    let got = waiter
-        .await
-        .unwrap()
-        .unwrap()
-        .expect("woken after the migration");
-    let woke = unlocked.elapsed();
-    eprintln!("   slot migrated: waiter woken {woke:?} after the unlock");
-    assert!(woke < Duration::from_secs(5), "woken by publish: {woke:?}");
-    got.unlock().await.unwrap();
     let _ = src.quit().await;
     let _ = dst.quit().await;
-    holder.shutdown().await;
-    waiting.shutdown().await;
+    standoff.settle("slot migrated").await;
 }
 
 /// `CLUSTER FAILOVER` on a replica: its master is demoted with its data in
 /// sync. The holder keeps its lock (renewed on the new master), the waiter
 /// re-subscribes there and is woken by the unlock.
 async fn graceful_failover(cluster: &Cluster) {
-    let holder = cluster
-        .client_with(|c| c.lock_watchdog_timeout(Duration::from_secs(3)))
-        .await;
-    let waiting = cluster.client().await;
-    let name = unique("graceful");
-    let slot = slot_of(&format!("{{{name}}}"));
-    let guard = holder.lock(&name).unwrap().lock().await.unwrap();
-    let lock = waiting.lock(&name).unwrap();
-    let channel = lock.channel().to_string();
-    let waiter =
-        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(60), None).await });
-    until("the waiter subscribed", Duration::from_secs(5), || async {
-        (cluster.subscriptions(&channel).await == 1).then_some(())
-    })
-    .await;
+    let standoff = standoff(cluster, "graceful", Duration::from_secs(3)).await;
+    let slot = slot_of(&format!("{{{}}}", standoff.name));
     let master = cluster.master_of(slot).await;
     let replica = cluster.replica_of(master).await;
     let node = cluster.nodes[replica].raw().await;
@@ -540,30 +516,17 @@ async fn graceful_failover(cluster: &Cluster) {
     cluster.wait_ok().await;
     // Two renewal periods on the new master.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(!guard.is_lost(), "a graceful failover keeps the lock");
-    assert!(guard.is_held().await.unwrap());
+    assert!(
+        !standoff.guard.is_lost(),
+        "a graceful failover keeps the lock"
+    );
     until(
         "the waiter subscribed on the new master",
         Duration::from_secs(10),
-        || async { (cluster.subscriptions(&channel).await == 1).then_some(()) },
+        || async { (cluster.subscriptions(&standoff.channel).await == 1).then_some(()) },
     )
     .await;
-    let unlocked = Instant::now();
-    guard.unlock().await.unwrap();
-    let got = waiter
-        .await
-        .unwrap()
-        .unwrap()
-        .expect("woken after failover");
-    let woke = unlocked.elapsed();
-    got.unlock().await.unwrap();
-    eprintln!("   graceful failover: waiter woken {woke:?} after the unlock");
-    assert!(
-        woke < Duration::from_secs(10),
-        "woken by publish, not the 30 s lease: {woke:?}"
-    );
-    holder.shutdown().await;
-    waiting.shutdown().await;
+    standoff.settle("graceful failover").await;
 }
 
 /// SIGKILL a master while a lock on it is held and waited for. Nobody
@@ -575,19 +538,8 @@ async fn master_killed(cluster: &Cluster) {
     // Longer than the failover takes (about 3 s here), so that renewals
     // can reach the new master in time.
     let lease = Duration::from_secs(9);
-    let holder = cluster
-        .client_with(|c| c.lock_watchdog_timeout(lease))
-        .await;
-    let waiting = cluster.client().await;
-    let name = unique("killed");
-    let slot = slot_of(&format!("{{{name}}}"));
-    let guard = holder.lock(&name).unwrap().lock().await.unwrap();
-    let lock = waiting.lock(&name).unwrap();
-    let waiter = tokio::spawn({
-        let lock = lock.clone();
-        async move { lock.try_lock_for(Duration::from_secs(60), None).await }
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let standoff = standoff(cluster, "killed", lease).await;
+    let slot = slot_of(&format!("{{{}}}", standoff.name));
     let master = cluster.master_of(slot).await;
     let replica = cluster.replica_of(master).await;
     let killed_at = Instant::now();
@@ -596,41 +548,18 @@ async fn master_killed(cluster: &Cluster) {
         (cluster.master_of(slot).await == replica).then_some(())
     })
     .await;
-    let took_over = killed_at.elapsed();
+    eprintln!(
+        "   master killed: replica took over after {:?}",
+        killed_at.elapsed()
+    );
     // Within a lease the holder knows where it stands.
     tokio::time::sleep(lease).await;
-    let held = guard.is_held().await;
-    eprintln!(
-        "   master killed: replica took over after {took_over:?}; holder lost={} held={held:?}",
-        guard.is_lost()
-    );
-    if guard.is_lost() {
-        // The lock did not survive (or could not be renewed in time).
-        let got = waiter.await.unwrap().unwrap().expect("the waiter gets it");
-        got.unlock().await.unwrap();
-    } else {
-        assert!(matches!(held, Ok(true)), "not lost means held: {held:?}");
-        assert!(!waiter.is_finished(), "the waiter must not hold too");
-        let unlocked = Instant::now();
-        guard.unlock().await.unwrap();
-        let got = waiter
-            .await
-            .unwrap()
-            .unwrap()
-            .expect("woken after failover");
-        eprintln!(
-            "   master killed: waiter woken {:?} after the unlock",
-            unlocked.elapsed()
-        );
-        got.unlock().await.unwrap();
-    }
+    standoff.settle("master killed").await;
     assert!(
         killed_at.elapsed() < Duration::from_secs(45),
         "bounded: {:?}",
         killed_at.elapsed()
     );
-    holder.shutdown().await;
-    waiting.shutdown().await;
 }
 
 /// The failover loses the lock: its master dies before its replica got the

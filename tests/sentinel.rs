@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::topology::{until, wait_replicas, Sentinels, SERVICE};
+use common::topology::{until, wait_replicas, Sentinels, Standoff, SERVICE};
 use common::unique;
 use fred::prelude::*;
 
@@ -67,57 +67,35 @@ async fn excludes_and_wakes(set: &Sentinels) {
 /// lost it), the waiter gets it after the unlock, and new locks work.
 async fn across_failover(set: &Sentinels, what: &str, failover: impl AsyncFnOnce(usize)) {
     let lease = Duration::from_secs(9);
-    let holder = set.client_with(|c| c.lock_watchdog_timeout(lease)).await;
-    let waiting = set.client().await;
-    let name = unique("failover");
-    let guard = holder.lock(&name).unwrap().lock().await.unwrap();
-    let lock = waiting.lock(&name).unwrap();
-    let waiter = tokio::spawn({
-        let lock = lock.clone();
-        async move { lock.try_lock_for(Duration::from_secs(60), None).await }
-    });
-    // The waiter subscribed before the master changes.
     let master = set.master().await;
     let raw = set.servers[master].raw().await;
-    let channel = lock.channel().to_string();
-    until("the waiter subscribed", Duration::from_secs(5), || async {
-        (common::numsub(&raw, &channel).await == 1).then_some(())
-    })
+    let standoff = Standoff::start(
+        set.client_with(|c| c.lock_watchdog_timeout(lease)).await,
+        set.client().await,
+        unique("failover"),
+        |channel| {
+            let raw = raw.clone();
+            async move { common::numsub(&raw, &channel).await == 1 }
+        },
+    )
     .await;
     let _ = raw.quit().await;
+    let name = standoff.name.clone();
     let started = Instant::now();
     failover(master).await;
     until("a new master", Duration::from_secs(30), || async {
         (set.master().await != master).then_some(())
     })
     .await;
-    let switched = started.elapsed();
+    eprintln!("   {what}: new master after {:?}", started.elapsed());
     // Within a lease the holder knows where it stands.
     tokio::time::sleep(lease).await;
-    let held = guard.is_held().await;
-    eprintln!(
-        "   {what}: new master after {switched:?}; holder lost={} held={held:?}",
-        guard.is_lost()
-    );
-    if guard.is_lost() {
-        let got = waiter.await.unwrap().unwrap().expect("the waiter gets it");
-        got.unlock().await.unwrap();
-    } else {
-        assert!(matches!(held, Ok(true)), "not lost means held: {held:?}");
-        assert!(!waiter.is_finished(), "the waiter must not hold too");
-        let unlocked = Instant::now();
-        guard.unlock().await.unwrap();
-        let got = waiter
-            .await
-            .unwrap()
-            .unwrap()
-            .expect("woken after failover");
-        let woke = unlocked.elapsed();
-        eprintln!("   {what}: waiter woken {woke:?} after the unlock");
-        assert!(woke < Duration::from_secs(5), "woken by publish: {woke:?}");
-        got.unlock().await.unwrap();
-    }
-    // Locks taken after the failover behave normally.
+    standoff.settle(what).await;
+    // Locks taken after the failover behave normally (the clients were
+    // shut down with the standoff: new ones).
+    let holder = set.client().await;
+    let waiting = set.client().await;
+    let lock = waiting.lock(&name).unwrap();
     let again = holder.lock(&name).unwrap().lock().await.unwrap();
     let waiter =
         tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
