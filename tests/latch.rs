@@ -37,31 +37,6 @@ async fn get(fx: &Fixture, key: &str) -> Option<String> {
     fx.raw.get(key).await.unwrap()
 }
 
-async fn listen(
-    fx: &Fixture,
-    channel: &str,
-) -> (
-    fred::clients::Client,
-    tokio::sync::broadcast::Receiver<fred::types::Message>,
-) {
-    let listener = fx.raw.clone_new();
-    listener.init().await.unwrap();
-    let messages = listener.message_rx();
-    listener.subscribe(channel).await.unwrap();
-    (listener, messages)
-}
-
-async fn drain_messages(
-    messages: &mut tokio::sync::broadcast::Receiver<fred::types::Message>,
-) -> Vec<String> {
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let mut out = Vec::new();
-    while let Ok(m) = messages.try_recv() {
-        out.push(m.value.as_string().unwrap_or_default());
-    }
-    out
-}
-
 async fn java(fx: &Fixture, script: &str, args: &[&str]) -> Value {
     fx.raw
         .eval(
@@ -79,7 +54,7 @@ async fn every_operation_leaves_the_spec_state() {
     let name = &fx.name;
     let latch = fx.client.count_down_latch(name).unwrap();
     assert_eq!(latch.channel(), channel(name));
-    let (_listener, mut messages) = listen(&fx, &channel(name)).await;
+    let mut listener = fx.listen(&channel(name)).await;
 
     assert_eq!(latch.get_count().await.unwrap(), 0, "absent: 0");
     assert!(latch.try_set_count(3).await.unwrap());
@@ -101,7 +76,7 @@ async fn every_operation_leaves_the_spec_state() {
     assert!(!latch.delete().await.unwrap());
 
     assert_eq!(
-        drain_messages(&mut messages).await,
+        listener.drain().await,
         ["1", "0", "1", "1"],
         "trySetCount, zero reached, trySetCount, delete"
     );
@@ -252,18 +227,18 @@ async fn java_shaped_commands_observe_and_drive_ours() {
     });
     wait_numsub(&fx.raw, &channel(&fx.name), 1).await;
     latch.count_down().await.unwrap(); // ours
-    let (_listener, mut messages) = listen(&fx, &channel(&fx.name)).await;
+    let mut listener = fx.listen(&channel(&fx.name)).await;
     let last = Instant::now();
     java(&fx, JAVA_COUNT_DOWN, &["0", "PUBLISH"]).await; // Java's, the last
     let (at, opened) = awaiter.await.unwrap().unwrap();
     assert_eq!(opened, LatchOpened::Zero);
     assert!(at - last < Duration::from_secs(2));
-    assert_eq!(drain_messages(&mut messages).await, ["0"]);
+    assert_eq!(listener.drain().await, ["0"]);
 
     // Ours counts down to zero; a Java awaiter hears "0".
     assert!(latch.try_set_count(1).await.unwrap());
     latch.count_down().await.unwrap();
-    assert_eq!(drain_messages(&mut messages).await, ["1", "0"]);
+    assert_eq!(listener.drain().await, ["1", "0"]);
     assert!(!fx.exists(&fx.name).await);
 }
 

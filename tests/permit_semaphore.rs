@@ -98,31 +98,6 @@ async fn zset(fx: &Fixture, key: &str) -> Vec<(Vec<u8>, String)> {
         .collect()
 }
 
-async fn listen(
-    fx: &Fixture,
-    channel: &str,
-) -> (
-    fred::clients::Client,
-    tokio::sync::broadcast::Receiver<fred::types::Message>,
-) {
-    let listener = fx.raw.clone_new();
-    listener.init().await.unwrap();
-    let messages = listener.message_rx();
-    listener.subscribe(channel).await.unwrap();
-    (listener, messages)
-}
-
-async fn drain_messages(
-    messages: &mut tokio::sync::broadcast::Receiver<fred::types::Message>,
-) -> Vec<String> {
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let mut out = Vec::new();
-    while let Ok(m) = messages.try_recv() {
-        out.push(m.value.as_string().unwrap_or_default());
-    }
-    out
-}
-
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -135,7 +110,7 @@ async fn every_operation_leaves_the_spec_state() {
     let sem = fx.client.permit_expirable_semaphore(name).unwrap();
     assert_eq!(sem.timeouts_key(), z);
     assert_eq!(sem.channel(), channel(name));
-    let (_listener, mut messages) = listen(&fx, &channel(name)).await;
+    let mut listener = fx.listen(&channel(name)).await;
 
     assert!(sem.try_set_permits(3).await.unwrap());
     assert!(!sem.try_set_permits(4).await.unwrap());
@@ -264,7 +239,7 @@ async fn every_operation_leaves_the_spec_state() {
     assert!(last.release().await.unwrap());
 
     assert_eq!(
-        drain_messages(&mut messages).await,
+        listener.drain().await,
         ["3", "2", "3", "2", "5", "2", "6", "6"],
         "trySetPermits 3, release -> 2, release by id -> 3, release of 2 ids -> 2, \
          setPermits 5, addPermits 2 -> 2, the dropped permit -> 6, release -> 6"
@@ -587,7 +562,7 @@ async fn a_lost_acquire_reply_is_undone_by_its_id() {
     let sem = client.permit_expirable_semaphore(&fx.name).unwrap();
     assert!(sem.try_set_permits(1).await.unwrap());
     assert!(sem.acquire(None).await.unwrap().release().await.unwrap()); // scripts loaded
-    let (_listener, mut messages) = listen(&fx, &channel(&fx.name)).await;
+    let mut listener = fx.listen(&channel(&fx.name)).await;
     proxy.stall_to_client();
     let outcome = sem.try_acquire(None).await;
     assert!(
@@ -595,7 +570,7 @@ async fn a_lost_acquire_reply_is_undone_by_its_id() {
         "{outcome:?}"
     );
     // It ran (took the permit), then its undo gave it back: "1" published.
-    let heard = tokio::time::timeout(Duration::from_secs(5), messages.recv())
+    let heard = tokio::time::timeout(Duration::from_secs(5), listener.messages.recv())
         .await
         .unwrap()
         .unwrap();

@@ -40,34 +40,6 @@ async fn get(fx: &Fixture, key: &str) -> Option<String> {
     fx.raw.get(key).await.unwrap()
 }
 
-/// A Java-like listener on `channel`: a subscribed raw connection and its
-/// message stream.
-async fn listen(
-    fx: &Fixture,
-    channel: &str,
-) -> (
-    fred::clients::Client,
-    tokio::sync::broadcast::Receiver<fred::types::Message>,
-) {
-    let listener = fx.raw.clone_new();
-    listener.init().await.unwrap();
-    let messages = listener.message_rx();
-    listener.subscribe(channel).await.unwrap();
-    (listener, messages)
-}
-
-/// Every message received so far (after a short settle for in-flight ones).
-async fn drain_messages(
-    messages: &mut tokio::sync::broadcast::Receiver<fred::types::Message>,
-) -> Vec<String> {
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let mut out = Vec::new();
-    while let Ok(m) = messages.try_recv() {
-        out.push(m.value.as_string().unwrap_or_default());
-    }
-    out
-}
-
 async fn java(fx: &Fixture, script: &str, keys: Vec<String>, args: Vec<String>) -> Value {
     fx.raw.eval(script, keys, args).await.unwrap()
 }
@@ -78,7 +50,7 @@ async fn every_operation_leaves_the_spec_state() {
     let name = &fx.name;
     let sem = fx.client.semaphore(name).unwrap();
     assert_eq!(sem.channel(), channel(name));
-    let (_listener, mut messages) = listen(&fx, &channel(name)).await;
+    let mut listener = fx.listen(&channel(name)).await;
 
     assert_eq!(sem.available_permits().await.unwrap(), 0, "absent: 0");
     assert!(sem.try_set_permits(5).await.unwrap());
@@ -141,7 +113,7 @@ async fn every_operation_leaves_the_spec_state() {
     assert_eq!(sem.drain_permits().await.unwrap(), 0);
 
     assert_eq!(
-        drain_messages(&mut messages).await,
+        listener.drain().await,
         ["5", "5", "7", "4", "4"],
         "trySetPermits 5, release -> 5, release 2 -> 7, addPermits -3 -> 4, \
          the dropped permit's release -> 4; acquisitions, the forgotten \
@@ -379,7 +351,7 @@ async fn java_shaped_commands_observe_and_drive_ours() {
     got.extend(done);
 
     // Ours releases one: the third waiter wakes; a Java listener hears the count.
-    let (_listener, mut messages) = listen(&fx, &channel(&name)).await;
+    let mut listener = fx.listen(&channel(&name)).await;
     got.pop().unwrap().release().await.unwrap();
     let third = pending
         .pop()
@@ -387,7 +359,7 @@ async fn java_shaped_commands_observe_and_drive_ours() {
         .await
         .unwrap()
         .expect("the third acquires");
-    let heard = tokio::time::timeout(Duration::from_secs(5), messages.recv())
+    let heard = tokio::time::timeout(Duration::from_secs(5), listener.messages.recv())
         .await
         .unwrap()
         .unwrap();

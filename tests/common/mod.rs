@@ -228,12 +228,42 @@ impl Fixture {
             .unwrap()
     }
 
+    /// A Java-like listener: a connection of its own subscribed to `channel`.
+    pub async fn listen(&self, channel: &str) -> Listener {
+        let client = self.raw.clone_new();
+        client.init().await.unwrap();
+        let messages = client.message_rx();
+        client.subscribe(channel).await.unwrap();
+        Listener { client, messages }
+    }
+
     /// `PUBSUB CHANNELS pattern`: the channels anyone subscribes to.
     pub async fn channels(&self, pattern: &str) -> Vec<String> {
         self.raw
             .custom(fred::cmd!("PUBSUB"), vec!["CHANNELS", pattern])
             .await
             .unwrap()
+    }
+}
+
+/// A subscribed connection and the messages it received ([`Fixture::listen`]).
+pub struct Listener {
+    pub client: fred::clients::Client,
+    pub messages: tokio::sync::broadcast::Receiver<fred::types::Message>,
+}
+
+impl Listener {
+    /// Every message published so far, in order. A PING on the listener's
+    /// connection is answered after every message queued for it before, so
+    /// once it returns every message of a command that already returned is
+    /// here.
+    pub async fn drain(&mut self) -> Vec<String> {
+        let _: Value = self.client.ping(None).await.unwrap();
+        let mut out = Vec::new();
+        while let Ok(m) = self.messages.try_recv() {
+            out.push(m.value.as_string().unwrap_or_default());
+        }
+        out
     }
 }
 
