@@ -52,8 +52,8 @@
 //! * **Async, explicit**: [`Lock::with_owner`] fixes the owner, like Redisson's
 //!   `lockAsync(threadId)`; acquiring again with the same owner re-enters,
 //!   and [`Lock::unlock`] releases a hold without its guard.
-//! * **Blocking**: [`blocking`] uses one owner per OS thread, so a thread
-//!   re-enters a lock it holds, as in Java.
+//! * **Blocking**: `blocking` (feature `blocking`, on by default) uses one
+//!   owner per OS thread, so a thread re-enters a lock it holds, as in Java.
 //!
 //! Each successful acquisition returns a guard that releases exactly one hold.
 //!
@@ -97,8 +97,11 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backoff;
+#[cfg(feature = "blocking")]
+#[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
 mod client;
 mod config;
