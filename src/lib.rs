@@ -126,6 +126,7 @@ mod rwlock;
 mod script;
 mod semaphore;
 mod spin;
+mod tls;
 mod waiter;
 mod watchdog;
 

@@ -7,6 +7,8 @@
 
 pub mod fault;
 pub mod make;
+#[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
+pub mod tls;
 pub mod topology;
 
 use std::collections::HashMap;
