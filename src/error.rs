@@ -132,6 +132,9 @@ impl Error {
         if details.starts_with("WRONGPASS")
             || details.starts_with("NOAUTH")
             || details.contains("NOPERM")
+            // An ACL refusal inside a script (Redis 7: "ERR The user
+            // executing the script can't publish to the channel ...").
+            || details.contains("The user executing the script can't")
             || err.kind() == &ErrorKind::Auth
         {
             return Error::Auth(Cause::redis(err));
