@@ -88,6 +88,19 @@
 //! client, shared by all local waiters), tries again, then sleeps until an
 //! unlock message, the holder's TTL, or its own deadline; it never polls.
 //!
+//! # Features
+//!
+//! * `blocking` (default): the `blocking` module and `Client::blocking`.
+//! * `tls-rustls`: TLS (`rediss://`) through rustls with the *ring*
+//!   provider; `tls-native-tls`: through native-tls (OpenSSL on Linux).
+//!   Without either, a TLS URL is [`Error::Config`], never plaintext. A
+//!   private CA goes into [`Config::redis`]`.tls` (README, *TLS*); a
+//!   certificate that is not accepted is [`Error::Tls`].
+//! * `sentinel-auth`: separate credentials for Sentinel nodes.
+//!
+//! No password shows in `Debug` of [`Config`] or [`Client`], in an
+//! [`Error`], or in what the crate logs.
+//!
 //! # Cancellation
 //!
 //! Every future may be dropped at any await point. A lock command already
