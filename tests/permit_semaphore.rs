@@ -109,6 +109,9 @@ async fn listen(
     listener.init().await.unwrap();
     let messages = listener.message_rx();
     listener.subscribe(channel).await.unwrap();
+    // fred may answer SUBSCRIBE before Redis ran it: a PING on the same
+    // connection returns only once it has, so no later publish is missed.
+    let _: Value = listener.ping(None).await.unwrap();
     (listener, messages)
 }
 
