@@ -115,11 +115,13 @@ pub struct Config {
     pub name_mapper: Option<Arc<dyn NameMapper>>,
 }
 
-/// Shows where and how the client connects, never the password.
+/// Shows where and how the client connects, never a password (neither the
+/// server's nor a sentinel's), whatever fred features are enabled.
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
-            .field("server", &self.redis.server)
+            .field("server", &ShownServer(&self.redis.server))
+            .field("tls", &self.redis.uses_tls())
             .field("database", &self.redis.database)
             .field("username", &self.redis.username)
             .field(
@@ -136,6 +138,31 @@ impl std::fmt::Debug for Config {
             .field("replica_sync", &self.replica_sync)
             .field("name_mapper", &self.name_mapper)
             .finish()
+    }
+}
+
+/// The deployment and its hosts, without fred's `Debug` of the server
+/// config: with fred's `sentinel-auth` feature that shows the sentinels'
+/// password.
+struct ShownServer<'a>(&'a fred::types::config::ServerConfig);
+
+impl std::fmt::Debug for ShownServer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use fred::types::config::ServerConfig;
+        let server = self.0;
+        let hosts: Vec<String> = server.hosts().iter().map(ToString::to_string).collect();
+        if let ServerConfig::Sentinel { service_name, .. } = server {
+            f.debug_struct("Sentinel")
+                .field("service_name", service_name)
+                .field("sentinels", &hosts)
+                .finish_non_exhaustive()
+        } else if server.is_clustered() {
+            f.debug_tuple("Clustered").field(&hosts).finish()
+        } else if server.is_unix_socket() {
+            f.debug_tuple("Unix").field(&hosts).finish()
+        } else {
+            f.debug_tuple("Centralized").field(&hosts).finish()
+        }
     }
 }
 
@@ -158,14 +185,24 @@ impl Default for Config {
 
 impl Config {
     /// Parse a `redis://` or `rediss://` URL (`redis://[user:password@]host[:port][/db]`),
-    /// keeping every other setting at its default.
+    /// keeping every other setting at its default. The cluster and sentinel
+    /// forms of fred (`redis-cluster://`, `redis-sentinel://`, and their
+    /// `rediss-` twins) work too; see the README's *Deployments*.
+    ///
+    /// A TLS URL (`rediss…://`) gets a TLS configuration that trusts the
+    /// system's root certificates (features `tls-rustls` or
+    /// `tls-native-tls`; rustls when both are on). For a private CA, replace
+    /// [`redis.tls`](fred::types::config::Config) after parsing (README,
+    /// *TLS*).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] if the URL cannot be parsed, or if it asks for TLS
+    /// and this build has no TLS support (it never falls back to plaintext).
+    /// The message never repeats the URL's password or sentinel password.
     pub fn from_url(url: &str) -> Result<Config> {
         // The URL is not repeated in errors: it may carry a password.
-        if !url.starts_with("redis") {
-            return Err(Error::Config("expected a redis:// or rediss:// URL".into()));
-        }
-        let redis = fred::types::config::Config::from_url(url)
-            .map_err(|e| Error::Config(format!("invalid Redis URL: {}", e.details())))?;
+        let redis = crate::tls::parse_url(url)?;
         Ok(Config {
             redis,
             ..Config::default()

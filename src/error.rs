@@ -74,6 +74,13 @@ pub enum Error {
     /// (`NOPERM`). Not transient: check the user, password and ACL rules.
     #[error("Redis refused access: {0}")]
     Auth(#[source] Cause),
+    /// The TLS handshake failed: the server's certificate is not trusted
+    /// (wrong or missing CA) or not valid for the host name, the server
+    /// does not speak TLS on that port, or the TLS set-up was refused. Not
+    /// transient: check the CA given in
+    /// [`Config::redis`](crate::Config::redis)`.tls` and the host name.
+    #[error("TLS handshake with Redis failed: {0}")]
+    Tls(#[source] Cause),
     /// Redis answered with an error not covered above.
     #[error("Redis error: {0}")]
     Redis(#[source] Cause),
@@ -125,9 +132,26 @@ impl Error {
         if details.starts_with("WRONGPASS")
             || details.starts_with("NOAUTH")
             || details.contains("NOPERM")
+            // An ACL refusal inside a script (Redis 7: "ERR The user
+            // executing the script can't publish to the channel ...").
+            || details.contains("The user executing the script can't")
             || err.kind() == &ErrorKind::Auth
         {
             return Error::Auth(Cause::redis(err));
+        }
+        if is_tls_failure(&err) {
+            let what = if details.contains("InvalidCertificate")
+                || details.contains("certificate verify failed")
+            {
+                "the server's certificate was not accepted (not signed by a trusted CA, \
+                 expired, or not for this host name)"
+            } else {
+                "the handshake was refused"
+            };
+            return Error::Tls(Cause {
+                message: format!("{what}: {err}"),
+                source: Some(err),
+            });
         }
         if UNAVAILABLE.iter().any(|code| details.starts_with(code)) {
             return Error::Unavailable(Cause::redis(err));
@@ -205,6 +229,31 @@ impl std::error::Error for Cause {
             .as_ref()
             .map(|e| e as &(dyn std::error::Error + 'static))
     }
+}
+
+/// Whether fred's error is a failed TLS handshake: native-tls's errors
+/// arrive as fred's TLS kind; rustls's as an I/O error of kind `InvalidData`
+/// wrapping the `rustls::Error` (shown by its `Debug`).
+fn is_tls_failure(err: &fred::error::Error) -> bool {
+    use fred::error::ErrorKind;
+    // Matched by name: `ErrorKind::Tls` exists only when fred has a TLS
+    // feature, which may come from another crate than this one.
+    if err.kind().to_str() == "TLS Error" {
+        return true;
+    }
+    const RUSTLS: [&str; 8] = [
+        "InvalidCertificate",
+        "NoCertificatesPresented",
+        "AlertReceived",
+        "InvalidMessage",
+        "PeerIncompatible",
+        "PeerMisbehaved",
+        "InappropriateHandshakeMessage",
+        "InappropriateMessage",
+    ];
+    *err.kind() == ErrorKind::IO
+        && err.details().contains("InvalidData")
+        && RUSTLS.iter().any(|name| err.details().contains(name))
 }
 
 /// The text of the error reply a non-reentrant lock gives on re-entry

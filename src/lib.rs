@@ -52,8 +52,8 @@
 //! * **Async, explicit**: [`Lock::with_owner`] fixes the owner, like Redisson's
 //!   `lockAsync(threadId)`; acquiring again with the same owner re-enters,
 //!   and [`Lock::unlock`] releases a hold without its guard.
-//! * **Blocking**: [`blocking`] uses one owner per OS thread, so a thread
-//!   re-enters a lock it holds, as in Java.
+//! * **Blocking**: `blocking` (feature `blocking`, on by default) uses one
+//!   owner per OS thread, so a thread re-enters a lock it holds, as in Java.
 //!
 //! Each successful acquisition returns a guard that releases exactly one hold.
 //!
@@ -88,6 +88,19 @@
 //! client, shared by all local waiters), tries again, then sleeps until an
 //! unlock message, the holder's TTL, or its own deadline; it never polls.
 //!
+//! # Features
+//!
+//! * `blocking` (default): the `blocking` module and `Client::blocking`.
+//! * `tls-rustls`: TLS (`rediss://`) through rustls with the *ring*
+//!   provider; `tls-native-tls`: through native-tls (OpenSSL on Linux).
+//!   Without either, a TLS URL is [`Error::Config`], never plaintext. A
+//!   private CA goes into [`Config::redis`]`.tls` (README, *TLS*); a
+//!   certificate that is not accepted is [`Error::Tls`].
+//! * `sentinel-auth`: separate credentials for Sentinel nodes.
+//!
+//! No password shows in `Debug` of [`Config`] or [`Client`], in an
+//! [`Error`], or in what the crate logs.
+//!
 //! # Cancellation
 //!
 //! Every future may be dropped at any await point. A lock command already
@@ -97,8 +110,11 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backoff;
+#[cfg(feature = "blocking")]
+#[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
 mod client;
 mod config;
@@ -123,6 +139,7 @@ mod rwlock;
 mod script;
 mod semaphore;
 mod spin;
+mod tls;
 mod waiter;
 mod watchdog;
 

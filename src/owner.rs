@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 const GENERATED_BASE: i64 = 1 << 48;
 static NEXT: AtomicI64 = AtomicI64::new(GENERATED_BASE);
 
+#[cfg(feature = "blocking")]
 thread_local! {
     static THREAD_OWNER: Owner = Owner::generate();
 }
@@ -40,6 +41,7 @@ impl Owner {
     }
 
     /// The stable owner of the calling OS thread.
+    #[cfg(feature = "blocking")]
     pub(crate) fn current_thread() -> Owner {
         THREAD_OWNER.with(|o| *o)
     }

@@ -348,7 +348,15 @@ async fn run_ops(
                             *entry.placed.lock() = placed;
                             Ready::Subscribed
                         }
-                        Err(e) => Ready::Failed(Error::connection(format!("subscribe failed: {e}"))),
+                        // An ACL user that may not listen on the channel
+                        // waits in vain: say so, not "try again".
+                        Err(e) => {
+                            let text = e.to_string();
+                            Ready::Failed(match Error::from_redis(e, "", Duration::ZERO) {
+                                e @ Error::Auth(_) => e,
+                                _ => Error::connection(format!("subscribe failed: {text}")),
+                            })
+                        }
                     };
                     entry.ready.send_replace(outcome);
                 }

@@ -30,16 +30,27 @@ pub(crate) async fn connect(
         futures::future::try_join(redis.init(), subscriber.init()),
     )
     .await;
+    // A TLS client whose server does not speak TLS on that port may wait
+    // for a handshake reply that never comes.
+    let hint = if config.redis.uses_tls() {
+        " (TLS: is that the server's TLS port?)"
+    } else {
+        ""
+    };
+    let timed_out = || {
+        Error::connection(format!(
+            "could not connect within {:?}{hint}",
+            config.timeout
+        ))
+    };
     let failure = match connected {
         Ok(Ok(_tasks)) => return Ok((redis, subscriber)),
         // Whatever timed out while connecting, connecting failed.
         Ok(Err(e)) => match Error::from_redis(e, "", config.timeout) {
-            Error::Timeout(_) => {
-                Error::connection(format!("could not connect within {:?}", config.timeout))
-            }
+            Error::Timeout(_) => timed_out(),
             other => other,
         },
-        Err(_) => Error::connection(format!("could not connect within {:?}", config.timeout)),
+        Err(_) => timed_out(),
     };
     // Stop the connection tasks without waiting for a server that may
     // never answer.

@@ -6,8 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, unique, wait_numsub, Fixture, Server};
+use common::{eventually, unique, wait_numsub, Fixture};
 use fred::prelude::*;
+#[cfg(feature = "blocking")]
 use redisson_lock::blocking::{
     BlockingClient, BlockingGuard, BlockingLock, BlockingMultiGuard, BlockingMultiLock,
 };
@@ -32,13 +33,17 @@ fn public_types_are_send_sync_and_debug() {
     check::<ReadWriteLock>();
     check::<MultiLock>();
     check::<MultiGuard>();
-    check::<BlockingClient>();
-    check::<BlockingMultiLock>();
-    check::<BlockingMultiGuard>();
+    #[cfg(feature = "blocking")]
+    {
+        check::<BlockingClient>();
+        check::<BlockingMultiLock>();
+        check::<BlockingMultiGuard>();
+    }
     fn kind<K: redisson_lock::Kind>() {
         check::<K>();
         check::<Lock<K>>();
         check::<LockGuard<K>>();
+        #[cfg(feature = "blocking")]
         check::<BlockingLock<K>>();
     }
     kind::<Reentrant>();
@@ -51,8 +56,11 @@ fn public_types_are_send_sync_and_debug() {
     kind::<Fenced>();
     kind::<AnyKind>();
     // A blocking guard belongs to its thread: Debug, but neither Send nor Sync.
-    fn debug<T: std::fmt::Debug>() {}
-    debug::<BlockingGuard<Reentrant>>();
+    #[cfg(feature = "blocking")]
+    {
+        fn debug<T: std::fmt::Debug>() {}
+        debug::<BlockingGuard<Reentrant>>();
+    }
 }
 
 /// `Debug` and errors never show the password.
@@ -119,9 +127,10 @@ async fn unlock_by_an_explicit_owner() {
 }
 
 /// A thread that holds a blocking lock releases it by itself, as in Java.
+#[cfg(feature = "blocking")]
 #[test]
 fn unlock_by_the_blocking_thread() {
-    let server = Server::start();
+    let server = common::Server::start();
     let client = BlockingClient::from_url(&server.url).unwrap();
     let lock = client.lock(&unique("thread")).unwrap();
     lock.lock().unwrap().forget();
@@ -345,9 +354,10 @@ async fn multi_lock_state() {
 }
 
 /// The blocking multi-lock takes a lease and says whether it is locked.
+#[cfg(feature = "blocking")]
 #[test]
 fn blocking_multi_lock_with_a_lease() {
-    let server = Server::start();
+    let server = common::Server::start();
     let client = BlockingClient::from_url(&server.url).unwrap();
     let names = [unique("bm1"), unique("bm2")];
     let members = names.iter().map(|n| client.client().lock(n).unwrap());

@@ -125,3 +125,111 @@ async fn wrong_or_missing_passwords_are_refused_at_once() {
     let err = Client::connect(config).await.unwrap_err();
     assert!(matches!(err, Error::Auth(_)), "{err:?}");
 }
+
+/// Add the ACL user `name` with `password` and these extra `rules`.
+async fn add_user(raw: &fred::clients::Client, name: &str, password: &str, rules: &[&str]) {
+    let mut args = vec!["SETUSER", name, "on"];
+    let password = format!(">{password}");
+    args.push(&password);
+    args.extend_from_slice(rules);
+    let _: Value = raw.custom(fred::cmd!("ACL"), args).await.unwrap();
+}
+
+/// A password with characters that must be percent-encoded in the URL.
+#[tokio::test]
+async fn a_percent_encoded_password_authenticates() {
+    let (server, raw) = server_with_acl().await;
+    add_user(&raw, "encoded", "p@ss:w/rd %+", &["~*", "&*", "+@all"]).await;
+    let client = Client::from_url(&url(&server, "encoded:p%40ss%3Aw%2Frd%20%25%2B"))
+        .await
+        .unwrap();
+    let guard = client.lock(&unique("enc")).unwrap().lock().await.unwrap();
+    guard.unlock().await.unwrap();
+    // The default user, by password only.
+    let client = Client::from_url(&url(&server, ":admin-pw")).await.unwrap();
+    let guard = client.lock(&unique("admin")).unwrap().lock().await.unwrap();
+    guard.unlock().await.unwrap();
+}
+
+/// A user that may touch the lock keys but not run scripts, or not listen
+/// on the lock channels: each refusal is `Error::Auth` when it happens, never
+/// a retry loop or a wait that hangs.
+#[tokio::test]
+async fn acl_refusals_of_scripts_and_channels_are_typed_at_once() {
+    let (server, raw) = server_with_acl().await;
+    add_user(
+        &raw,
+        "noscripts",
+        "pw1",
+        &["~lk:*", "&*", "+@all", "-@scripting"],
+    )
+    .await;
+    add_user(
+        &raw,
+        "nochannels",
+        "pw2",
+        &["~lk:*", "~redisson_*", "~{lk:*", "resetchannels", "+@all"],
+    )
+    .await;
+    let holder = Client::from_url(&url(&server, "locker:locker-pw"))
+        .await
+        .unwrap();
+    let name = format!("lk:{}", unique("acl-refusal"));
+
+    let client = Client::from_url(&url(&server, "noscripts:pw1"))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let err = client.lock(&name).unwrap().try_lock().await.unwrap_err();
+    assert!(matches!(err, Error::Auth(_)), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(1));
+
+    // Free: acquired (the lock script publishes nothing); the unlock
+    // script's PUBLISH is refused. Held: the wait's SUBSCRIBE is refused.
+    let client = Client::from_url(&url(&server, "nochannels:pw2"))
+        .await
+        .unwrap();
+    let guard = client
+        .lock(&name)
+        .unwrap()
+        .try_lock()
+        .await
+        .unwrap()
+        .unwrap();
+    let err = guard.unlock().await.unwrap_err();
+    assert!(matches!(err, Error::Auth(_)), "{err:?}");
+    let name = format!("lk:{}", unique("acl-wait"));
+    let lock = client.lock(&name).unwrap();
+    let held = holder.lock(&name).unwrap().lock().await.unwrap();
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(10),
+        lock.try_lock_for(Duration::from_secs(5), None),
+    )
+    .await
+    .expect("the wait returns");
+    let err = outcome.unwrap_err();
+    assert!(matches!(err, Error::Auth(_)), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "refused after {:?}",
+        started.elapsed()
+    );
+    held.unlock().await.unwrap();
+}
+
+/// The blocking client reports a wrong password the same way.
+#[cfg(feature = "blocking")]
+#[test]
+fn the_blocking_client_refuses_a_wrong_password() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (server, _raw) = runtime.block_on(server_with_acl());
+    let started = Instant::now();
+    let err = redisson_lock::blocking::BlockingClient::from_url(&url(&server, "locker:bad-pw"))
+        .unwrap_err();
+    assert!(matches!(err, Error::Auth(_)), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(!format!("{err} {err:?}").contains("bad-pw"));
+    drop(server);
+    drop(runtime);
+}

@@ -1,4 +1,5 @@
 //! The blocking API: reentrant per OS thread, refuses to run inside a runtime.
+#![cfg(feature = "blocking")]
 mod common;
 
 use std::time::Duration;

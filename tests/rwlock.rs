@@ -9,10 +9,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, unique, wait_numsub, Fixture, Server};
+use common::{eventually, unique, wait_numsub, Fixture};
 use fred::prelude::*;
+#[cfg(feature = "blocking")]
 use redisson_lock::blocking::BlockingClient;
-use redisson_lock::{Client, Config, Error, Owner};
+use redisson_lock::{Client, Error, Owner};
 use tokio::sync::Barrier;
 
 fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
@@ -818,10 +819,12 @@ async fn interop_with_a_simulated_java_reader() {
     wait_numsub(raw, &channel, 1).await; // only the listener
 }
 
+#[cfg(feature = "blocking")]
 #[test]
 fn blocking_halves_share_the_thread_owner() {
-    let server = Server::start();
-    let client = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    let server = common::Server::start();
+    let client =
+        BlockingClient::connect(redisson_lock::Config::from_url(&server.url).unwrap()).unwrap();
     let name = unique("rw-blocking");
     let (read, write) = client.read_write_lock(&name).unwrap();
     assert_eq!(read.name(), name);

@@ -7,6 +7,8 @@
 
 pub mod fault;
 pub mod make;
+#[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
+pub mod tls;
 pub mod topology;
 
 use std::collections::HashMap;
@@ -234,6 +236,9 @@ impl Fixture {
         client.init().await.unwrap();
         let messages = client.message_rx();
         client.subscribe(channel).await.unwrap();
+        // fred returns from SUBSCRIBE once it is written; the PING's reply
+        // comes after the server ran it.
+        let _: Value = client.ping(None).await.unwrap();
         Listener { client, messages }
     }
 

@@ -365,22 +365,31 @@ impl Cluster {
         panic!("no node knows the master of slot {slot}");
     }
 
-    /// The index of a replica of the master at `master`.
+    /// The index of a replica of the master at `master` (waiting, up to
+    /// 30 s, for one to be attached: after a failover the old master rejoins
+    /// as a replica a little later).
     pub async fn replica_of(&self, master: usize) -> usize {
-        let master_port = self.nodes[master].port;
-        for (i, node) in self.nodes.iter().enumerate() {
-            if i == master || !node.is_running() {
-                continue;
+        let master_port = self.nodes[master].port.to_string();
+        until("a replica attached", Duration::from_secs(30), || async {
+            for (i, node) in self.nodes.iter().enumerate() {
+                if i == master || !node.is_running() {
+                    continue;
+                }
+                let raw = node.raw().await;
+                let role = info_field(&raw, "replication", "role").await;
+                let of = info_field(&raw, "replication", "master_port").await;
+                let up = info_field(&raw, "replication", "master_link_status").await;
+                let _ = raw.quit().await;
+                if role.as_deref() == Some("slave")
+                    && of.as_deref() == Some(master_port.as_str())
+                    && up.as_deref() == Some("up")
+                {
+                    return Some(i);
+                }
             }
-            let raw = node.raw().await;
-            let role = info_field(&raw, "replication", "role").await;
-            let of = info_field(&raw, "replication", "master_port").await;
-            let _ = raw.quit().await;
-            if role.as_deref() == Some("slave") && of == Some(master_port.to_string()) {
-                return i;
-            }
-        }
-        panic!("master {master_port} has no replica");
+            None
+        })
+        .await
     }
 
     /// A plain client of every node: ours that run, or, for
