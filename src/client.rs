@@ -71,10 +71,14 @@ impl Client {
                 return Err(e);
             }
         };
+        crate::telemetry::describe();
         let (redis, latch_task) = Redis::start(redis, &config);
         let holds = Arc::new(Holds::new(config.lock_watchdog_timeout));
         let (hub, mut tasks) = Hub::start(subscriber.clone(), commands, config.timeout);
         tasks.push(latch_task);
+        tasks.push(tokio::spawn(crate::redis::watch_connection(
+            redis.client.clone(),
+        )));
         let watchdog = tokio::spawn(watchdog::run(
             holds.clone(),
             redis.clone(),

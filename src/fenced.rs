@@ -98,6 +98,10 @@ impl LockGuard<Fenced> {
 }
 
 impl Protocol for Fenced {
+    fn kind(&self) -> &'static str {
+        "fenced_lock"
+    }
+
     fn name(&self) -> &str {
         self.rlock.name()
     }

@@ -244,7 +244,9 @@ impl<K: Kind> Lock<K> {
         let inner = self.inner();
         let reply = inner
             .redis
-            .retrying(|| inner.redis.eval(|| self.raw.proto.is_locked()))
+            .retrying(self.name(), || {
+                inner.redis.eval(|| self.raw.proto.is_locked())
+            })
             .await?;
         Ok(matches!(reply, Value::Integer(1)))
     }

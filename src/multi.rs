@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
@@ -115,7 +116,9 @@ impl MultiLock {
             let inner = member.inner();
             let reply = inner
                 .redis
-                .retrying(|| inner.redis.eval(|| member.proto.is_locked()))
+                .retrying(member.name(), || {
+                    inner.redis.eval(|| member.proto.is_locked())
+                })
                 .await?;
             if matches!(reply, fred::types::Value::Integer(1)) {
                 locked += 1;
@@ -132,11 +135,14 @@ impl MultiLock {
     /// Wait as long as it takes; members are watchdog-renewed while held.
     pub async fn lock(&self) -> Result<MultiGuard> {
         let round = self.base_wait();
-        loop {
-            if let Some(guard) = self.try_lock_for(round, None).await? {
-                return Ok(guard);
+        let acquired = self.traced(None, async {
+            loop {
+                if let Some(guard) = self.try_lock_within(round, None).await? {
+                    return Ok(Some(guard));
+                }
             }
-        }
+        });
+        expect_guard(acquired.await)
     }
 
     /// Wait as long as it takes; every member lives at least `lease` after
@@ -150,13 +156,16 @@ impl MultiLock {
         } else {
             (base, lease)
         };
-        loop {
-            let span = millis_u64(high.saturating_sub(low)).max(1);
-            let round = low + Duration::from_millis(crate::backoff::random_below(span));
-            if let Some(guard) = self.try_lock_for(round, Some(lease)).await? {
-                return Ok(guard);
+        let acquired = self.traced(None, async {
+            loop {
+                let span = millis_u64(high.saturating_sub(low)).max(1);
+                let round = low + Duration::from_millis(crate::backoff::random_below(span));
+                if let Some(guard) = self.try_lock_within(round, Some(lease)).await? {
+                    return Ok(Some(guard));
+                }
             }
-        }
+        });
+        expect_guard(acquired.await)
     }
 
     /// Try each member once, without waiting.
@@ -171,6 +180,47 @@ impl MultiLock {
     /// member); without, the watchdog renews them. Returns `None` when the
     /// time is up; an error only when no member was merely busy.
     pub async fn try_lock_for(
+        &self,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<MultiGuard>> {
+        self.traced(Some(wait), self.try_lock_within(wait, lease))
+            .await
+    }
+
+    /// Run an acquisition in a `redisson_lock.multi_acquire` span that
+    /// records how long it took and how it ended.
+    async fn traced(
+        &self,
+        wait: Option<Duration>,
+        acquiring: impl Future<Output = Result<Option<MultiGuard>>>,
+    ) -> Result<Option<MultiGuard>> {
+        let span = tracing::debug_span!(
+            "redisson_lock.multi_acquire",
+            locks = self.members.len(),
+            quorum = self.quorum(),
+            red_lock = self.majority,
+            wait_ms = wait.map(millis_u64),
+            waited_ms = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let start = Instant::now();
+        let acquired = acquiring.instrument(span.clone()).await;
+        span.record("waited_ms", millis_u64(start.elapsed()));
+        match &acquired {
+            Ok(Some(_)) => span.record("outcome", "acquired"),
+            Ok(None) if wait.is_some_and(|w| w.is_zero()) => span.record("outcome", "busy"),
+            Ok(None) => span.record("outcome", "timeout"),
+            Err(e) => span
+                .record("outcome", "error")
+                .record("error", tracing::field::display(e)),
+        };
+        acquired
+    }
+
+    /// [`try_lock_for`](Self::try_lock_for), within a span.
+    async fn try_lock_within(
         &self,
         wait: Duration,
         lease: Option<Duration>,
@@ -232,7 +282,7 @@ impl MultiLock {
                     false
                 }
                 Err(e) => {
-                    tracing::debug!(lock = %member.name(), error = %e, "multi-lock member failed");
+                    tracing::debug!(lock = member.name(), error = %e, "multi-lock member failed");
                     error = Some(e);
                     false
                 }
@@ -370,6 +420,13 @@ impl MultiGuard {
     pub fn is_lost(&self) -> bool {
         self.guards.iter().filter(|g| g.is_lost()).count() > self.may_lose
     }
+}
+
+/// The guard of a wait without a time limit, which ends with one.
+fn expect_guard(acquired: Result<Option<MultiGuard>>) -> Result<MultiGuard> {
+    acquired?.ok_or_else(|| {
+        Error::Protocol("a wait without a time limit ended without the locks".into())
+    })
 }
 
 fn millis_u64(d: Duration) -> u64 {

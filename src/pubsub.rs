@@ -213,6 +213,9 @@ impl Hub {
             drop(refs);
             (entry, first)
         };
+        if first {
+            crate::telemetry::subscription(true);
+        }
         // From here on, dropping `subscription` (even by cancellation) leaves.
         let since = entry.messages.lock().0;
         let subscription = Subscription {
@@ -274,6 +277,7 @@ impl Drop for Subscription {
         *refs -= 1;
         if *refs == 0 {
             drop(refs);
+            crate::telemetry::subscription(false);
             channels.remove(&self.channel);
             let _ = self.shared.ops.send(Op::Unsubscribe(self.channel.clone()));
         }
@@ -347,9 +351,12 @@ async fn run_ops(
                 Some(Op::Subscribe(channel)) => {
                     let Some(entry) = shared.entry(&channel) else { continue };
                     let placed = placement(&subscriber, commands, &channel);
-                    let outcome = match subscribe(&subscriber, commands, vec![channel]).await {
+                    let outcome = match subscribe(&subscriber, commands, vec![channel.clone()]).await {
                         Ok(()) => Ready::Subscribed,
-                        Err(e) => Ready::Failed(Error::connection(format!("subscribe failed: {e}"))),
+                        Err(e) => {
+                            tracing::debug!(channel = channel.as_str(), error = %e, "subscribing failed");
+                            Ready::Failed(Error::connection(format!("subscribe failed: {e}")))
+                        }
                     };
                     *entry.placed.lock() = placed;
                     entry.ready.send_replace(outcome);
@@ -358,28 +365,36 @@ async fn run_ops(
                     if shared.entry(&channel).is_some() {
                         continue; // rejoined meanwhile; its Subscribe is queued
                     }
-                    if let Err(e) = unsubscribe(&subscriber, commands, channel).await {
-                        tracing::debug!(error = %e, "unsubscribe failed");
+                    if let Err(e) = unsubscribe(&subscriber, commands, channel.clone()).await {
+                        tracing::debug!(channel = channel.as_str(), error = %e, "unsubscribing failed");
                     }
                 }
             },
             error = errors.recv() => {
-                if let Err(RecvError::Closed) = error {
-                    return;
+                match error {
+                    Err(RecvError::Closed) => return,
+                    Err(RecvError::Lagged(_)) => {}
+                    Ok((e, server)) => {
+                        let server = server.as_ref().map(tracing::field::display);
+                        tracing::warn!(server, error = %e, "Redis pub/sub connection lost; waking every waiter");
+                    }
                 }
                 // The connection is lost: messages are lost until it is
                 // back. Wake every waiter to re-check at once (and fail
                 // fast with a transient error while Redis is unreachable)
                 // rather than sleep until the holder's TTL; the reconnect
                 // below wakes them again.
-                tracing::debug!("pub/sub connection lost; waking every waiter");
                 for (_, entry) in shared.all() {
                     entry.wake_all();
                 }
             }
             event = reconnects.recv() => {
-                if let Err(RecvError::Closed) = event {
-                    return;
+                match event {
+                    Err(RecvError::Closed) => return,
+                    Err(RecvError::Lagged(_)) => {}
+                    Ok(server) => {
+                        tracing::info!(server = %server, "Redis pub/sub connection re-established");
+                    }
                 }
                 resubscribe(&subscriber, commands, shared.all(), "reconnect").await;
             }
@@ -399,7 +414,7 @@ async fn run_ops(
                     })
                     .collect();
                 if !moved.is_empty() {
-                    resubscribe(&subscriber, commands, moved, "a slot moved").await;
+                    resubscribe(&subscriber, commands, moved, "slot_moved").await;
                 }
             }
         }
@@ -449,9 +464,18 @@ async fn resubscribe(
     for (channel, entry) in &entries {
         *entry.placed.lock() = placement(subscriber, commands, channel);
     }
+    for (channel, _) in &entries {
+        tracing::debug!(
+            channel = channel.as_str(),
+            reason = why,
+            "subscribing again"
+        );
+    }
     match subscribe(subscriber, commands, channels).await {
-        Ok(()) => tracing::debug!(channels = entries.len(), "subscribed again after {why}"),
-        Err(e) => tracing::warn!(error = %e, "subscribing again after {why} failed"),
+        Ok(()) => tracing::debug!(channels = entries.len(), reason = why, "subscribed again"),
+        Err(e) => {
+            tracing::warn!(channels = entries.len(), reason = why, error = %e, "subscribing again failed");
+        }
     }
     for (_, entry) in entries {
         entry.ready.send_replace(Ready::Subscribed);

@@ -226,6 +226,10 @@ fn key_prefix(name: &str) -> String {
 }
 
 impl Protocol for Read {
+    fn kind(&self) -> &'static str {
+        "read_lock"
+    }
+
     fn name(&self) -> &str {
         &self.keys.name
     }
@@ -308,6 +312,10 @@ impl Protocol for Read {
 }
 
 impl Protocol for Write {
+    fn kind(&self) -> &'static str {
+        "write_lock"
+    }
+
     fn name(&self) -> &str {
         &self.keys.name
     }
