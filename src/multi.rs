@@ -110,6 +110,16 @@ impl MultiLock {
 
     /// Whether enough members are locked (by anyone) for the whole to be
     /// held: all of them for a multi-lock, a majority for RedLock.
+    ///
+    /// # Errors
+    ///
+    /// The first member query that fails, as [`Lock::is_locked`] (a member
+    /// whose server stays unreachable fails the whole call, RedLock
+    /// included).
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn is_locked(&self) -> Result<bool> {
         let mut locked = 0;
         for member in self.members.iter() {
@@ -133,6 +143,21 @@ impl MultiLock {
     }
 
     /// Wait as long as it takes; members are watchdog-renewed while held.
+    /// It waits in rounds of 1.5 s per member, as Redisson does.
+    ///
+    /// # Errors
+    ///
+    /// A round that ends without the locks and with no member merely busy
+    /// ends the wait with the last member's error: a transient error when
+    /// the servers stayed unreachable through the round, or a definite one
+    /// ([`Error::WrongType`], [`Error::Auth`], [`Error::Closed`], …).
+    ///
+    /// # Cancel safety
+    ///
+    /// The future may be dropped at any await point without leaking a hold:
+    /// members already taken in the current round are released in the
+    /// background, and a member's acquisition in flight is finished in the
+    /// background and released, as for [`Lock::lock`].
     pub async fn lock(&self) -> Result<MultiGuard> {
         let round = self.base_wait();
         let acquired = self.traced(None, async {
@@ -147,6 +172,16 @@ impl MultiLock {
 
     /// Wait as long as it takes; every member lives at least `lease` after
     /// the acquisition completes (see [`try_lock_for`](Self::try_lock_for)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a lease below 1 ms or above
+    /// [`MAX_DURATION`](crate::MAX_DURATION), before anything is sent; else
+    /// as [`lock`](Self::lock).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock).
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<MultiGuard> {
         crate::lock::fixed_lease(lease)?;
         // Redisson's rounds: a random wait below the lease, so contenders desynchronize.
@@ -169,6 +204,14 @@ impl MultiLock {
     }
 
     /// Try each member once, without waiting.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_lock_for`](Self::try_lock_for).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock).
     pub async fn try_lock(&self) -> Result<Option<MultiGuard>> {
         self.try_lock_for(Duration::ZERO, None).await
     }
@@ -179,6 +222,18 @@ impl MultiLock {
     /// with `2 × wait` and shortens them afterwards, an extra round trip per
     /// member); without, the watchdog renews them. Returns `None` when the
     /// time is up; an error only when no member was merely busy.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a lease below 1 ms or above
+    /// [`MAX_DURATION`](crate::MAX_DURATION), before anything is sent; when
+    /// the time is up and no member was merely busy, the last member's error
+    /// (a transient one if their servers were unreachable, or a definite one
+    /// such as [`Error::WrongType`] or [`Error::Closed`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock).
     pub async fn try_lock_for(
         &self,
         wait: Duration,
@@ -378,6 +433,17 @@ impl MultiGuard {
 
     /// Release every member, in parallel. A multi-lock reports the first
     /// member's error; RedLock, like Redisson's, ignores member errors.
+    ///
+    /// # Errors
+    ///
+    /// For a multi-lock, the first member's error, as
+    /// [`LockGuard::unlock`] ([`Error::NotHeld`] for a member that was
+    /// lost); the other members are released all the same. RedLock: none.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part-way still completes every member's unlock
+    /// in the background.
     pub async fn unlock(self) -> Result<()> {
         let results =
             futures::future::join_all(self.guards.into_iter().map(LockGuard::unlock)).await;
@@ -406,6 +472,16 @@ impl MultiGuard {
 
     /// Whether enough members are still held by this guard's owners, per
     /// Redis: all of them for a multi-lock, a majority for RedLock.
+    ///
+    /// # Errors
+    ///
+    /// The first member query that fails, as [`LockGuard::is_held`] (a
+    /// member whose server stays unreachable fails the whole call, RedLock
+    /// included).
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn is_held(&self) -> Result<bool> {
         let mut held = 0;
         for guard in &self.guards {

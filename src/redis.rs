@@ -246,7 +246,8 @@ impl Redis {
     }
 
     /// Run `op`; while it fails with a transient error and `again(tries so
-    /// far, pause)` allows, pause (with jitter) and run it again.
+    /// far, pause)` allows, pause (with jitter) and run it again. Each retry
+    /// is a debug event naming `name`, the lock or key it is for.
     async fn retry<T, F, Fut>(
         &self,
         name: &str,

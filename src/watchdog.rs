@@ -337,7 +337,8 @@ impl Holds {
         earliest
     }
 
-    /// Apply the outcome of renewing `batch`, sent at `sent_at`.
+    /// Apply the outcome of renewing `batch`, sent at `sent_at`; what
+    /// became of its holds.
     fn apply(
         &self,
         run: u64,
