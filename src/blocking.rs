@@ -326,8 +326,8 @@ impl<K: Kind> BlockingLock<K> {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
-    /// (nothing is sent); else as [`Lock::unlock`]: [`Error::NotHeld`] if
-    /// the thread does not hold the lock.
+    /// (nothing is sent); else as [`Lock::unlock`]: [`Error::NotHeld`] if the
+    /// thread does not hold the lock.
     pub fn unlock(&self) -> Result<()> {
         self.runtime.run(self.mine().unlock())?
     }
@@ -752,8 +752,8 @@ impl BlockingSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
-    /// (nothing is sent); else as [`Semaphore::try_set_permits_with_ttl`](crate
-    /// ::Semaphore::try_set_permits_with_ttl).
+    /// (nothing is sent); else as
+    /// [`Semaphore::try_set_permits_with_ttl`](crate::Semaphore::try_set_permits_with_ttl).
     pub fn try_set_permits_with_ttl(&self, permits: u32, ttl: Duration) -> Result<bool> {
         self.runtime
             .run(self.semaphore.try_set_permits_with_ttl(permits, ttl))?
@@ -881,8 +881,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
-    /// (nothing is sent); else as [`PermitExpirableSemaphore::acquire`](crate::
-    /// PermitExpirableSemaphore::acquire).
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::acquire`](crate::PermitExpirableSemaphore::acquire).
     pub fn acquire(&self, lease: Option<Duration>) -> Result<BlockingPermitGuard> {
         let guard = self.runtime.run(self.semaphore.acquire(lease))??;
         Ok(self.guard(guard))
@@ -893,8 +893,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
-    /// (nothing is sent); else as [`PermitExpirableSemaphore::try_acquire`](cra
-    /// te::PermitExpirableSemaphore::try_acquire).
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::try_acquire`](crate::PermitExpirableSemaphore::try_acquire).
     pub fn try_acquire(&self, lease: Option<Duration>) -> Result<Option<BlockingPermitGuard>> {
         let guard = self.runtime.run(self.semaphore.try_acquire(lease))??;
         Ok(guard.map(|g| self.guard(g)))
@@ -905,8 +905,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
-    /// (nothing is sent); else as [`PermitExpirableSemaphore::try_acquire_for`]
-    /// (crate::PermitExpirableSemaphore::try_acquire_for).
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::try_acquire_for`](crate::PermitExpirableSemaphore::try_acquire_for).
     pub fn try_acquire_for(
         &self,
         wait: Duration,
@@ -923,8 +923,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
-    /// (nothing is sent); else as [`PermitExpirableSemaphore::try_release`](cra
-    /// te::PermitExpirableSemaphore::try_release).
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::try_release`](crate::PermitExpirableSemaphore::try_release).
     pub fn try_release(&self, id: &crate::permit_semaphore::PermitId) -> Result<bool> {
         self.runtime.run(self.semaphore.try_release(id))?
     }
@@ -934,8 +934,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
-    /// (nothing is sent); else as [`PermitExpirableSemaphore::try_release_all`]
-    /// (crate::PermitExpirableSemaphore::try_release_all).
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::try_release_all`](crate::PermitExpirableSemaphore::try_release_all).
     pub fn try_release_all(&self, ids: &[crate::permit_semaphore::PermitId]) -> Result<u32> {
         self.runtime.run(self.semaphore.try_release_all(ids))?
     }
@@ -961,8 +961,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime;
-    /// else as [`PermitExpirableSemaphore::get_lease_time`](crate::PermitExpira
-    /// bleSemaphore::get_lease_time).
+    /// else as
+    /// [`PermitExpirableSemaphore::get_lease_time`](crate::PermitExpirableSemaphore::get_lease_time).
     pub fn get_lease_time(
         &self,
         id: &crate::permit_semaphore::PermitId,
@@ -975,8 +975,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime;
-    /// else as [`PermitExpirableSemaphore::available_permits`](crate::PermitExp
-    /// irableSemaphore::available_permits).
+    /// else as
+    /// [`PermitExpirableSemaphore::available_permits`](crate::PermitExpirableSemaphore::available_permits).
     pub fn available_permits(&self) -> Result<i64> {
         self.runtime.run(self.semaphore.available_permits())?
     }
@@ -986,8 +986,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime;
-    /// else as [`PermitExpirableSemaphore::acquired_permits`](crate::PermitExpi
-    /// rableSemaphore::acquired_permits).
+    /// else as
+    /// [`PermitExpirableSemaphore::acquired_permits`](crate::PermitExpirableSemaphore::acquired_permits).
     pub fn acquired_permits(&self) -> Result<i64> {
         self.runtime.run(self.semaphore.acquired_permits())?
     }
@@ -997,8 +997,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime;
-    /// else as [`PermitExpirableSemaphore::permits`](crate::PermitExpirableSema
-    /// phore::permits).
+    /// else as
+    /// [`PermitExpirableSemaphore::permits`](crate::PermitExpirableSemaphore::permits).
     pub fn permits(&self) -> Result<i64> {
         self.runtime.run(self.semaphore.permits())?
     }
@@ -1008,8 +1008,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
-    /// (nothing is sent); else as [`PermitExpirableSemaphore::set_permits`](cra
-    /// te::PermitExpirableSemaphore::set_permits).
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::set_permits`](crate::PermitExpirableSemaphore::set_permits).
     pub fn set_permits(&self, permits: u32) -> Result<()> {
         self.runtime.run(self.semaphore.set_permits(permits))?
     }
@@ -1019,8 +1019,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
-    /// (nothing is sent); else as [`PermitExpirableSemaphore::try_set_permits`]
-    /// (crate::PermitExpirableSemaphore::try_set_permits).
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::try_set_permits`](crate::PermitExpirableSemaphore::try_set_permits).
     pub fn try_set_permits(&self, permits: u32) -> Result<bool> {
         self.runtime.run(self.semaphore.try_set_permits(permits))?
     }
@@ -1030,8 +1030,8 @@ impl BlockingPermitExpirableSemaphore {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
-    /// (nothing is sent); else as [`PermitExpirableSemaphore::add_permits`](cra
-    /// te::PermitExpirableSemaphore::add_permits).
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::add_permits`](crate::PermitExpirableSemaphore::add_permits).
     pub fn add_permits(&self, permits: i32) -> Result<()> {
         self.runtime.run(self.semaphore.add_permits(permits))?
     }
