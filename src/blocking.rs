@@ -75,6 +75,12 @@ impl Driver {
 
 impl BlockingClient {
     /// Connect with its own small runtime (one worker thread).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is started); [`Error::Config`] if a runtime cannot be started;
+    /// else as [`Client::connect`].
     pub fn connect(config: Config) -> Result<BlockingClient> {
         if Handle::try_current().is_ok() {
             return Err(Error::BlockingInAsync);
@@ -96,6 +102,11 @@ impl BlockingClient {
     }
 
     /// Connect to a URL with default settings.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for a URL that cannot be parsed; else as
+    /// [`connect`](Self::connect).
     pub fn from_url(url: &str) -> Result<BlockingClient> {
         BlockingClient::connect(Config::from_url(url)?)
     }
@@ -130,21 +141,37 @@ impl BlockingClient {
     }
 
     /// A handle to the reentrant lock `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
     pub fn lock(&self, name: &str) -> Result<BlockingLock<Reentrant>> {
         Ok(self.wrap(self.client.lock(name)?))
     }
 
     /// A handle to the spin lock `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
     pub fn spin_lock(&self, name: &str) -> Result<BlockingLock<crate::spin::Spin>> {
         Ok(self.wrap(self.client.spin_lock(name)?))
     }
 
     /// A handle to the fair lock `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
     pub fn fair_lock(&self, name: &str) -> Result<BlockingLock<crate::fair::Fair>> {
         Ok(self.wrap(self.client.fair_lock(name)?))
     }
 
     /// A handle to the non-reentrant fair lock `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
     pub fn non_reentrant_fair_lock(
         &self,
         name: &str,
@@ -153,6 +180,10 @@ impl BlockingClient {
     }
 
     /// A handle to the non-reentrant lock `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
     pub fn non_reentrant_lock(
         &self,
         name: &str,
@@ -161,6 +192,10 @@ impl BlockingClient {
     }
 
     /// A handle to the fenced lock `name`; guards carry the fencing token.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
     pub fn fenced_lock(&self, name: &str) -> Result<BlockingLock<crate::fenced::Fenced>> {
         Ok(self.wrap(self.client.fenced_lock(name)?))
     }
@@ -179,6 +214,10 @@ impl BlockingClient {
     /// `getReadWriteLock(name)`). Both act as the calling thread's owner, so
     /// a thread holding the write lock may also take the read lock, and
     /// releasing the write lock then downgrades it to a read lock, as in Java.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
     pub fn read_write_lock(
         &self,
         name: &str,
@@ -232,24 +271,44 @@ impl<K: Kind> BlockingLock<K> {
     }
 
     /// Wait as long as it takes; watchdog-renewed while held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::lock`].
     pub fn lock(&self) -> Result<BlockingGuard<K>> {
         let guard = self.runtime.run(self.mine().lock())??;
         Ok(self.guard(guard))
     }
 
     /// Wait as long as it takes; expires `lease` after acquisition.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::lock_with_lease`].
     pub fn lock_with_lease(&self, lease: Duration) -> Result<BlockingGuard<K>> {
         let guard = self.runtime.run(self.mine().lock_with_lease(lease))??;
         Ok(self.guard(guard))
     }
 
     /// Try once without waiting.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::try_lock`].
     pub fn try_lock(&self) -> Result<Option<BlockingGuard<K>>> {
         let guard = self.runtime.run(self.mine().try_lock())??;
         Ok(guard.map(|g| self.guard(g)))
     }
 
     /// Wait up to `wait`; with `lease`, expire that long after acquisition.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::try_lock_for`].
     pub fn try_lock_for(
         &self,
         wait: Duration,
@@ -266,33 +325,60 @@ impl<K: Kind> BlockingLock<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::NotHeld`] if the thread does not hold the lock.
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::unlock`]: [`Error::NotHeld`] if the
+    /// thread does not hold the lock.
     pub fn unlock(&self) -> Result<()> {
         self.runtime.run(self.mine().unlock())?
     }
 
     /// Delete the lock whoever holds it; returns whether it was held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::force_unlock`].
     pub fn force_unlock(&self) -> Result<bool> {
         self.runtime.run(self.lock.force_unlock())?
     }
 
     /// Whether anyone holds the lock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as [`Lock::is_locked`].
     pub fn is_locked(&self) -> Result<bool> {
         self.runtime.run(self.lock.is_locked())?
     }
 
     /// How long until the lock expires.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as [`Lock::remain_time_to_live`].
     pub fn remain_time_to_live(&self) -> Result<Ttl> {
         self.runtime.run(self.lock.remain_time_to_live())?
     }
 
     /// How many times the calling thread holds the lock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as [`Lock::hold_count`].
     pub fn hold_count(&self) -> Result<u32> {
         self.runtime
             .run(self.lock.hold_count(Owner::current_thread()))?
     }
 
     /// Whether the calling thread holds the lock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as [`Lock::is_held_by`].
     pub fn is_held_by_current_thread(&self) -> Result<bool> {
         self.runtime
             .run(self.lock.is_held_by(Owner::current_thread()))?
@@ -310,6 +396,12 @@ pub struct BlockingGuard<K: Kind> {
 
 impl<K: Kind> BlockingGuard<K> {
     /// Release this hold, reporting errors (such as the lock having been lost).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime (the
+    /// hold is then released in the background, as by a dropped guard); else as
+    /// [`LockGuard::unlock`].
     pub fn unlock(mut self) -> Result<()> {
         match self.guard.take() {
             Some(guard) => self.runtime.run(guard.unlock())?,
@@ -381,6 +473,11 @@ impl BlockingMultiLock {
     }
 
     /// Wait as long as it takes; members are watchdog-renewed while held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as [`MultiLock::lock`](crate::MultiLock::lock).
     pub fn lock(&self) -> Result<BlockingMultiGuard> {
         let guard = self.runtime.run(self.lock.lock())??;
         Ok(self.guard(guard))
@@ -389,23 +486,46 @@ impl BlockingMultiLock {
     /// Wait as long as it takes; every member lives at least `lease` after
     /// the acquisition completes (see
     /// [`MultiLock::lock_with_lease`](crate::multi::MultiLock::lock_with_lease)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`MultiLock::lock_with_lease`](crate::MultiLock::lock_with_lease).
     pub fn lock_with_lease(&self, lease: Duration) -> Result<BlockingMultiGuard> {
         let guard = self.runtime.run(self.lock.lock_with_lease(lease))??;
         Ok(self.guard(guard))
     }
 
     /// Whether enough members are locked for the whole to be held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as [`MultiLock::is_locked`](crate::MultiLock::is_locked).
     pub fn is_locked(&self) -> Result<bool> {
         self.runtime.run(self.lock.is_locked())?
     }
 
     /// Try each member once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`MultiLock::try_lock`](crate::MultiLock::try_lock).
     pub fn try_lock(&self) -> Result<Option<BlockingMultiGuard>> {
         let guard = self.runtime.run(self.lock.try_lock())??;
         Ok(guard.map(|g| self.guard(g)))
     }
 
     /// Acquire within `wait`; see [`MultiLock::try_lock_for`](crate::multi::MultiLock::try_lock_for).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`MultiLock::try_lock_for`](crate::MultiLock::try_lock_for).
     pub fn try_lock_for(
         &self,
         wait: Duration,
@@ -427,6 +547,12 @@ pub struct BlockingMultiGuard {
 
 impl BlockingMultiGuard {
     /// Release every member.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime (the
+    /// members are then released in the background); else as
+    /// [`MultiGuard::unlock`](crate::MultiGuard::unlock).
     pub fn unlock(mut self) -> Result<()> {
         match self.guard.take() {
             Some(guard) => self.runtime.run(guard.unlock())?,
@@ -442,6 +568,11 @@ impl BlockingMultiGuard {
     }
 
     /// Whether enough members are still held, per Redis.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as [`MultiGuard::is_held`](crate::MultiGuard::is_held).
     pub fn is_held(&self) -> Result<bool> {
         match &self.guard {
             Some(guard) => self.runtime.run(guard.is_held())?,
@@ -473,6 +604,10 @@ impl BlockingClient {
     /// drop(permit);                     // gives it back, synchronously
     /// # Ok::<(), redisson_lock::Error>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
     pub fn semaphore(&self, name: &str) -> Result<BlockingSemaphore> {
         Ok(BlockingSemaphore {
             semaphore: self.client.semaphore(name)?,
@@ -482,6 +617,10 @@ impl BlockingClient {
 
     /// A handle to the permit-expirable semaphore `name` (Redisson's
     /// `getPermitExpirableSemaphore`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
     pub fn permit_expirable_semaphore(
         &self,
         name: &str,
@@ -494,6 +633,10 @@ impl BlockingClient {
 
     /// A handle to the count-down latch `name` (Redisson's
     /// `getCountDownLatch`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty name.
     pub fn count_down_latch(&self, name: &str) -> Result<BlockingCountDownLatch> {
         Ok(BlockingCountDownLatch {
             latch: self.client.count_down_latch(name)?,
@@ -529,18 +672,36 @@ impl BlockingSemaphore {
     }
 
     /// Take `permits` permits, waiting as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`Semaphore::acquire`](crate::Semaphore::acquire).
     pub fn acquire(&self, permits: u32) -> Result<BlockingSemaphorePermit> {
         let permit = self.runtime.run(self.semaphore.acquire(permits))??;
         Ok(self.permit(permit))
     }
 
     /// Try once to take `permits` permits.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`Semaphore::try_acquire`](crate::Semaphore::try_acquire).
     pub fn try_acquire(&self, permits: u32) -> Result<Option<BlockingSemaphorePermit>> {
         let permit = self.runtime.run(self.semaphore.try_acquire(permits))??;
         Ok(permit.map(|p| self.permit(p)))
     }
 
     /// Take `permits` permits, waiting up to `wait`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`Semaphore::try_acquire_for`](crate::Semaphore::try_acquire_for).
     pub fn try_acquire_for(
         &self,
         wait: Duration,
@@ -553,38 +714,80 @@ impl BlockingSemaphore {
     }
 
     /// Give `permits` permits back without a permit guard.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`Semaphore::release`](crate::Semaphore::release).
     pub fn release(&self, permits: u32) -> Result<()> {
         self.runtime.run(self.semaphore.release(permits))?
     }
 
     /// Give permits back only if the semaphore exists.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`Semaphore::release_if_exists`](crate::Semaphore::release_if_exists).
     pub fn release_if_exists(&self, permits: u32) -> Result<bool> {
         self.runtime
             .run(self.semaphore.release_if_exists(permits))?
     }
 
     /// Set the permits if the semaphore does not exist yet.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`Semaphore::try_set_permits`](crate::Semaphore::try_set_permits).
     pub fn try_set_permits(&self, permits: u32) -> Result<bool> {
         self.runtime.run(self.semaphore.try_set_permits(permits))?
     }
 
     /// Set the permits, with a TTL, if the semaphore does not exist yet.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`Semaphore::try_set_permits_with_ttl`](crate::Semaphore::try_set_permits_with_ttl).
     pub fn try_set_permits_with_ttl(&self, permits: u32, ttl: Duration) -> Result<bool> {
         self.runtime
             .run(self.semaphore.try_set_permits_with_ttl(permits, ttl))?
     }
 
     /// Add (or, if negative, take away) permits.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`Semaphore::add_permits`](crate::Semaphore::add_permits).
     pub fn add_permits(&self, permits: i32) -> Result<()> {
         self.runtime.run(self.semaphore.add_permits(permits))?
     }
 
     /// The number of permits available now.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as
+    /// [`Semaphore::available_permits`](crate::Semaphore::available_permits).
     pub fn available_permits(&self) -> Result<i64> {
         self.runtime.run(self.semaphore.available_permits())?
     }
 
     /// Take every available permit; returns how many there were.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`Semaphore::drain_permits`](crate::Semaphore::drain_permits).
     pub fn drain_permits(&self) -> Result<i64> {
         self.runtime.run(self.semaphore.drain_permits())?
     }
@@ -608,6 +811,12 @@ impl BlockingSemaphorePermit {
     }
 
     /// Give the permits back, reporting errors.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime (the
+    /// permits are then given back in the background); else as
+    /// [`SemaphorePermit::release`](crate::SemaphorePermit::release).
     pub fn release(mut self) -> Result<()> {
         match self.permit.take() {
             Some(permit) => self.runtime.run(permit.release())?,
@@ -668,18 +877,36 @@ impl BlockingPermitExpirableSemaphore {
     }
 
     /// Take a permit (`None`: it never expires), waiting as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::acquire`](crate::PermitExpirableSemaphore::acquire).
     pub fn acquire(&self, lease: Option<Duration>) -> Result<BlockingPermitGuard> {
         let guard = self.runtime.run(self.semaphore.acquire(lease))??;
         Ok(self.guard(guard))
     }
 
     /// Try once to take a permit.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::try_acquire`](crate::PermitExpirableSemaphore::try_acquire).
     pub fn try_acquire(&self, lease: Option<Duration>) -> Result<Option<BlockingPermitGuard>> {
         let guard = self.runtime.run(self.semaphore.try_acquire(lease))??;
         Ok(guard.map(|g| self.guard(g)))
     }
 
     /// Take a permit, waiting up to `wait`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::try_acquire_for`](crate::PermitExpirableSemaphore::try_acquire_for).
     pub fn try_acquire_for(
         &self,
         wait: Duration,
@@ -692,16 +919,34 @@ impl BlockingPermitExpirableSemaphore {
     }
 
     /// Release the permit `id`, whoever took it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::try_release`](crate::PermitExpirableSemaphore::try_release).
     pub fn try_release(&self, id: &crate::permit_semaphore::PermitId) -> Result<bool> {
         self.runtime.run(self.semaphore.try_release(id))?
     }
 
     /// Release several permits at once: all or none.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::try_release_all`](crate::PermitExpirableSemaphore::try_release_all).
     pub fn try_release_all(&self, ids: &[crate::permit_semaphore::PermitId]) -> Result<u32> {
         self.runtime.run(self.semaphore.try_release_all(ids))?
     }
 
     /// Give the permit `id` a new lease from now.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as [`PermitExpirableSemaphore::update_lease_time
+    /// `](crate::PermitExpirableSemaphore::update_lease_time).
     pub fn update_lease_time(
         &self,
         id: &crate::permit_semaphore::PermitId,
@@ -712,6 +957,12 @@ impl BlockingPermitExpirableSemaphore {
     }
 
     /// The remaining lease of the permit `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as
+    /// [`PermitExpirableSemaphore::get_lease_time`](crate::PermitExpirableSemaphore::get_lease_time).
     pub fn get_lease_time(
         &self,
         id: &crate::permit_semaphore::PermitId,
@@ -720,31 +971,67 @@ impl BlockingPermitExpirableSemaphore {
     }
 
     /// The number of permits available now.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as
+    /// [`PermitExpirableSemaphore::available_permits`](crate::PermitExpirableSemaphore::available_permits).
     pub fn available_permits(&self) -> Result<i64> {
         self.runtime.run(self.semaphore.available_permits())?
     }
 
     /// The number of permits taken now.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as
+    /// [`PermitExpirableSemaphore::acquired_permits`](crate::PermitExpirableSemaphore::acquired_permits).
     pub fn acquired_permits(&self) -> Result<i64> {
         self.runtime.run(self.semaphore.acquired_permits())?
     }
 
     /// Available plus taken permits.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as
+    /// [`PermitExpirableSemaphore::permits`](crate::PermitExpirableSemaphore::permits).
     pub fn permits(&self) -> Result<i64> {
         self.runtime.run(self.semaphore.permits())?
     }
 
     /// Make the total number of permits `permits`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::set_permits`](crate::PermitExpirableSemaphore::set_permits).
     pub fn set_permits(&self, permits: u32) -> Result<()> {
         self.runtime.run(self.semaphore.set_permits(permits))?
     }
 
     /// Set the permits if the semaphore does not exist yet.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::try_set_permits`](crate::PermitExpirableSemaphore::try_set_permits).
     pub fn try_set_permits(&self, permits: u32) -> Result<bool> {
         self.runtime.run(self.semaphore.try_set_permits(permits))?
     }
 
     /// Add (or, if negative, take away) available permits.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::add_permits`](crate::PermitExpirableSemaphore::add_permits).
     pub fn add_permits(&self, permits: i32) -> Result<()> {
         self.runtime.run(self.semaphore.add_permits(permits))?
     }
@@ -774,6 +1061,12 @@ impl BlockingPermitGuard {
     }
 
     /// Give the permit back: `true` if it was still taken.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime (the
+    /// permit is then given back in the background); else as
+    /// [`PermitGuard::release`](crate::PermitGuard::release).
     pub fn release(mut self) -> Result<bool> {
         match self.guard.take() {
             Some(guard) => self.runtime.run(guard.release())?,
@@ -823,31 +1116,65 @@ impl BlockingCountDownLatch {
     }
 
     /// Set the count if the latch does not exist.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`CountDownLatch::try_set_count`](crate::CountDownLatch::try_set_count).
     pub fn try_set_count(&self, count: u64) -> Result<bool> {
         self.runtime.run(self.latch.try_set_count(count))?
     }
 
     /// Count down by one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`CountDownLatch::count_down`](crate::CountDownLatch::count_down).
     pub fn count_down(&self) -> Result<()> {
         self.runtime.run(self.latch.count_down())?
     }
 
     /// The count now.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as [`CountDownLatch::get_count`](crate::CountDownLatch::get_count).
     pub fn get_count(&self) -> Result<i64> {
         self.runtime.run(self.latch.get_count())?
     }
 
     /// Delete the latch; returns whether it existed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`CountDownLatch::delete`](crate::CountDownLatch::delete).
     pub fn delete(&self) -> Result<bool> {
         self.runtime.run(self.latch.delete())?
     }
 
     /// Wait until the count is zero, or the latch is deleted.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as
+    /// [`CountDownLatch::await_zero`](crate::CountDownLatch::await_zero).
     pub fn await_zero(&self) -> Result<crate::latch::LatchOpened> {
         self.runtime.run(self.latch.await_zero())?
     }
 
     /// Wait at most `wait`; `None` if the time ran out.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as [`CountDownLatch::await_for`](crate::CountDownLatch::await_for).
     pub fn await_for(&self, wait: Duration) -> Result<Option<crate::latch::LatchOpened>> {
         self.runtime.run(self.latch.await_for(wait))?
     }

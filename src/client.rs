@@ -59,6 +59,24 @@ pub(crate) struct Inner {
 impl Client {
     /// Connect with a full [`Config`]. Fails within `config.timeout` if the
     /// server cannot be reached.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`](crate::Error::Config) for settings out of range
+    /// (before connecting), or [`PubSubMode::Sharded`](crate::PubSubMode)
+    /// / `Both` on a server without sharded pub/sub;
+    /// [`Error::Connection`](crate::Error::Connection) if the server cannot
+    /// be reached within `config.timeout`; [`Error::Auth`](crate::Error::Auth)
+    /// if it refuses the credentials; another translated Redis error if it
+    /// answers the first commands with one.
+    ///
+    /// # Cancel safety
+    ///
+    /// Nothing is written to Redis before it returns. But the connection
+    /// tasks are started in the background: a future dropped part-way leaves
+    /// them running (connected, or reconnecting) until the process ends. To
+    /// bound the time it takes, set `config.timeout` (on which it closes
+    /// them) rather than dropping it, e.g. in a shorter `tokio::time::timeout`.
     pub async fn connect(config: Config) -> Result<Client> {
         config.validate()?;
         let (redis, subscriber) = crate::redis::connect(&config).await?;
@@ -71,10 +89,14 @@ impl Client {
                 return Err(e);
             }
         };
+        crate::telemetry::describe();
         let (redis, latch_task) = Redis::start(redis, &config);
         let holds = Arc::new(Holds::new(config.lock_watchdog_timeout));
         let (hub, mut tasks) = Hub::start(subscriber.clone(), commands, config.timeout);
         tasks.push(latch_task);
+        tasks.push(tokio::spawn(crate::redis::watch_connection(
+            redis.client.clone(),
+        )));
         let watchdog = tokio::spawn(watchdog::run(
             holds.clone(),
             redis.clone(),
@@ -103,6 +125,15 @@ impl Client {
     }
 
     /// Connect to a `redis://` or `rediss://` URL with default settings.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`](crate::Error::Config) for a URL that cannot be
+    /// parsed; else as [`connect`](Self::connect).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`connect`](Self::connect).
     pub async fn from_url(url: &str) -> Result<Client> {
         Client::connect(Config::from_url(url)?).await
     }
@@ -138,6 +169,15 @@ impl Client {
     /// then close both connections, even while guards or handles still
     /// exist. Guards dropped afterwards cannot release (their locks expire);
     /// every later call fails with `Error::Closed`. Idempotent.
+    ///
+    /// # Cancel safety
+    ///
+    /// Everything up to waiting for the releases under way happens before
+    /// the first await: once polled, the client is shutting down (renewals
+    /// stopped, waiters woken, new acquisitions refused) even if the future
+    /// is then dropped. Dropped while it waits, the releases go on but the
+    /// connections stay open until the last clone, handle and guard are
+    /// dropped; calling `shutdown` again finishes the job.
     pub async fn shutdown(&self) {
         let inner = &self.inner;
         inner.closing.send_replace(true);

@@ -145,6 +145,14 @@ fn now_ms() -> i64 {
 }
 
 impl Protocol for Fair {
+    fn kind(&self) -> &'static str {
+        if self.reentrant {
+            "fair_lock"
+        } else {
+            "non_reentrant_fair_lock"
+        }
+    }
+
     fn name(&self) -> &str {
         &self.lock.name
     }
@@ -260,6 +268,10 @@ impl Protocol for Fair {
 }
 
 impl Protocol for NonReentrantFair {
+    fn kind(&self) -> &'static str {
+        self.fair.kind()
+    }
+
     fn name(&self) -> &str {
         self.fair.name()
     }

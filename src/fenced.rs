@@ -77,6 +77,18 @@ impl FencedLock {
 
     /// The last token handed out, by any client (Redisson's `getToken()`);
     /// `None` before the first acquisition.
+    ///
+    /// # Errors
+    ///
+    /// A transient error if Redis stayed unreachable through
+    /// `retry_attempts` retries; [`Error::WrongType`] if the counter's key
+    /// holds another type; [`Error::Protocol`] if it holds no integer;
+    /// [`Error::Auth`]; [`Error::Closed`] after
+    /// [`Client::shutdown`](crate::Client::shutdown).
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn token(&self) -> Result<Option<i64>> {
         let key = self.kind.token_key.clone();
         self.inner()
@@ -98,6 +110,10 @@ impl LockGuard<Fenced> {
 }
 
 impl Protocol for Fenced {
+    fn kind(&self) -> &'static str {
+        "fenced_lock"
+    }
+
     fn name(&self) -> &str {
         self.rlock.name()
     }

@@ -96,7 +96,9 @@ impl<K: Kind> LockGuard<K> {
     ///
     /// [`Error::NotHeld`](crate::Error::NotHeld) if the lock was lost
     /// meanwhile; a transient error if Redis stayed unreachable through
-    /// `retry_attempts` retries.
+    /// `retry_attempts` retries (each retry carries the same unlock latch,
+    /// so it never releases twice); [`Error::Closed`](crate::Error::Closed)
+    /// after [`Client::shutdown`](crate::Client::shutdown).
     ///
     /// # Cancel safety
     ///
@@ -115,11 +117,27 @@ impl<K: Kind> LockGuard<K> {
     }
 
     /// How many holds this guard's owner has on the lock, per Redis.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::hold_count`](crate::Lock::hold_count).
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn hold_count(&self) -> Result<u32> {
         self.hold.hold_count().await
     }
 
     /// Whether this guard's owner still holds the lock, per Redis.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::is_held_by`](crate::Lock::is_held_by).
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn is_held(&self) -> Result<bool> {
         self.hold.is_held().await
     }
@@ -154,7 +172,19 @@ impl<K: ReentrantKind> LockGuard<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::NotHeld`](crate::Error::NotHeld) if this hold was lost.
+    /// [`Error::NotHeld`](crate::Error::NotHeld) if this hold was lost
+    /// (known lost, or no longer in Redis); a transient error if Redis could
+    /// not be reached: if the re-entry attempt itself failed that way,
+    /// whether it ran is unknown, and since the owner already holds the lock
+    /// it cannot be undone by a release: the hold count may stay one too high
+    /// until the lease ends; [`Error::Closed`](crate::Error::Closed) after
+    /// [`Client::shutdown`](crate::Client::shutdown).
+    ///
+    /// # Cancel safety
+    ///
+    /// The check that the hold exists only reads. A re-entry command already
+    /// sent when the future is dropped is finished in the background, and
+    /// the hold it took is released: the count goes back to what it was.
     pub async fn reenter(&self) -> Result<LockGuard<K>> {
         Ok(LockGuard {
             hold: self.hold.reenter().await?,
@@ -170,8 +200,11 @@ impl LockGuard<AnyKind> {
     /// # Errors
     ///
     /// [`Error::NotReentrant`](crate::Error::NotReentrant) if the lock's kind
-    /// is not reentrant; [`Error::NotHeld`](crate::Error::NotHeld) if this
-    /// hold was lost.
+    /// is not reentrant; else as `reenter` on guards of a reentrant kind.
+    ///
+    /// # Cancel safety
+    ///
+    /// As `reenter` on guards of a reentrant kind.
     pub async fn reenter(&self) -> Result<LockGuard<AnyKind>> {
         Ok(LockGuard {
             hold: self.hold.reenter().await?,

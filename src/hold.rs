@@ -139,7 +139,7 @@ impl Drop for RawHold {
         self.raw.inner().cleanups.spawn(async move {
             let patience = Patience::UntilExpiry;
             if let Err(e) = release(raw.inner(), raw.proto.as_ref(), &field, patience).await {
-                tracing::warn!(lock = %raw.name(), error = %e, "background unlock of a dropped guard failed");
+                tracing::warn!(lock = raw.name(), error = %e, "background unlock of a dropped guard failed");
             }
         });
     }

@@ -12,13 +12,18 @@ use std::time::Duration;
 
 use fred::interfaces::KeysInterface;
 use fred::types::Value;
+use tracing::Instrument;
 
 use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
 use crate::pubsub::Wake;
 use crate::script::{self, ScriptCall};
 use crate::semaphore::{get_count, integer, parse_count};
+use crate::telemetry::Acquisition;
 use crate::waiter::{wait_until, Outcome};
+
+/// The `kind` of spans and metrics.
+const KIND: &str = "count_down_latch";
 
 /// The largest count: 2^53 − 1, exact in Lua's numbers (Java takes a `long`).
 const MAX_COUNT: u64 = (1 << 53) - 1;
@@ -243,11 +248,28 @@ impl CountDownLatch {
     }
 
     async fn await_within(&self, wait: Option<Duration>) -> Result<Option<LatchOpened>> {
+        let span = tracing::debug_span!(
+            "redisson_lock.acquire",
+            lock = self.name(),
+            kind = KIND,
+            wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+            waited_ms = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let report = Acquisition::start(KIND, &span, tokio::time::Instant::now());
+        let opened = self.await_in_span(wait).instrument(span).await;
+        report.finish(&opened, wait.is_some_and(|w| w.is_zero()));
+        opened
+    }
+
+    async fn await_in_span(&self, wait: Option<Duration>) -> Result<Option<LatchOpened>> {
         let inner = self.inner().clone();
         // One GET per attempt: the wait loop retries transient errors itself,
         // within the caller's deadline.
         let name = &self.shared.name;
-        let done = wait_until(&inner, &self.shared.channel, Wake::All, wait, || async {
+        let channel = &self.shared.channel;
+        let done = wait_until(&inner, name, channel, Wake::All, wait, || async {
             let value: Option<String> = inner
                 .redis
                 .client

@@ -101,6 +101,16 @@
 //! No password shows in `Debug` of [`Config`] or [`Client`], in an
 //! [`Error`], or in what the crate logs.
 //!
+//! # Observability
+//!
+//! Every acquisition, wait, release and watchdog renewal batch is a
+//! `tracing` span (`redisson_lock.acquire`, `.wait`, `.release`, `.renew`)
+//! with the lock's name, kind and outcome; lost locks, retries, reconnects and
+//! re-subscriptions are events. With the `metrics` feature, the crate also
+//! records `redisson_lock_*` counters, gauges and a wait-time histogram
+//! through the `metrics` facade. The README lists every name, field, unit and
+//! label.
+//!
 //! # Cancellation
 //!
 //! Every future may be dropped at any await point. A lock command already
@@ -139,6 +149,7 @@ mod rwlock;
 mod script;
 mod semaphore;
 mod spin;
+mod telemetry;
 mod tls;
 mod waiter;
 mod watchdog;

@@ -134,10 +134,22 @@ impl<K: Kind> Lock<K> {
     ///
     /// # Errors
     ///
-    /// A Redis or connection error once retrying no longer helps (see
-    /// [`try_lock_for`](Self::try_lock_for)); [`Error::WrongType`] if the
-    /// key holds something else; [`Error::NotReentrant`] on re-entry of a
-    /// non-reentrant kind with an explicit owner.
+    /// A transient error ([`Error::is_transient`]: timeout, connection,
+    /// unavailable, not replicated) once every attempt has failed for longer
+    /// than the retry budget, `(timeout + retry_delay) × retry_attempts`
+    /// (at once for an explicit owner that already held the lock: whether
+    /// the failed attempt re-entered is then unknown); [`Error::WrongType`] if the key holds something else;
+    /// [`Error::NotReentrant`] on re-entry of a non-reentrant kind with an
+    /// explicit owner; [`Error::Auth`] if the ACL refuses a key or command;
+    /// [`Error::Closed`] after [`Client::shutdown`].
+    ///
+    /// # Cancel safety
+    ///
+    /// The future may be dropped at any await point without leaking a hold:
+    /// an acquire script already sent is finished in the background and a
+    /// hold it took is released; a fair-lock waiter leaves the queue once its
+    /// last attempt has landed; the waiter's share of the channel
+    /// subscription is left at once.
     pub async fn lock(&self) -> Result<LockGuard<K>> {
         let acquired = self.raw.acquire(None, Lease::Watchdog).await?;
         Ok(self.guard(expect_acquired(acquired)?))
@@ -151,6 +163,14 @@ impl<K: Kind> Lock<K> {
     /// [`Error::InvalidArgument`] for a lease below 1 ms or above
     /// [`MAX_DURATION`](crate::config::MAX_DURATION), before anything is sent; else
     /// as [`lock`](Self::lock).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock): the future may be dropped at any await point without leaking a hold:
+    /// an acquire script already sent is finished in the background and a
+    /// hold it took is released; a fair-lock waiter leaves the queue once its
+    /// last attempt has landed; the waiter's share of the channel
+    /// subscription is left at once.
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard<K>> {
         let lease = fixed_lease(lease)?;
         let acquired = self.raw.acquire(None, lease).await?;
@@ -161,7 +181,14 @@ impl<K: Kind> Lock<K> {
     ///
     /// # Errors
     ///
-    /// As [`lock`](Self::lock); a transient error is returned at once.
+    /// As [`lock`](Self::lock); a transient error is returned at once (an
+    /// attempt that may have taken the lock is undone in the background,
+    /// unless the owner already held it: then its hold count may stay one
+    /// too high until the lease ends).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock).
     pub async fn try_lock(&self) -> Result<Option<LockGuard<K>>> {
         let acquired = self
             .raw
@@ -185,7 +212,14 @@ impl<K: Kind> Lock<K> {
     ///
     /// [`Error::InvalidArgument`] for a bad lease, before anything is sent;
     /// the last transient error if the time ran out while Redis was
-    /// unreachable; [`Error::WrongType`] and other definite errors at once.
+    /// unreachable; without a time limit, as [`lock`](Self::lock);
+    /// [`Error::WrongType`], [`Error::NotReentrant`], [`Error::Auth`] and
+    /// other definite errors at once; [`Error::Closed`] after
+    /// [`Client::shutdown`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock).
     pub async fn try_lock_for(
         &self,
         wait: Duration,
@@ -210,7 +244,10 @@ impl<K: Kind> Lock<K> {
     ///
     /// [`Error::InvalidArgument`] for a handle without an owner (each of its
     /// acquisitions had its own: unlock through the guard);
-    /// [`Error::NotHeld`] if the owner does not hold the lock.
+    /// [`Error::NotHeld`] if the owner does not hold the lock; a transient
+    /// error if Redis stayed unreachable through `retry_attempts` retries
+    /// (each retry carries the same unlock latch, so it never releases
+    /// twice); [`Error::Closed`] after [`Client::shutdown`].
     ///
     /// # Cancel safety
     ///
@@ -235,21 +272,58 @@ impl<K: Kind> Lock<K> {
 
     /// Unlock whoever holds it, and wake a waiter. Returns whether it was
     /// held. Local holders see their guards' lost signal fire.
+    ///
+    /// # Errors
+    ///
+    /// A transient error if Redis stayed unreachable through
+    /// `retry_attempts` retries (the script is idempotent, so retrying is
+    /// safe); [`Error::WrongType`] if the key holds something other than
+    /// this kind's layout; [`Error::Auth`]; [`Error::Closed`] after
+    /// [`Client::shutdown`].
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have unlocked (the script may be on
+    /// its way). If it did, this client's guards of the lock learn it at
+    /// their next renewal rather than at once.
     pub async fn force_unlock(&self) -> Result<bool> {
         self.raw.force_unlock().await
     }
 
     /// Whether anyone holds the lock.
+    ///
+    /// # Errors
+    ///
+    /// A transient error if Redis stayed unreachable through
+    /// `retry_attempts` retries; [`Error::WrongType`] if the key holds
+    /// something else (read and write locks, which read the hash);
+    /// [`Error::Auth`]; [`Error::Closed`] after [`Client::shutdown`].
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn is_locked(&self) -> Result<bool> {
         let inner = self.inner();
         let reply = inner
             .redis
-            .retrying(|| inner.redis.eval(|| self.raw.proto.is_locked()))
+            .retrying(self.name(), || {
+                inner.redis.eval(|| self.raw.proto.is_locked())
+            })
             .await?;
         Ok(matches!(reply, Value::Integer(1)))
     }
 
     /// How long until the lock's key expires (`PTTL`).
+    ///
+    /// # Errors
+    ///
+    /// A transient error if Redis stayed unreachable through
+    /// `retry_attempts` retries; [`Error::Auth`]; [`Error::Closed`] after
+    /// [`Client::shutdown`].
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn remain_time_to_live(&self) -> Result<Ttl> {
         let name = self.name().to_owned();
         let ttl: i64 = self
@@ -268,11 +342,31 @@ impl<K: Kind> Lock<K> {
     }
 
     /// How many times `owner` holds the lock (`HGET`; 0 if not held).
+    ///
+    /// # Errors
+    ///
+    /// A transient error if Redis stayed unreachable through
+    /// `retry_attempts` retries; [`Error::WrongType`] if the key is not a
+    /// hash; [`Error::Protocol`] if the field is not a count;
+    /// [`Error::Auth`]; [`Error::Closed`] after [`Client::shutdown`].
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn hold_count(&self, owner: Owner) -> Result<u32> {
         self.raw.hold_count(&self.owner_field(owner)).await
     }
 
     /// Whether `owner` holds the lock (`HEXISTS`).
+    ///
+    /// # Errors
+    ///
+    /// As [`hold_count`](Self::hold_count), without the count's
+    /// [`Error::Protocol`].
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn is_held_by(&self, owner: Owner) -> Result<bool> {
         self.raw.is_held(&self.owner_field(owner)).await
     }

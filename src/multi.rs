@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
@@ -109,13 +110,25 @@ impl MultiLock {
 
     /// Whether enough members are locked (by anyone) for the whole to be
     /// held: all of them for a multi-lock, a majority for RedLock.
+    ///
+    /// # Errors
+    ///
+    /// The first member query that fails, as [`Lock::is_locked`] (a member
+    /// whose server stays unreachable fails the whole call, RedLock
+    /// included).
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn is_locked(&self) -> Result<bool> {
         let mut locked = 0;
         for member in self.members.iter() {
             let inner = member.inner();
             let reply = inner
                 .redis
-                .retrying(|| inner.redis.eval(|| member.proto.is_locked()))
+                .retrying(member.name(), || {
+                    inner.redis.eval(|| member.proto.is_locked())
+                })
                 .await?;
             if matches!(reply, fred::types::Value::Integer(1)) {
                 locked += 1;
@@ -130,17 +143,45 @@ impl MultiLock {
     }
 
     /// Wait as long as it takes; members are watchdog-renewed while held.
+    /// It waits in rounds of 1.5 s per member, as Redisson does.
+    ///
+    /// # Errors
+    ///
+    /// A round that ends without the locks and with no member merely busy
+    /// ends the wait with the last member's error: a transient error when
+    /// the servers stayed unreachable through the round, or a definite one
+    /// ([`Error::WrongType`], [`Error::Auth`], [`Error::Closed`], …).
+    ///
+    /// # Cancel safety
+    ///
+    /// The future may be dropped at any await point without leaking a hold:
+    /// members already taken in the current round are released in the
+    /// background, and a member's acquisition in flight is finished in the
+    /// background and released, as for [`Lock::lock`].
     pub async fn lock(&self) -> Result<MultiGuard> {
         let round = self.base_wait();
-        loop {
-            if let Some(guard) = self.try_lock_for(round, None).await? {
-                return Ok(guard);
+        let acquired = self.traced(None, async {
+            loop {
+                if let Some(guard) = self.try_lock_within(round, None).await? {
+                    return Ok(Some(guard));
+                }
             }
-        }
+        });
+        expect_guard(acquired.await)
     }
 
     /// Wait as long as it takes; every member lives at least `lease` after
     /// the acquisition completes (see [`try_lock_for`](Self::try_lock_for)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a lease below 1 ms or above
+    /// [`MAX_DURATION`](crate::MAX_DURATION), before anything is sent; else
+    /// as [`lock`](Self::lock).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock).
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<MultiGuard> {
         crate::lock::fixed_lease(lease)?;
         // Redisson's rounds: a random wait below the lease, so contenders desynchronize.
@@ -150,16 +191,27 @@ impl MultiLock {
         } else {
             (base, lease)
         };
-        loop {
-            let span = millis_u64(high.saturating_sub(low)).max(1);
-            let round = low + Duration::from_millis(crate::backoff::random_below(span));
-            if let Some(guard) = self.try_lock_for(round, Some(lease)).await? {
-                return Ok(guard);
+        let acquired = self.traced(None, async {
+            loop {
+                let span = millis_u64(high.saturating_sub(low)).max(1);
+                let round = low + Duration::from_millis(crate::backoff::random_below(span));
+                if let Some(guard) = self.try_lock_within(round, Some(lease)).await? {
+                    return Ok(Some(guard));
+                }
             }
-        }
+        });
+        expect_guard(acquired.await)
     }
 
     /// Try each member once, without waiting.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_lock_for`](Self::try_lock_for).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock).
     pub async fn try_lock(&self) -> Result<Option<MultiGuard>> {
         self.try_lock_for(Duration::ZERO, None).await
     }
@@ -170,7 +222,60 @@ impl MultiLock {
     /// with `2 × wait` and shortens them afterwards, an extra round trip per
     /// member); without, the watchdog renews them. Returns `None` when the
     /// time is up; an error only when no member was merely busy.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a lease below 1 ms or above
+    /// [`MAX_DURATION`](crate::MAX_DURATION), before anything is sent; when
+    /// the time is up and no member was merely busy, the last member's error
+    /// (a transient one if their servers were unreachable, or a definite one
+    /// such as [`Error::WrongType`] or [`Error::Closed`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock).
     pub async fn try_lock_for(
+        &self,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<MultiGuard>> {
+        self.traced(Some(wait), self.try_lock_within(wait, lease))
+            .await
+    }
+
+    /// Run an acquisition in a `redisson_lock.multi_acquire` span that
+    /// records how long it took and how it ended.
+    async fn traced(
+        &self,
+        wait: Option<Duration>,
+        acquiring: impl Future<Output = Result<Option<MultiGuard>>>,
+    ) -> Result<Option<MultiGuard>> {
+        let span = tracing::debug_span!(
+            "redisson_lock.multi_acquire",
+            locks = self.members.len(),
+            quorum = self.quorum(),
+            red_lock = self.majority,
+            wait_ms = wait.map(millis_u64),
+            waited_ms = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let start = Instant::now();
+        let acquired = acquiring.instrument(span.clone()).await;
+        span.record("waited_ms", millis_u64(start.elapsed()));
+        match &acquired {
+            Ok(Some(_)) => span.record("outcome", "acquired"),
+            Ok(None) if wait.is_some_and(|w| w.is_zero()) => span.record("outcome", "busy"),
+            Ok(None) => span.record("outcome", "timeout"),
+            Err(e) => span
+                .record("outcome", "error")
+                .record("error", tracing::field::display(e)),
+        };
+        acquired
+    }
+
+    /// [`try_lock_for`](Self::try_lock_for), within a span.
+    async fn try_lock_within(
         &self,
         wait: Duration,
         lease: Option<Duration>,
@@ -232,7 +337,7 @@ impl MultiLock {
                     false
                 }
                 Err(e) => {
-                    tracing::debug!(lock = %member.name(), error = %e, "multi-lock member failed");
+                    tracing::debug!(lock = member.name(), error = %e, "multi-lock member failed");
                     error = Some(e);
                     false
                 }
@@ -328,6 +433,17 @@ impl MultiGuard {
 
     /// Release every member, in parallel. A multi-lock reports the first
     /// member's error; RedLock, like Redisson's, ignores member errors.
+    ///
+    /// # Errors
+    ///
+    /// For a multi-lock, the first member's error, as
+    /// [`LockGuard::unlock`] ([`Error::NotHeld`] for a member that was
+    /// lost); the other members are released all the same. RedLock: none.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part-way still completes every member's unlock
+    /// in the background.
     pub async fn unlock(self) -> Result<()> {
         let results =
             futures::future::join_all(self.guards.into_iter().map(LockGuard::unlock)).await;
@@ -356,6 +472,16 @@ impl MultiGuard {
 
     /// Whether enough members are still held by this guard's owners, per
     /// Redis: all of them for a multi-lock, a majority for RedLock.
+    ///
+    /// # Errors
+    ///
+    /// The first member query that fails, as [`LockGuard::is_held`] (a
+    /// member whose server stays unreachable fails the whole call, RedLock
+    /// included).
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn is_held(&self) -> Result<bool> {
         let mut held = 0;
         for guard in &self.guards {
@@ -370,6 +496,13 @@ impl MultiGuard {
     pub fn is_lost(&self) -> bool {
         self.guards.iter().filter(|g| g.is_lost()).count() > self.may_lose
     }
+}
+
+/// The guard of a wait without a time limit, which ends with one.
+fn expect_guard(acquired: Result<Option<MultiGuard>>) -> Result<MultiGuard> {
+    acquired?.ok_or_else(|| {
+        Error::Protocol("a wait without a time limit ended without the locks".into())
+    })
 }
 
 fn millis_u64(d: Duration) -> u64 {

@@ -18,6 +18,7 @@ use std::time::Duration;
 use fred::types::Value;
 use futures::FutureExt;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::client::{Client, Inner};
 use crate::detach::FinishOnDrop;
@@ -26,7 +27,36 @@ use crate::names::{prefix_name, suffix_name};
 use crate::pubsub::Wake;
 use crate::script::{self, millis, ScriptCall};
 use crate::semaphore::{add_call, check_permits, integer, try_set_call};
+use crate::telemetry::Acquisition;
 use crate::waiter::{epoch_ms, wait_until, Outcome};
+
+/// The `kind` of spans and metrics.
+const KIND: &str = "permit_expirable_semaphore";
+
+/// The span of one release of the permit `id` (`background`: nobody awaits it).
+fn release_span(name: &str, id: PermitId, background: bool) -> tracing::Span {
+    tracing::debug_span!(
+        "redisson_lock.release",
+        lock = name,
+        kind = KIND,
+        permit = %id,
+        background,
+        outcome = tracing::field::Empty,
+        error = tracing::field::Empty,
+    )
+}
+
+/// Record a release's outcome on its span.
+fn record_release(span: &tracing::Span, released: &Result<Released>) {
+    match released {
+        Ok(Released::Yes) => span.record("outcome", "released"),
+        Ok(Released::Expired) => span.record("outcome", "expired"),
+        Ok(Released::Unknown) => span.record("outcome", "unknown"),
+        Err(e) => span
+            .record("outcome", "error")
+            .record("error", tracing::field::display(e)),
+    };
+}
 
 /// Redisson's score for a permit that never expires (`nonExpirableTimeout`).
 pub(crate) const NEVER_EXPIRES: i64 = 922_337_203_685_477;
@@ -300,12 +330,26 @@ impl PermitExpirableSemaphore {
         if let Some(lease) = lease {
             check_lease(lease)?;
         }
+        let span = tracing::debug_span!(
+            "redisson_lock.acquire",
+            lock = self.name(),
+            kind = KIND,
+            wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+            waited_ms = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let report = Acquisition::start(KIND, &span, Instant::now());
         let inner = self.inner().clone();
-        let done = wait_until(&inner, &self.shared.channel, Wake::Count, wait, || {
+        let (name, channel) = (&self.shared.name, &self.shared.channel);
+        let done = wait_until(&inner, name, channel, Wake::Count, wait, || {
             self.attempt(lease)
         })
-        .await?;
-        Ok(done.map(|d| d.value))
+        .instrument(span)
+        .await
+        .map(|done| done.map(|d| d.value));
+        report.finish(&done, wait.is_some_and(|w| w.is_zero()));
+        done
     }
 
     /// One run of the acquire script with a fresh id. If the caller goes
@@ -359,13 +403,12 @@ impl PermitExpirableSemaphore {
             }
         };
         match FinishOnDrop::new(inner.cleanups.clone(), fut, orphan).await {
-            Ok(None) => Ok(Outcome::Ready(PermitGuard {
-                semaphore: self.clone(),
+            Ok(None) => Ok(Outcome::Ready(PermitGuard::new(
+                self.clone(),
                 id,
                 lease,
-                expires_at: lease.and_then(|l| sent_at.checked_add(l)),
-                armed: true,
-            })),
+                lease.and_then(|l| sent_at.checked_add(l)),
+            ))),
             Ok(Some(earliest)) => {
                 // Sleep until the earliest permit expires (its score is on
                 // the acquiring client's clock; ours is the best guess).
@@ -388,10 +431,17 @@ impl PermitExpirableSemaphore {
 
     /// Release `id` in the background, trying until `until`.
     async fn give_back(&self, id: PermitId, until: Instant) {
+        let span = release_span(self.name(), id, true);
         let inner = self.inner();
         let release = || self.release_once(id);
-        if let Err(e) = inner.redis.persisting(until, release).await {
-            tracing::warn!(semaphore = %self.name(), permit = %id, error = %e, "giving a permit back failed");
+        let released = inner
+            .redis
+            .persisting(self.name(), until, release)
+            .instrument(span.clone())
+            .await;
+        record_release(&span, &released);
+        if let Err(e) = released {
+            tracing::warn!(lock = self.name(), permit = %id, error = %e, "giving a permit back failed");
         }
     }
 
@@ -428,7 +478,15 @@ impl PermitExpirableSemaphore {
     /// id gone cannot tell an earlier try's release from an expiry, and says
     /// so as `Unknown`.
     async fn release_retrying(&self, id: PermitId) -> Result<Released> {
-        self.inner().redis.retrying(|| self.release_once(id)).await
+        let span = release_span(self.name(), id, false);
+        let released = self
+            .inner()
+            .redis
+            .retrying(self.name(), || self.release_once(id))
+            .instrument(span.clone())
+            .await;
+        record_release(&span, &released);
+        released
     }
 
     /// Release the permit `id` (Redisson's `tryRelease(permitId)`), whoever
@@ -496,7 +554,7 @@ impl PermitExpirableSemaphore {
                     )
                 })
             };
-            let reply = inner.redis.retrying(release).await?;
+            let reply = inner.redis.retrying(&shared.name, release).await?;
             let released = integer(reply, "permit release")?;
             Ok(u32::try_from(released).unwrap_or(0))
         };
@@ -522,7 +580,7 @@ impl PermitExpirableSemaphore {
         let shared = &self.shared;
         let reply = inner
             .redis
-            .retrying(|| {
+            .retrying(&shared.name, || {
                 inner.redis.eval(|| {
                     let now = epoch_ms();
                     ScriptCall::new(
@@ -559,7 +617,7 @@ impl PermitExpirableSemaphore {
         let shared = &self.shared;
         let reply = inner
             .redis
-            .retrying(|| {
+            .retrying(&shared.name, || {
                 inner.redis.eval(|| {
                     ScriptCall::new(
                         &script::PES_LEASE_TIME,
@@ -589,7 +647,7 @@ impl PermitExpirableSemaphore {
         let shared = &self.shared;
         let reply = inner
             .redis
-            .retrying(|| {
+            .retrying(&shared.name, || {
                 inner.redis.eval(|| {
                     ScriptCall::new(
                         &script::PES_COUNTS,
@@ -678,7 +736,7 @@ impl PermitExpirableSemaphore {
         let shared = &self.shared;
         inner
             .redis
-            .retrying(|| {
+            .retrying(&shared.name, || {
                 inner.redis.eval(|| {
                     ScriptCall::new(
                         &script::PES_SET_PERMITS,
@@ -821,7 +879,7 @@ impl PermitGuard {
     /// Dropping the future part-way still completes the release in the
     /// background.
     pub async fn release(mut self) -> Result<bool> {
-        self.armed = false;
+        self.disarm();
         let (semaphore, id) = (self.semaphore.clone(), self.id);
         let call = async move { semaphore.release_retrying(id).await };
         let released = FinishOnDrop::new(self.semaphore.inner().cleanups.clone(), call, |_| {
@@ -835,13 +893,38 @@ impl PermitGuard {
     /// lease runs out, or when someone releases its id (keep
     /// [`id`](Self::id)). No command is sent.
     pub fn forget(mut self) {
-        self.armed = false;
+        self.disarm();
+    }
+
+    fn new(
+        semaphore: PermitExpirableSemaphore,
+        id: PermitId,
+        lease: Option<Duration>,
+        expires_at: Option<Instant>,
+    ) -> PermitGuard {
+        crate::telemetry::held(KIND);
+        PermitGuard {
+            semaphore,
+            id,
+            lease,
+            expires_at,
+            armed: true,
+        }
+    }
+
+    /// Stop releasing on drop; whether it still would have.
+    fn disarm(&mut self) -> bool {
+        let armed = std::mem::replace(&mut self.armed, false);
+        if armed {
+            crate::telemetry::unheld(KIND);
+        }
+        armed
     }
 }
 
 impl Drop for PermitGuard {
     fn drop(&mut self) {
-        if !self.armed {
+        if !self.disarm() {
             return;
         }
         let (semaphore, id) = (self.semaphore.clone(), self.id);

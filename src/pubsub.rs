@@ -209,6 +209,9 @@ impl Hub {
             drop(refs);
             (entry, first)
         };
+        if first {
+            crate::telemetry::subscription(true);
+        }
         // From here on, dropping `subscription` (even by cancellation) leaves.
         let since = entry.messages.lock().0;
         let subscription = Subscription {
@@ -270,6 +273,7 @@ impl Drop for Subscription {
         *refs -= 1;
         if *refs == 0 {
             drop(refs);
+            crate::telemetry::subscription(false);
             channels.remove(&self.channel);
             let _ = self.shared.ops.send(Op::Unsubscribe(self.channel.clone()));
         }
@@ -343,7 +347,7 @@ async fn run_ops(
                 Some(Op::Subscribe(channel)) => {
                     let Some(entry) = shared.entry(&channel) else { continue };
                     let placed = placement(&subscriber, commands, &channel);
-                    let outcome = match subscribe(&subscriber, commands, vec![channel]).await {
+                    let outcome = match subscribe(&subscriber, commands, vec![channel.clone()]).await {
                         Ok(()) => {
                             *entry.placed.lock() = placed;
                             Ready::Subscribed
@@ -351,6 +355,7 @@ async fn run_ops(
                         // An ACL user that may not listen on the channel
                         // waits in vain: say so, not "try again".
                         Err(e) => {
+                            tracing::debug!(channel = channel.as_str(), error = %e, "subscribing failed");
                             let text = e.to_string();
                             Ready::Failed(match Error::from_redis(e, "", Duration::ZERO) {
                                 e @ Error::Auth(_) => e,
@@ -364,28 +369,36 @@ async fn run_ops(
                     if shared.entry(&channel).is_some() {
                         continue; // rejoined meanwhile; its Subscribe is queued
                     }
-                    if let Err(e) = unsubscribe(&subscriber, commands, channel).await {
-                        tracing::debug!(error = %e, "unsubscribe failed");
+                    if let Err(e) = unsubscribe(&subscriber, commands, channel.clone()).await {
+                        tracing::debug!(channel = channel.as_str(), error = %e, "unsubscribing failed");
                     }
                 }
             },
             error = errors.recv() => {
-                if let Err(RecvError::Closed) = error {
-                    return;
+                match error {
+                    Err(RecvError::Closed) => return,
+                    Err(RecvError::Lagged(_)) => {}
+                    Ok((e, server)) => {
+                        let server = server.as_ref().map(tracing::field::display);
+                        tracing::warn!(server, error = %e, "Redis pub/sub connection lost; waking every waiter");
+                    }
                 }
                 // The connection is lost: messages are lost until it is
                 // back. Wake every waiter to re-check at once (and fail
                 // fast with a transient error while Redis is unreachable)
                 // rather than sleep until the holder's TTL; the reconnect
                 // below wakes them again.
-                tracing::debug!("pub/sub connection lost; waking every waiter");
                 for (_, entry) in shared.all() {
                     entry.wake_all();
                 }
             }
             event = reconnects.recv() => {
-                if let Err(RecvError::Closed) = event {
-                    return;
+                match event {
+                    Err(RecvError::Closed) => return,
+                    Err(RecvError::Lagged(_)) => {}
+                    Ok(server) => {
+                        tracing::info!(server = %server, "Redis pub/sub connection re-established");
+                    }
                 }
                 resubscribe(&subscriber, commands, shared.all(), "reconnect").await;
             }
@@ -405,7 +418,7 @@ async fn run_ops(
                     })
                     .collect();
                 if !moved.is_empty() {
-                    resubscribe(&subscriber, commands, moved, "a slot moved").await;
+                    resubscribe(&subscriber, commands, moved, "slot_moved").await;
                 }
             }
         }
@@ -456,12 +469,19 @@ async fn resubscribe(
         .iter()
         .map(|(channel, _)| placement(subscriber, commands, channel))
         .collect();
+    for (channel, _) in &entries {
+        tracing::debug!(
+            channel = channel.as_str(),
+            reason = why,
+            "subscribing again"
+        );
+    }
     match subscribe(subscriber, commands, channels).await {
         Ok(()) => {
             for ((_, entry), placed) in entries.iter().zip(placed) {
                 *entry.placed.lock() = placed;
             }
-            tracing::debug!(channels = entries.len(), "subscribed again after {why}");
+            tracing::debug!(channels = entries.len(), reason = why, "subscribed again");
         }
         Err(e) => {
             // Forget where they were, so that the next topology read (on a
@@ -469,7 +489,7 @@ async fn resubscribe(
             for (_, entry) in &entries {
                 entry.placed.lock().clear();
             }
-            tracing::warn!(error = %e, "subscribing again after {why} failed");
+            tracing::warn!(channels = entries.len(), reason = why, error = %e, "subscribing again failed");
         }
     }
     for (_, entry) in entries {

@@ -15,6 +15,7 @@ use fred::interfaces::HashesInterface;
 use fred::types::{Key, Value};
 use futures::FutureExt;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::backoff::equal_jitter;
 use crate::client::{Client, Inner};
@@ -22,6 +23,7 @@ use crate::detach::FinishOnDrop;
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 use crate::script::ScriptCall;
+use crate::telemetry::Acquisition;
 use crate::watchdog::{Lease, Renewal};
 
 /// What one acquire attempt found.
@@ -97,6 +99,10 @@ pub(crate) enum Waiting {
 
 /// The Redis side of one lock type.
 pub(crate) trait Protocol: Send + Sync + 'static {
+    /// The kind, as the `kind` field of spans and label of metrics: the
+    /// name of the client method that makes it (`lock`, `fair_lock`, …).
+    fn kind(&self) -> &'static str;
+
     /// The lock's name (`N`).
     fn name(&self) -> &str;
 
@@ -232,6 +238,34 @@ impl RawLock {
             Some(w) => AttemptMode::Waiting { wait: Some(w) },
             None => AttemptMode::Waiting { wait: None },
         };
+        let span = tracing::debug_span!(
+            "redisson_lock.acquire",
+            lock = self.name(),
+            kind = self.proto.kind(),
+            owner = field.as_str(),
+            wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+            waited_ms = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let report = Acquisition::start(self.proto.kind(), &span, start);
+        let outcome = self
+            .acquire_as(owner, &field, lease, mode, deadline)
+            .instrument(span)
+            .await;
+        report.finish(&outcome, matches!(mode, AttemptMode::Once));
+        outcome
+    }
+
+    /// [`acquire`](Self::acquire) for `owner`'s `field`, within the acquire span.
+    async fn acquire_as(
+        &self,
+        owner: Owner,
+        field: &str,
+        lease: Lease,
+        mode: AttemptMode,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Acquired>> {
         // Every Redis step of this acquisition (attempts, undoing an attempt
         // with an unknown outcome, leaving the queue) runs in this order,
         // also when the rest finishes in the background.
@@ -239,9 +273,9 @@ impl RawLock {
         // A waiter that goes away without the lock (error, deadline, or its
         // future dropped) runs the protocol's give-up step: a fair-lock
         // waiter may have joined the queue with its very first attempt.
-        let mut leaving = GiveUp::new(self, &field, mode, &order);
+        let mut leaving = GiveUp::new(self, field, mode, &order);
         let outcome = self
-            .acquire_loop(owner, &field, lease, mode, deadline, &order)
+            .acquire_loop(owner, field, lease, mode, deadline, &order)
             .await;
         match &outcome {
             Ok(Some(_)) => leaving.disarm(),
@@ -285,6 +319,10 @@ impl RawLock {
         let mut waiting: Option<Waiting> = None;
         let mut subscription = None;
         let mut next_in_line = NEXT_IN_LINE_FIRST;
+        // The wait span: from the first busy attempt to the end, entered
+        // while subscribing and sleeping.
+        let mut wait_span = tracing::Span::none();
+        let mut attempts = 0u32;
         loop {
             if self.inner().is_closing() {
                 return Err(Error::Closed);
@@ -293,7 +331,11 @@ impl RawLock {
             // again, so that no unlock published before the subscription
             // was active is missed.
             if let (Some(Waiting::Channel(channel)), None) = (&waiting, &subscription) {
-                let subscribing = self.inner().hub.subscribe(channel);
+                let subscribing = self
+                    .inner()
+                    .hub
+                    .subscribe(channel)
+                    .instrument(wait_span.clone());
                 let subscribed = match deadline {
                     None => subscribing.await,
                     Some(d) => match tokio::time::timeout_at(d, subscribing).await {
@@ -307,11 +349,14 @@ impl RawLock {
                         if gives_up(&mut failing_since) {
                             return Err(e);
                         }
+                        tracing::debug!(lock = self.name(), error = %e, "subscribing failed, retrying");
                         last_error = Some(e);
                         if expired() {
                             return out_of_time(last_error);
                         }
-                        sleep_until_deadline(equal_jitter(retry_delay), deadline).await;
+                        sleep_until_deadline(equal_jitter(retry_delay), deadline)
+                            .instrument(wait_span.clone())
+                            .await;
                         continue;
                     }
                     Err(e) => return Err(e),
@@ -336,7 +381,20 @@ impl RawLock {
             if let Some(e) = step.take() {
                 return Err(e);
             }
-            let pause = match self.attempt(field, lease, mode, step).await {
+            attempts += 1;
+            let attempt = self.attempt(field, lease, mode, step).await;
+            if matches!(attempt, Ok((Attempt::Busy(_) | Attempt::NextInLine(_), _)))
+                && wait_span.is_none()
+                && !matches!(mode, AttemptMode::Once)
+            {
+                wait_span = tracing::debug_span!(
+                    "redisson_lock.wait",
+                    lock = self.name(),
+                    attempts = tracing::field::Empty
+                );
+            }
+            wait_span.record("attempts", attempts);
+            let pause = match attempt {
                 Ok((Attempt::Acquired { token }, sent_at)) => {
                     return Ok(Some(self.acquired(owner, field, lease, sent_at, token)))
                 }
@@ -365,7 +423,7 @@ impl RawLock {
                     if gives_up(&mut failing_since) {
                         return Err(e);
                     }
-                    tracing::debug!(lock = %self.name(), error = %e, "acquire attempt failed, retrying");
+                    tracing::debug!(lock = self.name(), error = %e, "acquire attempt failed, retrying");
                     last_error = Some(e);
                     equal_jitter(retry_delay)
                 }
@@ -378,15 +436,18 @@ impl RawLock {
                 continue; // subscribe first, then try again at once
             }
             let pause = pause.min(cap);
-            match notified.as_pin_mut() {
-                Some(n) => {
-                    tokio::select! {
-                        _ = n => {}
-                        _ = sleep_until_deadline(pause, deadline) => {}
+            let sleep = async {
+                match notified.as_pin_mut() {
+                    Some(n) => {
+                        tokio::select! {
+                            _ = n => {}
+                            _ = sleep_until_deadline(pause, deadline) => {}
+                        }
                     }
+                    None => sleep_until_deadline(pause, deadline).await,
                 }
-                None => sleep_until_deadline(pause, deadline).await,
-            }
+            };
+            sleep.instrument(wait_span.clone()).await;
         }
     }
 
@@ -423,13 +484,13 @@ impl RawLock {
                     match outcome {
                         // Ran, so it took a hold: register it, then release it.
                         Ok(Attempt::Acquired { .. }) | Err(Error::NotReplicated { .. }) => {
-                            let _status = inner.holds.acquired(proto.name(), &field, lease, proto.renewal(), sent_at);
+                            let _status = inner.holds.acquired(proto.name(), &field, proto.kind(), lease, proto.renewal(), sent_at);
                         }
                         Err(e) if undoable(&e, &inner, proto.name(), &field) => {}
                         _ => return,
                     }
                     if let Err(e) = release(&inner, proto.as_ref(), &field, Patience::UntilExpiry).await {
-                        tracing::warn!(lock = %proto.name(), error = %e, "releasing a lock acquired by a cancelled call failed");
+                        tracing::warn!(lock = proto.name(), error = %e, "releasing a lock acquired by a cancelled call failed");
                     }
                     drop(step);
                 }
@@ -446,6 +507,7 @@ impl RawLock {
                     let _status = inner.holds.acquired(
                         self.name(),
                         field,
+                        self.proto.kind(),
                         lease,
                         self.proto.renewal(),
                         sent_at,
@@ -477,10 +539,14 @@ impl RawLock {
         sent_at: Instant,
         token: Option<i64>,
     ) -> Acquired {
-        let status =
-            self.inner()
-                .holds
-                .acquired(self.name(), field, lease, self.proto.renewal(), sent_at);
+        let status = self.inner().holds.acquired(
+            self.name(),
+            field,
+            self.proto.kind(),
+            lease,
+            self.proto.renewal(),
+            sent_at,
+        );
         Acquired {
             owner,
             field: field.to_owned(),
@@ -525,7 +591,9 @@ impl RawLock {
         let inner = self.inner();
         let reply = inner
             .redis
-            .retrying(|| inner.redis.eval(|| self.proto.force_unlock(inner)))
+            .retrying(self.name(), || {
+                inner.redis.eval(|| self.proto.force_unlock(inner))
+            })
             .await?;
         let unlocked = matches!(reply, Value::Integer(1));
         if unlocked {
@@ -546,6 +614,7 @@ struct GiveUp {
 
 struct Pending {
     inner: Arc<Inner>,
+    proto: Arc<dyn Protocol>,
     call: ScriptCall,
     order: Steps,
     /// How long to keep trying, as the protocol says.
@@ -560,6 +629,7 @@ impl GiveUp {
                     .gave_up(lock.inner(), field, wait)
                     .map(|(call, patience)| Pending {
                         inner: lock.inner().clone(),
+                        proto: lock.proto.clone(),
                         call,
                         order: order.clone(),
                         patience,
@@ -584,11 +654,13 @@ impl GiveUp {
             let outcome = p
                 .inner
                 .redis
-                .retrying(|| p.inner.redis.eval(|| p.call.clone()))
+                .retrying(p.proto.name(), || p.inner.redis.eval(|| p.call.clone()))
                 .await;
             match outcome {
                 Err(e) if e.is_transient() => return,
-                Err(e) => tracing::warn!(error = %e, "leaving the wait queue failed"),
+                Err(e) => {
+                    tracing::warn!(lock = p.proto.name(), error = %e, "leaving the wait queue failed");
+                }
                 Ok(_) => {}
             }
         }
@@ -604,8 +676,9 @@ impl Pending {
         let _step = self.order.clone().lock_owned().await;
         let until = Instant::now() + self.patience;
         let leave = || self.inner.redis.eval(|| self.call.clone());
-        if let Err(e) = self.inner.redis.persisting(until, leave).await {
-            tracing::warn!(error = %e, "leaving the wait queue failed");
+        let name = self.proto.name();
+        if let Err(e) = self.inner.redis.persisting(name, until, leave).await {
+            tracing::warn!(lock = name, error = %e, "leaving the wait queue failed");
         }
     }
 }
@@ -648,6 +721,36 @@ pub(crate) async fn release(
     field: &str,
     patience: Patience,
 ) -> Result<Unlocked> {
+    let span = tracing::debug_span!(
+        "redisson_lock.release",
+        lock = proto.name(),
+        kind = proto.kind(),
+        owner = field,
+        background = patience == Patience::UntilExpiry,
+        outcome = tracing::field::Empty,
+        error = tracing::field::Empty,
+    );
+    let outcome = release_now(inner, proto, field, patience)
+        .instrument(span.clone())
+        .await;
+    match &outcome {
+        Ok(Unlocked::Released) => span.record("outcome", "released"),
+        Ok(Unlocked::StillHeld) => span.record("outcome", "still_held"),
+        Err(Error::NotHeld { .. }) => span.record("outcome", "not_held"),
+        Err(e) => span
+            .record("outcome", "error")
+            .record("error", tracing::field::display(e)),
+    };
+    outcome
+}
+
+/// [`release`], within its span.
+async fn release_now(
+    inner: &Arc<Inner>,
+    proto: &dyn Protocol,
+    field: &str,
+    patience: Patience,
+) -> Result<Unlocked> {
     let registry = inner.holds.released(proto.name(), field);
     if let Some(run) = registry.wait_for_run {
         // A renewal that includes this hold is in flight: let it land first,
@@ -662,9 +765,13 @@ pub(crate) async fn release(
             .redis
             .eval(|| proto.release(inner, field, lease_ms, &latch))
     };
+    let name = proto.name();
     let reply = match patience {
-        Patience::Attempts => inner.redis.retrying(unlock).await,
-        Patience::UntilExpiry => inner.redis.persisting(Instant::now() + lease, unlock).await,
+        Patience::Attempts => inner.redis.retrying(name, unlock).await,
+        Patience::UntilExpiry => {
+            let until = Instant::now() + lease;
+            inner.redis.persisting(name, until, unlock).await
+        }
     }?;
     inner.redis.delete_later(latch);
     match reply {

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use fred::interfaces::{ClientLike, ClusterInterface, KeysInterface, LuaInterface};
+use fred::interfaces::{ClientLike, ClusterInterface, EventInterface, KeysInterface, LuaInterface};
 use fred::types::config::{ConnectionConfig, PerformanceConfig, ReconnectPolicy};
 use fred::types::{Key, Value};
 use tokio::task::JoinHandle;
@@ -252,35 +252,37 @@ impl Redis {
         Ok(())
     }
 
-    /// Run an idempotent operation, trying again after transient errors,
-    /// `retry_attempts` times.
-    pub(crate) async fn retrying<T, F, Fut>(&self, op: F) -> Result<T>
+    /// Run an idempotent operation on the lock (or key) `name`, trying
+    /// again after transient errors, `retry_attempts` times.
+    pub(crate) async fn retrying<T, F, Fut>(&self, name: &str, op: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         let attempts = self.retry_attempts;
-        self.retry(op, self.retry_delay, |tries, _| tries < attempts)
+        self.retry(name, op, self.retry_delay, |tries, _| tries < attempts)
             .await
     }
 
-    /// Run an idempotent operation nobody awaits (a cleanup in the
-    /// background), trying again after transient errors until it succeeds
-    /// or `until` has passed.
-    pub(crate) async fn persisting<T, F, Fut>(&self, until: Instant, op: F) -> Result<T>
+    /// Run an idempotent operation on `name` nobody awaits (a cleanup in
+    /// the background), trying again after transient errors until it
+    /// succeeds or `until` has passed.
+    pub(crate) async fn persisting<T, F, Fut>(&self, name: &str, until: Instant, op: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         let pause = self.retry_delay.max(Duration::from_millis(10));
-        self.retry(op, pause, |_, pause| Instant::now() + pause < until)
+        self.retry(name, op, pause, |_, pause| Instant::now() + pause < until)
             .await
     }
 
     /// Run `op`; while it fails with a transient error and `again(tries so
-    /// far, pause)` allows, pause (with jitter) and run it again.
+    /// far, pause)` allows, pause (with jitter) and run it again. Each retry
+    /// is a debug event naming `name`, the lock or key it is for.
     async fn retry<T, F, Fut>(
         &self,
+        name: &str,
         mut op: F,
         pause: Duration,
         again: impl Fn(u32, Duration) -> bool,
@@ -294,7 +296,7 @@ impl Redis {
             match op().await {
                 Err(e) if e.is_transient() && again(tries, pause) => {
                     tries = tries.saturating_add(1);
-                    tracing::debug!(error = %e, attempt = tries, "retrying Redis command");
+                    tracing::debug!(lock = name, error = %e, attempt = tries, "retrying Redis command");
                     tokio::time::sleep(equal_jitter(pause)).await;
                 }
                 other => return other,
@@ -308,7 +310,7 @@ impl Redis {
         F: Fn(fred::clients::Client) -> Fut,
         Fut: Future<Output = std::result::Result<T, fred::error::Error>>,
     {
-        self.retrying(|| {
+        self.retrying(key, || {
             let fut = self.check_open().map(|()| op(self.client.clone()));
             async move {
                 fut?.await
@@ -360,8 +362,9 @@ async fn delete_latches(
 /// Delete latch keys, retrying after transient errors; a latch that cannot
 /// be deleted expires by itself (its TTL covers one unlock's retries).
 async fn delete(redis: &Redis, keys: Vec<String>) {
+    let name = keys.first().map_or("", String::as_str);
     let outcome = redis
-        .retrying(|| {
+        .retrying(name, || {
             let keys = keys.clone();
             async move {
                 redis
@@ -374,5 +377,31 @@ async fn delete(redis: &Redis, keys: Vec<String>) {
         .await;
     if let Err(e) = outcome {
         tracing::debug!(error = %e, "deleting unlock latches failed; they expire by themselves");
+    }
+}
+
+/// Report the command connection's losses and reconnects as events (the
+/// pub/sub connection's are reported by the hub). Servers are shown as
+/// `host:port`, never with credentials.
+pub(crate) async fn watch_connection(client: fred::clients::Client) {
+    use tokio::sync::broadcast::error::RecvError;
+    let mut reconnects = client.reconnect_rx();
+    let mut errors = client.error_rx();
+    loop {
+        tokio::select! {
+            error = errors.recv() => match error {
+                Err(RecvError::Closed) => return,
+                Err(RecvError::Lagged(_)) => {}
+                Ok((e, server)) => {
+                    let server = server.as_ref().map(tracing::field::display);
+                    tracing::warn!(server, error = %e, "Redis connection lost");
+                }
+            },
+            event = reconnects.recv() => match event {
+                Err(RecvError::Closed) => return,
+                Err(RecvError::Lagged(_)) => {}
+                Ok(server) => tracing::info!(server = %server, "Redis connection re-established"),
+            },
+        }
     }
 }

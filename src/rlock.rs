@@ -81,6 +81,10 @@ impl RLock {
 }
 
 impl Protocol for Reentrant {
+    fn kind(&self) -> &'static str {
+        "lock"
+    }
+
     fn name(&self) -> &str {
         &self.keys.name
     }
@@ -121,6 +125,10 @@ impl Protocol for Reentrant {
 }
 
 impl Protocol for NonReentrant {
+    fn kind(&self) -> &'static str {
+        "non_reentrant_lock"
+    }
+
     fn name(&self) -> &str {
         self.rlock.name()
     }

@@ -153,8 +153,19 @@ impl LockGuard<Write> {
     ///
     /// # Errors
     ///
-    /// [`Error::NotHeld`] if this hold was lost; then, or on any other
-    /// error, the write hold is released as if the guard were dropped.
+    /// [`Error::NotHeld`] if this hold was lost; a transient error if Redis
+    /// could not be reached for the read acquisition (tried once), or
+    /// through `retry_attempts` retries of the write release;
+    /// [`Error::Closed`] after [`Client::shutdown`](crate::Client::shutdown).
+    /// On any error, the write hold is released as if the guard were dropped
+    /// (in the background), and so is a read hold already taken.
+    ///
+    /// # Cancel safety
+    ///
+    /// This guard is moved into the future: dropping the future part-way
+    /// releases the write hold in the background, and a read hold taken so
+    /// far (or whose command was on its way) too. The lock is then free,
+    /// not downgraded.
     pub async fn downgrade(self) -> Result<LockGuard<Read>> {
         let kind = Arc::new(Read {
             keys: self.kind().keys.clone(),
@@ -226,6 +237,10 @@ fn key_prefix(name: &str) -> String {
 }
 
 impl Protocol for Read {
+    fn kind(&self) -> &'static str {
+        "read_lock"
+    }
+
     fn name(&self) -> &str {
         &self.keys.name
     }
@@ -308,6 +323,10 @@ impl Protocol for Read {
 }
 
 impl Protocol for Write {
+    fn kind(&self) -> &'static str {
+        "write_lock"
+    }
+
     fn name(&self) -> &str {
         &self.keys.name
     }

@@ -18,6 +18,7 @@ use fred::interfaces::KeysInterface;
 use fred::types::Value;
 use futures::FutureExt;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::client::{Client, Inner};
 use crate::detach::FinishOnDrop;
@@ -25,7 +26,11 @@ use crate::error::{Error, Result};
 use crate::names::{latch_key, prefix_name};
 use crate::pubsub::Wake;
 use crate::script::{self, millis, ScriptCall};
+use crate::telemetry::Acquisition;
 use crate::waiter::{wait_until, Outcome};
+
+/// The `kind` of spans and metrics.
+const KIND: &str = "semaphore";
 
 /// A handle to Redisson's semaphore `N` (`getSemaphore(name)`). Cheap to
 /// clone. No command is sent until a method is called.
@@ -218,12 +223,27 @@ impl Semaphore {
         if permits == 0 {
             return Ok(Some(SemaphorePermit::new(self.clone(), 0, None)));
         }
+        let span = tracing::debug_span!(
+            "redisson_lock.acquire",
+            lock = self.name(),
+            kind = KIND,
+            permits,
+            wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+            waited_ms = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let report = Acquisition::start(KIND, &span, Instant::now());
         let inner = self.inner().clone();
-        let done = wait_until(&inner, &self.shared.channel, Wake::Count, wait, || {
+        let (name, channel) = (&self.shared.name, &self.shared.channel);
+        let done = wait_until(&inner, name, channel, Wake::Count, wait, || {
             self.attempt(permits)
         })
-        .await?;
-        Ok(done.map(|d| d.value))
+        .instrument(span)
+        .await
+        .map(|done| done.map(|d| d.value));
+        report.finish(&done, wait.is_some_and(|w| w.is_zero()));
+        done
     }
 
     /// One run of the acquire script. If the caller goes away before the
@@ -297,6 +317,38 @@ impl Semaphore {
         mode: Mode,
         retry: Retry,
     ) -> Result<Option<i64>> {
+        let span = tracing::debug_span!(
+            "redisson_lock.release",
+            lock = self.name(),
+            kind = KIND,
+            permits,
+            undo = matches!(mode, Mode::Undo),
+            background = matches!(retry, Retry::Until(_)),
+            outcome = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let released = self
+            .release_in_span(permits, latch, mode, retry)
+            .instrument(span.clone())
+            .await;
+        match &released {
+            Ok(Some(_)) => span.record("outcome", "released"),
+            Ok(None) => span.record("outcome", "already_released"),
+            Err(e) => span
+                .record("outcome", "error")
+                .record("error", tracing::field::display(e)),
+        };
+        released
+    }
+
+    /// [`release_with`](Self::release_with), within its span.
+    async fn release_in_span(
+        &self,
+        permits: u32,
+        latch: &str,
+        mode: Mode,
+        retry: Retry,
+    ) -> Result<Option<i64>> {
         let inner = self.inner();
         let ttl = millis(latch_ttl(inner));
         let release = || {
@@ -317,8 +369,8 @@ impl Semaphore {
             })
         };
         let reply = match retry {
-            Retry::Attempts => inner.redis.retrying(release).await,
-            Retry::Until(until) => inner.redis.persisting(until, release).await,
+            Retry::Attempts => inner.redis.retrying(self.name(), release).await,
+            Retry::Until(until) => inner.redis.persisting(self.name(), until, release).await,
         }?;
         inner.redis.delete_later(latch.to_owned());
         match reply {
@@ -333,7 +385,7 @@ impl Semaphore {
     /// Give permits back in the background, logging a failure.
     async fn give_back(&self, permits: u32, latch: &str, mode: Mode, retry: Retry) {
         if let Err(e) = self.release_with(permits, latch, mode, retry).await {
-            tracing::warn!(semaphore = %self.name(), error = %e, permits, "giving permits back failed");
+            tracing::warn!(lock = self.name(), error = %e, permits, "giving permits back failed");
         }
     }
 
@@ -635,6 +687,9 @@ pub struct SemaphorePermit {
 
 impl SemaphorePermit {
     fn new(semaphore: Semaphore, permits: u32, latch: Option<String>) -> SemaphorePermit {
+        if latch.is_some() {
+            crate::telemetry::held(KIND);
+        }
         SemaphorePermit {
             semaphore,
             permits,
@@ -672,6 +727,7 @@ impl SemaphorePermit {
         let Some(latch) = self.latch.take() else {
             return Ok(());
         };
+        crate::telemetry::unheld(KIND);
         let (semaphore, permits) = (self.semaphore.clone(), self.permits);
         let call = async move {
             semaphore
@@ -691,6 +747,7 @@ impl SemaphorePermit {
     pub fn forget(mut self) {
         self.armed = false;
         if let Some(latch) = self.latch.take() {
+            crate::telemetry::unheld(KIND);
             self.semaphore.inner().redis.delete_later(latch);
         }
     }
@@ -704,6 +761,7 @@ impl Drop for SemaphorePermit {
         let Some(latch) = self.latch.take() else {
             return;
         };
+        crate::telemetry::unheld(KIND);
         let (semaphore, permits) = (self.semaphore.clone(), self.permits);
         let inner = semaphore.inner().clone();
         let until = Instant::now() + inner.config.retry_span();

@@ -59,6 +59,10 @@ impl Client {
 }
 
 impl Protocol for Spin {
+    fn kind(&self) -> &'static str {
+        "spin_lock"
+    }
+
     fn name(&self) -> &str {
         self.rlock.name()
     }

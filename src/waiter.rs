@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::backoff::equal_jitter;
 use crate::client::Inner;
@@ -63,6 +64,7 @@ async fn sleep_until_deadline(pause: Duration, deadline: Option<Instant>) {
 /// waiter is woken and ends with [`Error::Closed`].
 pub(crate) async fn wait_until<T, F, Fut>(
     inner: &Arc<Inner>,
+    name: &str,
     channel: &str,
     wake: Wake,
     wait: Option<Duration>,
@@ -94,6 +96,10 @@ where
     // round trip.
     let mut busy = false;
     let mut subscription: Option<Subscription> = None;
+    // The wait span: from the first busy attempt to the end, entered while
+    // subscribing and sleeping.
+    let mut wait_span = tracing::Span::none();
+    let mut attempts = 0u32;
     loop {
         if inner.is_closing() {
             return Err(Error::Closed);
@@ -101,7 +107,10 @@ where
         // Subscribe before trying again, so that no message published
         // between that attempt and the wait is missed.
         if busy && subscription.is_none() {
-            let subscribing = inner.hub.subscribe_with(channel, wake);
+            let subscribing = inner
+                .hub
+                .subscribe_with(channel, wake)
+                .instrument(wait_span.clone());
             let subscribed = match deadline {
                 None => subscribing.await,
                 Some(d) => match tokio::time::timeout_at(d, subscribing).await {
@@ -115,11 +124,14 @@ where
                     if gives_up(&mut failing_since) {
                         return Err(e);
                     }
+                    tracing::debug!(lock = name, error = %e, "subscribing failed, retrying");
                     last_error = Some(e);
                     if expired() {
                         return out_of_time(last_error);
                     }
-                    sleep_until_deadline(equal_jitter(retry_delay), deadline).await;
+                    sleep_until_deadline(equal_jitter(retry_delay), deadline)
+                        .instrument(wait_span.clone())
+                        .await;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -130,7 +142,17 @@ where
         if let Some(n) = notified.as_mut().as_pin_mut() {
             n.enable();
         }
-        let pause = match attempt().await {
+        attempts += 1;
+        let outcome = attempt().await;
+        if matches!(outcome, Ok(Outcome::Busy(_))) && wait_span.is_none() && !once {
+            wait_span = tracing::debug_span!(
+                "redisson_lock.wait",
+                lock = name,
+                attempts = tracing::field::Empty
+            );
+        }
+        wait_span.record("attempts", attempts);
+        let pause = match outcome {
             Ok(Outcome::Ready(value)) => {
                 let last_message = subscription.as_ref().and_then(Subscription::last_message);
                 return Ok(Some(Done {
@@ -148,7 +170,7 @@ where
                 if gives_up(&mut failing_since) {
                     return Err(e);
                 }
-                tracing::debug!(channel, error = %e, "attempt failed, retrying");
+                tracing::debug!(lock = name, error = %e, "attempt failed, retrying");
                 last_error = Some(e);
                 equal_jitter(retry_delay)
             }
@@ -161,15 +183,18 @@ where
             continue; // subscribe first, then try again at once
         }
         let pause = pause.min(cap);
-        match notified.as_pin_mut() {
-            Some(n) => {
-                tokio::select! {
-                    _ = n => {}
-                    _ = sleep_until_deadline(pause, deadline) => {}
+        let sleep = async {
+            match notified.as_pin_mut() {
+                Some(n) => {
+                    tokio::select! {
+                        _ = n => {}
+                        _ = sleep_until_deadline(pause, deadline) => {}
+                    }
                 }
+                None => sleep_until_deadline(pause, deadline).await,
             }
-            None => sleep_until_deadline(pause, deadline).await,
-        }
+        };
+        sleep.instrument(wait_span.clone()).await;
     }
 }
 

@@ -22,6 +22,8 @@ use crate::error::Error;
 use crate::redis::Redis;
 use crate::script::Script;
 use crate::script::ScriptCall;
+use crate::telemetry::{self, LostReason};
+use tracing::Instrument;
 
 /// How a hold's TTL is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +127,8 @@ fn later(at: Instant, d: Duration) -> Instant {
 
 struct Hold {
     count: u32,
+    /// The lock's kind, for metrics.
+    kind: &'static str,
     lease: Lease,
     renewal: Renewal,
     status: watch::Sender<Status>,
@@ -178,6 +182,7 @@ impl Holds {
         &self,
         name: &str,
         field: &str,
+        kind: &'static str,
         lease: Lease,
         renewal: Renewal,
         sent_at: Instant,
@@ -195,6 +200,7 @@ impl Holds {
             None => {
                 let hold = Hold {
                     count: 0,
+                    kind,
                     lease,
                     renewal,
                     status: watch::Sender::new(status),
@@ -206,6 +212,7 @@ impl Holds {
         };
         let hold = &mut holds[index].1;
         hold.count += 1;
+        telemetry::held(hold.kind);
         hold.lease = lease;
         hold.status.send_replace(status);
         hold.status.subscribe()
@@ -220,6 +227,9 @@ impl Holds {
                 wait_for_run: None,
             };
         };
+        if hold.count > 0 {
+            telemetry::unheld(hold.kind);
+        }
         hold.count = hold.count.saturating_sub(1);
         let released = Released {
             lease: match hold.lease {
@@ -257,8 +267,14 @@ impl Holds {
     /// Mark every hold of `name` lost (after a forced unlock).
     pub(crate) fn lose_all(&self, name: &str) {
         if let Some(holds) = self.map.lock().get_mut(name) {
-            for (_, hold) in holds.iter_mut() {
-                mark_lost(hold);
+            for (field, hold) in holds.iter_mut() {
+                if mark_lost(hold, LostReason::ForceUnlocked) {
+                    tracing::warn!(
+                        lock = name,
+                        owner = field.as_str(),
+                        "lock lost: force-unlocked through this client"
+                    );
+                }
             }
         }
     }
@@ -288,8 +304,12 @@ impl Holds {
                     continue;
                 }
                 if hold.status.borrow().is_lost_at(now) {
-                    tracing::warn!(lock = %name, owner = %field, "lock lost: not renewed before its lease could have run out");
-                    mark_lost(hold);
+                    tracing::warn!(
+                        lock = name.as_str(),
+                        owner = field.as_str(),
+                        "lock lost: not renewed before its lease could have run out"
+                    );
+                    mark_lost(hold, LostReason::Expired);
                 } else {
                     hold.in_run = Some(run);
                     groups
@@ -317,15 +337,17 @@ impl Holds {
         earliest
     }
 
-    /// Apply the outcome of renewing `batch`, sent at `sent_at`.
+    /// Apply the outcome of renewing `batch`, sent at `sent_at`; what
+    /// became of its holds.
     fn apply(
         &self,
         run: u64,
         batch: &[HoldKey],
         outcome: &Result<Vec<bool>, Error>,
         sent_at: Instant,
-    ) {
+    ) -> Tally {
         let now = Instant::now();
+        let mut tally = Tally::default();
         let mut map = self.map.lock();
         for (i, key) in batch.iter().enumerate() {
             let Some(hold) = hold_mut(&mut map, &key.0, &key.1) else {
@@ -342,24 +364,37 @@ impl Holds {
                 Ok(renewed) if renewed.get(i) == Some(&true) && !late => {
                     let valid_until = safe_until(sent_at, self.watchdog);
                     hold.status.send_modify(|s| s.valid_until = valid_until);
+                    tally.renewed += 1;
                 }
                 Ok(renewed) if renewed.get(i) == Some(&true) => {
-                    tracing::warn!(lock = %key.0, owner = %key.1, "lock lost: renewal confirmed after its lease could have run out");
-                    mark_lost(hold);
+                    tracing::warn!(
+                        lock = key.0.as_str(),
+                        owner = key.1.as_str(),
+                        "lock lost: renewal confirmed after its lease could have run out"
+                    );
+                    tally.lost += u64::from(mark_lost(hold, LostReason::Expired));
                 }
                 Ok(_) => {
-                    tracing::warn!(lock = %key.0, owner = %key.1, "lock lost: renewal found it gone");
-                    mark_lost(hold);
+                    tracing::warn!(
+                        lock = key.0.as_str(),
+                        owner = key.1.as_str(),
+                        "lock lost: renewal found it gone"
+                    );
+                    tally.lost += u64::from(mark_lost(hold, LostReason::Gone));
                 }
                 Err(e) if late => {
-                    tracing::warn!(lock = %key.0, owner = %key.1, error = %e, "lock lost: could not renew before its lease could have run out");
-                    mark_lost(hold);
+                    tracing::warn!(lock = key.0.as_str(), owner = key.1.as_str(), error = %e, "lock lost: could not renew before its lease could have run out");
+                    tally.lost += u64::from(mark_lost(hold, LostReason::Expired));
                 }
                 Err(e) => {
-                    tracing::debug!(lock = %key.0, error = %e, "renewal failed, retrying soon");
+                    tracing::debug!(lock = key.0.as_str(), error = %e, "renewal failed, retrying soon");
+                    tally.failed += 1;
                 }
             }
         }
+        drop(map);
+        telemetry::renewals(tally.renewed, tally.failed);
+        tally
     }
 
     fn finish_run(&self, run: u64) {
@@ -381,8 +416,22 @@ impl Holds {
     }
 }
 
-fn mark_lost(hold: &mut Hold) {
+/// What one renewal batch did to its holds.
+#[derive(Default)]
+struct Tally {
+    renewed: u64,
+    failed: u64,
+    lost: u64,
+}
+
+/// Mark `hold` lost for `reason`; whether it was not already.
+fn mark_lost(hold: &mut Hold, reason: LostReason) -> bool {
+    let newly = !hold.status.borrow().lost;
     hold.status.send_modify(|s| s.lost = true);
+    if newly {
+        telemetry::lost(hold.kind, reason);
+    }
+    newly
 }
 
 /// Resolve when the hold observed by `status` is lost: found gone, forced
@@ -444,16 +493,36 @@ pub(crate) async fn run(
                 let Some(valid_until) = holds.batch_valid_until(batch) else {
                     continue;
                 };
+                let span = tracing::debug_span!(
+                    "redisson_lock.renew",
+                    holds = batch.len(),
+                    outcome = tracing::field::Empty,
+                    renewed = tracing::field::Empty,
+                    lost = tracing::field::Empty,
+                    error = tracing::field::Empty,
+                );
                 let sent_at = Instant::now();
                 let call = redis.eval(|| renewal.call(batch, lease_ms.clone()));
-                let outcome = match tokio::time::timeout_at(valid_until, call).await {
+                let outcome = match tokio::time::timeout_at(valid_until, call)
+                    .instrument(span.clone())
+                    .await
+                {
                     Ok(reply) => reply.and_then(|reply| parse_renewed(reply, batch.len())),
                     Err(_) => Err(Error::Timeout(valid_until.duration_since(sent_at))),
                 };
                 if outcome.is_err() {
                     pause = retry;
                 }
-                holds.apply(run, batch, &outcome, sent_at);
+                let tally = span.in_scope(|| holds.apply(run, batch, &outcome, sent_at));
+                span.record("renewed", tally.renewed);
+                span.record("lost", tally.lost);
+                match &outcome {
+                    Err(e) => span
+                        .record("outcome", "failed")
+                        .record("error", tracing::field::display(e)),
+                    Ok(_) if tally.lost > 0 => span.record("outcome", "lost"),
+                    Ok(_) => span.record("outcome", "renewed"),
+                };
             }
         }
         holds.finish_run(run);

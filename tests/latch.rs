@@ -281,6 +281,7 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
     assert_eq!(get(&fx, name).await.as_deref(), Some("three"), "untouched");
 }
 
+#[cfg(feature = "blocking")]
 #[test]
 fn blocking_latch() {
     let server = common::Server::start();

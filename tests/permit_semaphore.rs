@@ -651,6 +651,7 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
     assert_eq!(get(&fx, name).await.as_deref(), Some("1"), "untouched");
 }
 
+#[cfg(feature = "blocking")]
 #[test]
 fn blocking_permit_expirable_semaphore_and_late_drops() {
     let server = common::Server::start();

@@ -13,7 +13,7 @@ use common::fault::Proxy;
 use common::{eventually, numsub, wait_numsub, Fixture};
 use fred::prelude::*;
 use rand::Rng;
-use redisson_lock::{Client, Config, Error, Semaphore};
+use redisson_lock::{Client, Config, Error};
 
 /// Redisson's tryAcquire(n) (§7.1), as a Java client runs it.
 const JAVA_TRY_ACQUIRE: &str = "
@@ -548,6 +548,7 @@ fn permits_dropped_after_the_client_is_gone_do_not_panic() {
     drop(client);
 }
 
+#[cfg(feature = "blocking")]
 #[test]
 fn blocking_semaphore() {
     let server = common::Server::start();
@@ -579,6 +580,6 @@ fn blocking_semaphore() {
     assert_eq!(sem.available_permits().unwrap(), 1);
     assert_eq!(sem.drain_permits().unwrap(), 1);
     sem.release(1).unwrap();
-    let as_async: &Semaphore = sem.as_async();
+    let as_async: &redisson_lock::Semaphore = sem.as_async();
     assert_eq!(as_async.name(), name);
 }

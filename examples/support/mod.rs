@@ -1,6 +1,7 @@
-//! What the synchronizer examples share: `REDIS_URL`, or a private
-//! `redis-server` from PATH on a free loopback port when it is unset
-//! (killed when the example ends).
+//! What the examples share: `REDIS_URL`, or a private `redis-server` from
+//! PATH on a free loopback port when it is unset (killed when the example
+//! ends).
+#![allow(dead_code)] // each example uses a part
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -45,11 +46,34 @@ pub fn redis() -> Result<(String, Option<PrivateRedis>), Box<dyn std::error::Err
     Ok((url, Some(PrivateRedis(child))))
 }
 
+/// `n` independent servers (for RedLock): `n` private ones, or `REDIS_URL`
+/// `n` times when it is set (then the example says so: one server is no
+/// RedLock).
+pub fn servers(n: usize) -> Result<(Vec<String>, Vec<PrivateRedis>), Box<dyn std::error::Error>> {
+    let mut urls = Vec::new();
+    let mut private = Vec::new();
+    for _ in 0..n {
+        let (url, server) = redis()?;
+        urls.push(url);
+        private.extend(server);
+    }
+    Ok((urls, private))
+}
+
 /// Connect, giving a private server a moment to listen.
 pub async fn connect(url: &str) -> redisson_lock::Result<Client> {
+    connect_with(url, |config| config).await
+}
+
+/// [`connect`] with settings changed by `settings`.
+pub async fn connect_with(
+    url: &str,
+    settings: impl Fn(Config) -> Config,
+) -> redisson_lock::Result<Client> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        match Client::connect(Config::from_url(url)?.timeout(Duration::from_millis(500))).await {
+        let config = settings(Config::from_url(url)?.timeout(Duration::from_millis(500)));
+        match Client::connect(config).await {
             Err(e) if e.is_transient() && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(20)).await
             }

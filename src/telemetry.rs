@@ -1,0 +1,259 @@
+//! What the crate reports about its locks: the closing fields of the
+//! acquisition spans, and metrics through the `metrics` facade when the
+//! `metrics` feature is on. Without the feature every metric function here is
+//! empty and inlined away; the names, types, units and labels are listed in
+//! the README ("Observability").
+//!
+//! Spans are created where they happen, with `tracing::debug_span!` and
+//! plain fields (a lock name, a `&'static str` kind, numbers), so that with
+//! no subscriber interested a span costs a relaxed load of its callsite's
+//! interest and nothing is formatted or allocated.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::Error;
+
+/// Metric names, each documented in the README.
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) mod names {
+    /// Counter: acquisitions that ended, by `kind` and `outcome`.
+    pub(crate) const ACQUISITIONS: &str = "redisson_lock_acquisitions_total";
+    /// Histogram (seconds): how long acquisitions took, by `kind` and `outcome`.
+    pub(crate) const WAIT: &str = "redisson_lock_wait_seconds";
+    /// Gauge: holds (and permits) held by guards of this process, by `kind`.
+    pub(crate) const HELD: &str = "redisson_lock_held";
+    /// Counter: watchdog holds whose renewal Redis confirmed.
+    pub(crate) const RENEWALS: &str = "redisson_lock_renewals_total";
+    /// Counter: watchdog holds whose renewal call failed (tried again soon).
+    pub(crate) const RENEWAL_FAILURES: &str = "redisson_lock_renewal_failures_total";
+    /// Counter: holds found lost, by `kind` and `reason`.
+    pub(crate) const LOST: &str = "redisson_lock_lost_total";
+    /// Gauge: channels subscribed by the pub/sub hubs of this process.
+    pub(crate) const SUBSCRIPTIONS: &str = "redisson_lock_subscriptions";
+}
+
+/// How an acquisition (or a latch await) ended: the `outcome` field of its
+/// span and label of its metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Acquired (a latch: opened).
+    Acquired,
+    /// Tried once, without waiting, and found it taken.
+    Busy,
+    /// Waited, and the time ran out.
+    Timeout,
+    /// Ended with an error.
+    Error,
+    /// The future was dropped before it ended.
+    Cancelled,
+}
+
+impl Outcome {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Acquired => "acquired",
+            Outcome::Busy => "busy",
+            Outcome::Timeout => "timeout",
+            Outcome::Error => "error",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Why a hold was found lost: the `reason` label of
+/// [`LOST`](names::LOST).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LostReason {
+    /// A renewal found the owner's field gone.
+    Gone,
+    /// Not renewed (confirmed) before its lease could have run out.
+    Expired,
+    /// Force-unlocked through this client.
+    ForceUnlocked,
+}
+
+impl LostReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            LostReason::Gone => "gone",
+            LostReason::Expired => "expired",
+            LostReason::ForceUnlocked => "force_unlocked",
+        }
+    }
+}
+
+/// One acquisition, from its call to its end: records the outcome and the
+/// time taken on its span (`waited_ms`, `outcome`, `error`) and in the
+/// metrics. Dropped without [`finish`](Self::finish), it was cancelled.
+pub(crate) struct Acquisition {
+    kind: &'static str,
+    start: Instant,
+    span: tracing::Span,
+    done: bool,
+}
+
+impl Acquisition {
+    /// Time an acquisition of `kind` called at `start`, reported on `span`.
+    pub(crate) fn start(kind: &'static str, span: &tracing::Span, start: Instant) -> Acquisition {
+        Acquisition {
+            kind,
+            start,
+            span: span.clone(),
+            done: false,
+        }
+    }
+
+    /// Record how it ended: `Ok(Some(_))` acquired, `Ok(None)` busy (when
+    /// it only tried once) or timed out, `Err` an error.
+    pub(crate) fn finish<T>(mut self, result: &Result<Option<T>, Error>, once: bool) {
+        let outcome = match result {
+            Ok(Some(_)) => Outcome::Acquired,
+            Ok(None) if once => Outcome::Busy,
+            Ok(None) => Outcome::Timeout,
+            Err(e) => {
+                self.span.record("error", tracing::field::display(e));
+                Outcome::Error
+            }
+        };
+        self.end(outcome);
+    }
+
+    fn end(&mut self, outcome: Outcome) {
+        self.done = true;
+        let waited = self.start.elapsed();
+        self.span.record(
+            "waited_ms",
+            u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+        );
+        self.span.record("outcome", outcome.as_str());
+        acquisition(self.kind, outcome, waited);
+    }
+}
+
+impl Drop for Acquisition {
+    fn drop(&mut self) {
+        if !self.done {
+            self.end(Outcome::Cancelled);
+        }
+    }
+}
+
+/// Register the metrics' descriptions and units with the installed
+/// recorder (at every connect: a recorder may be installed late).
+#[inline]
+pub(crate) fn describe() {
+    #[cfg(feature = "metrics")]
+    {
+        use metrics::Unit;
+        metrics::describe_counter!(
+            names::ACQUISITIONS,
+            Unit::Count,
+            "Acquisitions (and latch awaits) that ended, by kind and outcome"
+        );
+        metrics::describe_histogram!(
+            names::WAIT,
+            Unit::Seconds,
+            "Time from the call to the outcome of an acquisition, by kind and outcome"
+        );
+        metrics::describe_gauge!(
+            names::HELD,
+            Unit::Count,
+            "Holds and permits held by guards of this process, by kind"
+        );
+        metrics::describe_counter!(
+            names::RENEWALS,
+            Unit::Count,
+            "Watchdog holds whose renewal Redis confirmed"
+        );
+        metrics::describe_counter!(
+            names::RENEWAL_FAILURES,
+            Unit::Count,
+            "Watchdog holds whose renewal call failed (tried again after retry_delay)"
+        );
+        metrics::describe_counter!(
+            names::LOST,
+            Unit::Count,
+            "Holds found lost while held, by kind and reason"
+        );
+        metrics::describe_gauge!(
+            names::SUBSCRIPTIONS,
+            Unit::Count,
+            "Channels subscribed for waiters by this process"
+        );
+    }
+}
+
+/// An acquisition of `kind` ended with `outcome` after `waited`.
+#[inline]
+pub(crate) fn acquisition(kind: &'static str, outcome: Outcome, waited: Duration) {
+    #[cfg(feature = "metrics")]
+    {
+        let outcome = outcome.as_str();
+        metrics::counter!(names::ACQUISITIONS, "kind" => kind, "outcome" => outcome).increment(1);
+        metrics::histogram!(names::WAIT, "kind" => kind, "outcome" => outcome)
+            .record(waited.as_secs_f64());
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (kind, outcome, waited);
+}
+
+/// A guard of `kind` now holds (one more hold or permit guard).
+#[inline]
+pub(crate) fn held(kind: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!(names::HELD, "kind" => kind).increment(1.0);
+    #[cfg(not(feature = "metrics"))]
+    let _ = kind;
+}
+
+/// A hold or permit guard of `kind` ended (released, dropped or forgotten).
+#[inline]
+pub(crate) fn unheld(kind: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!(names::HELD, "kind" => kind).decrement(1.0);
+    #[cfg(not(feature = "metrics"))]
+    let _ = kind;
+}
+
+/// A renewal batch confirmed `renewed` holds, and failed for `failed`.
+#[inline]
+pub(crate) fn renewals(renewed: u64, failed: u64) {
+    #[cfg(feature = "metrics")]
+    {
+        if renewed > 0 {
+            metrics::counter!(names::RENEWALS).increment(renewed);
+        }
+        if failed > 0 {
+            metrics::counter!(names::RENEWAL_FAILURES).increment(failed);
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (renewed, failed);
+}
+
+/// A hold of `kind` was found lost.
+#[inline]
+pub(crate) fn lost(kind: &'static str, reason: LostReason) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(names::LOST, "kind" => kind, "reason" => reason.as_str()).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (kind, reason.as_str());
+}
+
+/// The hub subscribed to one more channel (`opened`) or left one.
+#[inline]
+pub(crate) fn subscription(opened: bool) {
+    #[cfg(feature = "metrics")]
+    {
+        let gauge = metrics::gauge!(names::SUBSCRIPTIONS);
+        if opened {
+            gauge.increment(1.0);
+        } else {
+            gauge.decrement(1.0);
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = opened;
+}
