@@ -72,23 +72,16 @@ impl Client {
     ///
     /// # Cancel safety
     ///
-    /// Nothing is written to Redis before it returns. But the connection
-    /// tasks are started in the background: a future dropped part-way leaves
-    /// them running (connected, or reconnecting) until the process ends. To
-    /// bound the time it takes, set `config.timeout` (on which it closes
-    /// them) rather than dropping it, e.g. in a shorter `tokio::time::timeout`.
+    /// Nothing is written to Redis before it returns. A future dropped
+    /// part-way closes the connections it opened, in the background.
     pub async fn connect(config: Config) -> Result<Client> {
         config.validate()?;
-        let (redis, subscriber) = crate::redis::connect(&config).await?;
-        let commands = match Commands::resolve(config.pubsub_mode, &redis, config.timeout).await {
-            Ok(commands) => commands,
-            Err(e) => {
-                for client in [redis, subscriber] {
-                    let _ = tokio::time::timeout(config.timeout, client.quit()).await;
-                }
-                return Err(e);
-            }
-        };
+        // Dropped on any error below (or if this future is dropped), the
+        // connections are closed in the background.
+        let connections = crate::redis::connect(&config).await?;
+        let commands =
+            Commands::resolve(config.pubsub_mode, &connections.redis, config.timeout).await?;
+        let (redis, subscriber) = connections.keep();
         crate::telemetry::describe();
         let (redis, latch_task) = Redis::start(redis, &config);
         let holds = Arc::new(Holds::new(config.lock_watchdog_timeout));

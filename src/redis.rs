@@ -20,11 +20,17 @@ use crate::script::ScriptCall;
 /// once, within `config.timeout`. Relies on nothing but the outcome of each
 /// connection (fred's `init` subscribes to the connect notification before
 /// it starts connecting, so none is missed).
-pub(crate) async fn connect(
-    config: &Config,
-) -> Result<(fred::clients::Client, fred::clients::Client)> {
+pub(crate) async fn connect(config: &Config) -> Result<Connections> {
     let redis = fred_client(config)?;
     let subscriber = redis.clone_new();
+    // Dropped unkept (connecting failed, or the caller dropped this
+    // future), it stops both clients' connection tasks, which would
+    // otherwise keep reconnecting for the life of the process.
+    let connections = Connections {
+        redis: redis.clone(),
+        subscriber: subscriber.clone(),
+        kept: false,
+    };
     let connected = tokio::time::timeout(
         config.timeout,
         futures::future::try_join(redis.init(), subscriber.init()),
@@ -44,7 +50,7 @@ pub(crate) async fn connect(
         ))
     };
     let failure = match connected {
-        Ok(Ok(_tasks)) => return Ok((redis, subscriber)),
+        Ok(Ok(_tasks)) => return Ok(connections),
         // Whatever timed out while connecting, connecting failed.
         Ok(Err(e)) => match Error::from_redis(e, "", config.timeout) {
             Error::Timeout(_) => timed_out(),
@@ -52,14 +58,44 @@ pub(crate) async fn connect(
         },
         Err(_) => timed_out(),
     };
-    // Stop the connection tasks without waiting for a server that may
-    // never answer.
-    for client in [redis, subscriber] {
-        tokio::spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(1), client.quit()).await;
-        });
-    }
+    drop(connections);
     Err(failure)
+}
+
+/// The command and the pub/sub client of a new connection, quit (in the
+/// background, without waiting for a server that may never answer) if
+/// dropped before [`keep`](Self::keep): a connect that fails later, or is
+/// cancelled.
+pub(crate) struct Connections {
+    pub(crate) redis: fred::clients::Client,
+    subscriber: fred::clients::Client,
+    kept: bool,
+}
+
+impl Connections {
+    /// Keep both: the command client and the pub/sub client.
+    pub(crate) fn keep(mut self) -> (fred::clients::Client, fred::clients::Client) {
+        self.kept = true;
+        (self.redis.clone(), self.subscriber.clone())
+    }
+}
+
+impl Drop for Connections {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        // No runtime left (the caller's is shutting down): the connection
+        // tasks end with it.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        for client in [self.redis.clone(), self.subscriber.clone()] {
+            runtime.spawn(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(1), client.quit()).await;
+            });
+        }
+    }
 }
 
 fn fred_client(config: &Config) -> Result<fred::clients::Client> {

@@ -186,3 +186,23 @@ async fn a_refusing_proxy_fails_within_the_timeout_then_connects_again() {
     let guard = client.lock("after-refusal").unwrap().lock().await.unwrap();
     guard.unlock().await.unwrap();
 }
+
+/// A connect dropped while the server does not answer (the proxy stalls):
+/// its connections are closed, not left reconnecting for the life of the
+/// process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_connect_closes_its_connections() {
+    let server = Server::private();
+    let proxy = Proxy::start(server.port).await;
+    proxy.stall();
+    let config = Config::from_url(&proxy.url())
+        .unwrap()
+        .timeout(Duration::from_secs(30));
+    let connecting = tokio::spawn(Client::connect(config));
+    // Both connections reached the proxy, whose server never answers.
+    proxy.wait_connections(2, Duration::from_secs(5)).await;
+    connecting.abort();
+    let _ = connecting.await;
+    proxy.resume();
+    proxy.wait_connections(0, Duration::from_secs(5)).await;
+}
