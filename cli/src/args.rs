@@ -238,6 +238,12 @@ impl fmt::Display for UsageError {
     }
 }
 
+impl From<UsageError> for crate::exit::CliError {
+    fn from(e: UsageError) -> Self {
+        crate::exit::CliError::Usage(e.0)
+    }
+}
+
 /// Parse a duration: `500ms`, `10s`, `2m`, `1h`, `1.5s`; a bare number is
 /// seconds (`0` is zero).
 pub fn parse_duration(text: &str) -> Result<Duration, UsageError> {

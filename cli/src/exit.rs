@@ -86,10 +86,4 @@ impl From<redisson_lock::fred::error::Error> for CliError {
     }
 }
 
-impl From<crate::args::UsageError> for CliError {
-    fn from(e: crate::args::UsageError) -> Self {
-        CliError::Usage(e.0)
-    }
-}
-
 pub type CliResult<T> = Result<T, CliError>;
