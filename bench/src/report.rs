@@ -53,6 +53,8 @@ struct Section {
     ratio_metrics: &'static [&'static str],
     /// Contended scenarios: also the handover quantiles of all rounds pooled.
     pooled: bool,
+    /// Sequential scenarios are measured in runs, not interleaved rounds.
+    sequential: bool,
 }
 
 const LIBS: &[&str] = &["ours", "ceiling", "rslock", "arl"];
@@ -126,6 +128,7 @@ const SECTIONS: &[Section] = &[
         pairs: VS_FLOOR,
         ratio_metrics: UNCONTENDED_RATIOS,
         pooled: false,
+        sequential: false,
     },
     Section {
         id: "s1m",
@@ -135,6 +138,7 @@ const SECTIONS: &[Section] = &[
         pairs: VS_FLOOR,
         ratio_metrics: UNCONTENDED_RATIOS,
         pooled: false,
+        sequential: false,
     },
     Section {
         id: "s2",
@@ -164,6 +168,7 @@ const SECTIONS: &[Section] = &[
             "server_cpu_us_per_pair",
         ],
         pooled: false,
+        sequential: false,
     },
     Section {
         id: "s3",
@@ -173,6 +178,7 @@ const SECTIONS: &[Section] = &[
         pairs: VS,
         ratio_metrics: CONTENDED_RATIOS,
         pooled: true,
+        sequential: false,
     },
     Section {
         id: "s3b",
@@ -182,6 +188,7 @@ const SECTIONS: &[Section] = &[
         pairs: VS,
         ratio_metrics: CONTENDED_RATIOS,
         pooled: true,
+        sequential: false,
     },
     Section {
         id: "s4",
@@ -191,6 +198,7 @@ const SECTIONS: &[Section] = &[
         pairs: VS,
         ratio_metrics: &["acq_per_s", "handover_p50_us", "handover_p99_us", "wait_p99_us"],
         pooled: true,
+        sequential: false,
     },
     Section {
         id: "sem",
@@ -215,6 +223,7 @@ const SECTIONS: &[Section] = &[
         pairs: &[("ours", "ceiling")],
         ratio_metrics: &["acq_per_s", "handover_p50_us", "handover_p99_us"],
         pooled: false,
+        sequential: false,
     },
     Section {
         id: "s5w",
@@ -257,6 +266,7 @@ const SECTIONS: &[Section] = &[
             "bytes_per_waiter",
         ],
         pooled: false,
+        sequential: true,
     },
     Section {
         id: "s5r",
@@ -274,6 +284,7 @@ const SECTIONS: &[Section] = &[
         pairs: &[],
         ratio_metrics: &[],
         pooled: false,
+        sequential: true,
     },
     Section {
         id: "s6i",
@@ -289,6 +300,7 @@ const SECTIONS: &[Section] = &[
         pairs: &[("watch", "lock")],
         ratio_metrics: &["wall_s", "server_cpu_us_per_purchase"],
         pooled: false,
+        sequential: true,
     },
     Section {
         id: "s6ii",
@@ -306,6 +318,7 @@ const SECTIONS: &[Section] = &[
         pairs: &[("watch", "lock")],
         ratio_metrics: &["wall_s", "server_cpu_us_per_purchase"],
         pooled: false,
+        sequential: true,
     },
 ];
 
@@ -581,7 +594,7 @@ pub fn summarize(records: &[Record], notes: &BTreeMap<String, String>, pooled: &
         table,
         "Values: median over rounds (or runs) of each subject's per-round value.\n\
          Ratios A/B: 'of medians' = A's median / B's median (matches the values);\n\
-         'per round' = median of A/B taken within each round, with IQR and min–max."
+         'per round' (or run) = median of A/B taken within each round, with IQR and min–max."
     );
     for s in SECTIONS {
         if !records.iter().any(|r| r.scenario == s.id) {
@@ -661,13 +674,18 @@ pub fn summarize(records: &[Record], notes: &BTreeMap<String, String>, pooled: &
             continue;
         }
         let _ = writeln!(table);
+        let per = if s.sequential {
+            "per run: median"
+        } else {
+            "per round: median"
+        };
         let mut rows = vec![[
             "A/B",
             "metric",
             "A median",
             "B median",
             "ratio of medians",
-            "per round: median",
+            per,
             "IQR",
             "min–max",
             "n",
