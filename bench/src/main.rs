@@ -47,6 +47,8 @@ pub struct Params {
     // scenario's round length. `--rounds N` sets every `*_rounds`.
     pub s1_rounds: usize,
     pub s1m_rounds: usize,
+    /// Scenario 1p: as 1, with the bench and redis-server pinned to one CPU.
+    pub s1p_rounds: usize,
     pub s1_round_ms: u64,
     pub s2_rounds: usize,
     pub s2_round_ms: u64,
@@ -116,6 +118,7 @@ impl Params {
             runs: 5,
             s1_rounds: 60,
             s1m_rounds: 40,
+            s1p_rounds: 40,
             s1_round_ms: 50,
             s2_rounds: 60,
             s2_round_ms: 50,
@@ -156,6 +159,7 @@ impl Params {
             runs: 1,
             s1_rounds: 2,
             s1m_rounds: 2,
+            s1p_rounds: 2,
             s1_round_ms: 30,
             s2_rounds: 2,
             s2_round_ms: 30,
@@ -232,6 +236,7 @@ fn run(args: &[String]) -> Result<()> {
     if let Some(n) = count("--rounds")? {
         params.s1_rounds = n;
         params.s1m_rounds = n;
+        params.s1p_rounds = n;
         params.s2_rounds = n;
         params.s3_rounds = n;
         params.s4_rounds = n;
@@ -260,7 +265,7 @@ fn run(args: &[String]) -> Result<()> {
     if let Some(i) = args.iter().position(|a| a == "--only") {
         let list = args
             .get(i + 1)
-            .context("--only s1,s1m,s2,s3,s3b,s4,sem,s5w,s5r,s6i,s6ii,s7")?;
+            .context("--only s1,s1p,s1m,s2,s3,s3b,s4,sem,s5w,s5r,s6i,s6ii,s7")?;
         params.only = list.split(',').map(str::to_owned).collect();
     }
     if let Some(i) = args.iter().position(|a| a == "--libs") {
@@ -293,7 +298,8 @@ fn run(args: &[String]) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let outcome = rt.block_on(bench(&server.1, &params));
+    let redis_pid = server.0.as_ref().and_then(server::Server::pid);
+    let outcome = rt.block_on(bench(&server.1, redis_pid, &params));
     rt.shutdown_timeout(Duration::from_secs(2));
     drop(server);
     outcome
@@ -320,7 +326,23 @@ fn ms(ms: u64) -> Duration {
 
 type Admin = redis::aio::MultiplexedConnection;
 
-async fn bench(url: &str, params: &Params) -> Result<()> {
+/// Undoes `util::pin` when dropped: every CPU again, for both processes.
+struct Pinned(Vec<u32>);
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let all = format!(
+            "0-{}",
+            std::thread::available_parallelism().map_or(1, |n| n.get()) - 1
+        );
+        if let Err(e) = util::pin(&self.0, &all) {
+            eprintln!("could not unpin: {e:#}");
+        }
+    }
+}
+
+/// `redis_pid`: the server this bench started (scenario 1p pins it).
+async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()> {
     let started = Instant::now();
     let mut admin = server::admin(url).await?;
     let mut records: Vec<Record> = Vec::new();
@@ -357,6 +379,37 @@ async fn bench(url: &str, params: &Params) -> Result<()> {
                 &format!("{place}, the floor on a thread of its own"),
             ),
         );
+    }
+    if params.wants("s1p") {
+        if let Some(redis_pid) = redis_pid {
+            progress("scenario s1p");
+            // The bench (every thread) and redis-server on CPU 0 only, so
+            // that no subject's pairs cross CPUs (see BENCHMARKS.md).
+            let pinned = Pinned(vec![std::process::id(), redis_pid]);
+            util::pin(&pinned.0, "0")?;
+            uncontended(
+                url,
+                &mut admin,
+                params,
+                "s1p",
+                Placement::Worker,
+                &mut records,
+            )
+            .await?;
+            drop(pinned);
+            notes.insert(
+                "s1p".into(),
+                interleaved(
+                    params.s1p_rounds,
+                    params.s1_round_ms,
+                    "; the bench process (every thread) and redis-server pinned to CPU 0; \
+                     the loop runs in a spawned task on a runtime worker, the floor on a \
+                     thread of its own",
+                ),
+            );
+        } else {
+            eprintln!("scenario s1p skipped: it pins the redis-server the bench starts (REDIS_URL is set)");
+        }
     }
     if params.wants("s2") {
         progress("scenario s2");
@@ -602,9 +655,10 @@ async fn uncontended(
         let name = format!("{id}:{}", s.kind.key());
         scenarios::uncontended_round(s, admin, &name, round * 2, placement).await?;
     }
-    let rounds = match placement {
-        Placement::Worker => params.s1_rounds,
-        Placement::BlockOn => params.s1m_rounds,
+    let rounds = match (id, placement) {
+        ("s1p", _) => params.s1p_rounds,
+        (_, Placement::Worker) => params.s1_rounds,
+        (_, Placement::BlockOn) => params.s1m_rounds,
     };
     for r in 0..rounds {
         for i in order(subjects.len(), r) {

@@ -127,3 +127,18 @@ pub fn spread(values: &[f64]) -> (f64, f64, f64, f64) {
     let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     (quantile(&v, 0.25), quantile(&v, 0.75), min, max)
 }
+
+/// Restrict every thread of each process in `pids` to the CPUs `cpus`
+/// (a `taskset` list such as `0` or `0-1`), with util-linux `taskset -a -p`.
+/// Threads created later inherit the mask of the thread that creates them.
+pub fn pin(pids: &[u32], cpus: &str) -> anyhow::Result<()> {
+    for pid in pids {
+        let status = std::process::Command::new("taskset")
+            .args(["-a", "-p", "-c", cpus, &pid.to_string()])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map_err(|e| anyhow::anyhow!("taskset (util-linux) is needed to pin: {e}"))?;
+        anyhow::ensure!(status.success(), "taskset -c {cpus} {pid} failed: {status}");
+    }
+    Ok(())
+}
