@@ -326,16 +326,13 @@ fn ms(ms: u64) -> Duration {
 
 type Admin = redis::aio::MultiplexedConnection;
 
-/// Undoes `util::pin` when dropped: every CPU again, for both processes.
-struct Pinned(Vec<u32>);
+/// Undoes `util::pin` when dropped: each process's previous CPU mask back,
+/// for every thread.
+struct Pinned(Vec<(u32, String)>);
 
 impl Drop for Pinned {
     fn drop(&mut self) {
-        let all = format!(
-            "0-{}",
-            std::thread::available_parallelism().map_or(1, |n| n.get()) - 1
-        );
-        if let Err(e) = util::pin(&self.0, &all) {
+        if let Err(e) = util::unpin(&self.0) {
             eprintln!("could not unpin: {e:#}");
         }
     }
@@ -385,8 +382,7 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
             progress("scenario s1p");
             // The bench (every thread) and redis-server on CPU 0 only, so
             // that no subject's pairs cross CPUs (see BENCHMARKS.md).
-            let pinned = Pinned(vec![std::process::id(), redis_pid]);
-            util::pin(&pinned.0, "0")?;
+            let pinned = Pinned(util::pin(&[std::process::id(), redis_pid], "0")?);
             uncontended(
                 url,
                 &mut admin,

@@ -129,16 +129,47 @@ pub fn spread(values: &[f64]) -> (f64, f64, f64, f64) {
 }
 
 /// Restrict every thread of each process in `pids` to the CPUs `cpus`
-/// (a `taskset` list such as `0` or `0-1`), with util-linux `taskset -a -p`.
+/// (a `taskset` list such as `0`), with util-linux `taskset -a -p -c`.
 /// Threads created later inherit the mask of the thread that creates them.
-pub fn pin(pids: &[u32], cpus: &str) -> anyhow::Result<()> {
-    for pid in pids {
-        let status = std::process::Command::new("taskset")
-            .args(["-a", "-p", "-c", cpus, &pid.to_string()])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .map_err(|e| anyhow::anyhow!("taskset (util-linux) is needed to pin: {e}"))?;
-        anyhow::ensure!(status.success(), "taskset -c {cpus} {pid} failed: {status}");
+/// Returns each process's previous mask, for [`unpin`].
+pub fn pin(pids: &[u32], cpus: &str) -> anyhow::Result<Vec<(u32, String)>> {
+    let mut before = Vec::new();
+    for &pid in pids {
+        // "pid 123's current affinity mask: 3"
+        let out = taskset(&["-p", &pid.to_string()])?;
+        let mask = out
+            .rsplit(':')
+            .next()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| anyhow::anyhow!("taskset -p {pid}: unexpected output {out:?}"))?
+            .to_owned();
+        before.push((pid, mask));
+        if let Err(e) = taskset(&["-a", "-p", "-c", cpus, &pid.to_string()]) {
+            let _ = unpin(&before);
+            return Err(e);
+        }
+    }
+    Ok(before)
+}
+
+/// Give every thread of each process its mask from [`pin`] back.
+pub fn unpin(masks: &[(u32, String)]) -> anyhow::Result<()> {
+    for (pid, mask) in masks {
+        taskset(&["-a", "-p", mask, &pid.to_string()])?;
     }
     Ok(())
+}
+
+fn taskset(args: &[&str]) -> anyhow::Result<String> {
+    let out = std::process::Command::new("taskset")
+        .args(args)
+        .output()
+        .map_err(|e| anyhow::anyhow!("taskset (util-linux) is needed to pin: {e}"))?;
+    anyhow::ensure!(
+        out.status.success(),
+        "taskset {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
