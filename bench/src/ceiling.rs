@@ -23,18 +23,18 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, oneshot, Notify, OnceCell};
 
 /// The library's scripts, as it sends them: its argument checks first.
-const LOCK_LUA: &str = concat!(
+pub const LOCK_LUA: &str = concat!(
     include_str!("../../lua/args.lua"),
     include_str!("../../lua/lock.lua")
 );
-const UNLOCK_LUA: &str = concat!(
+pub const UNLOCK_LUA: &str = concat!(
     include_str!("../../lua/args.lua"),
     include_str!("../../lua/unlock.lua")
 );
 /// The library's default watchdog timeout, used as the lease.
-const LEASE_MS: i64 = 30_000;
+pub const LEASE_MS: i64 = 30_000;
 /// The library's default latch TTL: (timeout 3 s + retry delay 1 s) × 4 attempts.
-const LATCH_TTL_MS: i64 = 16_000;
+pub const LATCH_TTL_MS: i64 = 16_000;
 
 /// A ceiling client. Cheap to clone.
 #[derive(Clone)]

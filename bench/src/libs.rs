@@ -31,9 +31,32 @@ pub enum Kind {
     Rslock,
     /// `async-redis-lock` 0.4 (polls every 100 ms).
     Arl,
+    /// The floor (`floor.rs`): blocking sockets, hand-written RESP, free
+    /// locks only; scenarios 1 and 2. Not a `Lib`.
+    Floor,
+    /// The floor for many tasks on one connection, in lockstep (scenario 2).
+    FloorP,
 }
 
+/// The async libraries, in every contended scenario.
 pub const ALL: [Kind; 4] = [Kind::Ours, Kind::Ceiling, Kind::Rslock, Kind::Arl];
+/// Scenario 1: the libraries and the floor.
+pub const WITH_FLOOR: [Kind; 5] = [
+    Kind::Ours,
+    Kind::Ceiling,
+    Kind::Floor,
+    Kind::Rslock,
+    Kind::Arl,
+];
+/// Scenario 2: the libraries and both floors.
+pub const WITH_FLOORS: [Kind; 6] = [
+    Kind::Ours,
+    Kind::Ceiling,
+    Kind::Floor,
+    Kind::FloorP,
+    Kind::Rslock,
+    Kind::Arl,
+];
 
 impl Kind {
     pub fn label(self) -> &'static str {
@@ -42,6 +65,8 @@ impl Kind {
             Kind::Ceiling => "ceiling",
             Kind::Rslock => "rslock",
             Kind::Arl => "async-redis-lock",
+            Kind::Floor => "floor",
+            Kind::FloorP => "floor, pipelined",
         }
     }
 
@@ -51,6 +76,8 @@ impl Kind {
             Kind::Ceiling => "ceiling",
             Kind::Rslock => "rslock",
             Kind::Arl => "arl",
+            Kind::Floor => "floor",
+            Kind::FloorP => "floorp",
         }
     }
 
@@ -71,7 +98,7 @@ impl Kind {
             // lock.lua: exists, hexists, hincrby, pexpire, pttl; unlock.lua:
             // get, hexists, hincrby, pexpire, set, del, publish. Clients send
             // DEL only for latches; scripts DEL exactly once per PUBLISH.
-            Kind::Ours | Kind::Ceiling => {
+            Kind::Ours | Kind::Ceiling | Kind::Floor | Kind::FloorP => {
                 [
                     "exists", "hexists", "hincrby", "pexpire", "pttl", "get", "set", "publish",
                 ]
@@ -123,6 +150,7 @@ impl Lib {
                 Lib::Rslock(manager)
             }
             Kind::Arl => Lib::Arl(async_redis_lock::Locker::from_redis_url(url).await?),
+            Kind::Floor | Kind::FloorP => anyhow::bail!("the floor is not an async library"),
         })
     }
 

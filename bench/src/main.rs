@@ -1,10 +1,13 @@
-//! Benchmarks of `redisson-lock` against the protocol's ceiling and the peer
-//! crates, per issue 4. `cargo run --release -p redisson-lock-bench [-- --smoke]`.
+//! Benchmarks of `redisson-lock` against the protocol's floor and ceiling
+//! and the peer crates (issues 4 and 12).
+//! `cargo run --release -p redisson-lock-bench [-- --smoke]`.
 //! See BENCHMARKS.md for what every number means.
 
+mod alloc;
 mod ceiling;
 mod ceiling_semaphore;
 mod cluster;
+mod floor;
 mod libs;
 mod plot;
 mod report;
@@ -21,26 +24,50 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 use serde::Serialize;
 
-use libs::{Kind, Lib, ALL};
-use report::Record;
-use scenarios::{Job, Method, Metrics};
-use semaphore_scenario::SemLib;
-use util::now_ns;
+use libs::{Kind, Lib, ALL, WITH_FLOOR, WITH_FLOORS};
+use report::{Pooled, Record};
+use scenarios::{Job, Method, Metrics, Placement, Slot, Subject};
+use semaphore_scenario::SemClients;
+use util::{now_ns, sleep_until_ns, Usage};
+
+/// Counts live and peak heap bytes when scenario 5a turns it on (`alloc.rs`).
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 /// Sizes of every scenario; `--smoke` shrinks them all.
 #[derive(Clone, Debug, Serialize)]
 pub struct Params {
     pub smoke: bool,
+    /// Set by `--rounds`, `--runs` and the `BENCH_*` variables: not the
+    /// published configuration.
+    pub custom: bool,
+    /// Runs of every sequential scenario (5a, 6i, 6ii; 5b runs at most 2).
     pub runs: usize,
-    pub s1_secs: f64,
-    pub s2_secs: f64,
+    // Interleaved scenarios: in each round every subject runs once, for the
+    // scenario's round length. `--rounds N` sets every `*_rounds`.
+    pub s1_rounds: usize,
+    pub s1m_rounds: usize,
+    /// Scenario 1p: as 1, with the bench and redis-server pinned to one CPU.
+    pub s1p_rounds: usize,
+    pub s1_round_ms: u64,
+    pub s2_rounds: usize,
+    pub s2_round_ms: u64,
     pub s2_tasks: usize,
-    pub s3_secs: f64,
+    /// Scenarios 3 and 3b.
+    pub s3_rounds: usize,
+    pub s3_round_ms: u64,
     pub s3_tasks: u32,
-    pub s4_secs: f64,
+    pub s4_rounds: usize,
+    pub s4_round_ms: u64,
+    /// Contended scenarios (3, 3b, 4, sem): the tasks start this long before
+    /// each round's measuring window (subscriptions set up, steady state).
+    pub warm_ms: u64,
+    /// Pause between scenario-4 slots (the tasks finish their last hold).
+    pub s4_gap_ms: u64,
     pub s4_processes: u32,
     pub s4_tasks_each: u32,
-    pub sem_secs: f64,
+    pub sem_rounds: usize,
+    pub sem_round_ms: u64,
     pub sem_tasks: u32,
     pub sem_permits: u32,
     pub waiters: usize,
@@ -57,19 +84,13 @@ pub struct Params {
     pub market_target: u64,
     /// Scenario ids to run (`--only s1,s3`); empty = all.
     pub only: Vec<String>,
-    /// Libraries to run (`--libs ours,ceiling`); empty = all. For profiling.
+    /// Subjects to run (`--libs ours,ceiling,floor`); empty = all.
     pub libs: Vec<String>,
 }
 
 impl Params {
     fn is_full_default(&self) -> bool {
-        let full = Params::full();
-        !self.smoke
-            && self.runs == full.runs
-            && self.s1_secs == full.s1_secs
-            && self.s2_secs == full.s2_secs
-            && self.only.is_empty()
-            && self.libs.is_empty()
+        !self.smoke && !self.custom && self.only.is_empty() && self.libs.is_empty()
     }
 
     fn wants(&self, id: &str) -> bool {
@@ -83,22 +104,36 @@ impl Params {
     fn wants_method(&self, method: Method) -> bool {
         self.libs.is_empty() || self.libs.iter().any(|l| l == method_key(method))
     }
+
+    fn kinds(&self, of: &[Kind]) -> Vec<Kind> {
+        of.iter().copied().filter(|k| self.wants_lib(*k)).collect()
+    }
 }
 
 impl Params {
     fn full() -> Params {
         Params {
             smoke: false,
-            runs: 3,
-            s1_secs: 2.0,
-            s2_secs: 2.0,
+            custom: false,
+            runs: 5,
+            s1_rounds: 60,
+            s1m_rounds: 40,
+            s1p_rounds: 40,
+            s1_round_ms: 50,
+            s2_rounds: 60,
+            s2_round_ms: 50,
             s2_tasks: 16,
-            s3_secs: 3.0,
+            s3_rounds: 20,
+            s3_round_ms: 200,
             s3_tasks: 8,
-            s4_secs: 3.0,
+            s4_rounds: 20,
+            s4_round_ms: 200,
+            warm_ms: 30,
+            s4_gap_ms: 40,
             s4_processes: 4,
             s4_tasks_each: 2,
-            sem_secs: 3.0,
+            sem_rounds: 20,
+            sem_round_ms: 200,
             sem_tasks: 16,
             sem_permits: 4,
             waiters: 10_000,
@@ -122,11 +157,20 @@ impl Params {
         Params {
             smoke: true,
             runs: 1,
-            s1_secs: 0.2,
-            s2_secs: 0.2,
-            s3_secs: 0.3,
-            s4_secs: 0.3,
-            sem_secs: 0.5,
+            s1_rounds: 2,
+            s1m_rounds: 2,
+            s1p_rounds: 2,
+            s1_round_ms: 30,
+            s2_rounds: 2,
+            s2_round_ms: 30,
+            s3_rounds: 2,
+            s3_round_ms: 50,
+            s4_rounds: 2,
+            s4_round_ms: 50,
+            warm_ms: 10,
+            s4_gap_ms: 40,
+            sem_rounds: 2,
+            sem_round_ms: 50,
             waiters: 500,
             waiter_names: 50,
             watchdog_locks: 500,
@@ -181,39 +225,61 @@ fn run(args: &[String]) -> Result<()> {
     } else {
         Params::full()
     };
-    if let Some(i) = args.iter().position(|a| a == "--runs") {
-        params.runs = args.get(i + 1).context("--runs N")?.parse()?;
-        ensure!(params.runs >= 1, "--runs must be at least 1");
+    let count = |flag: &str| -> Result<Option<usize>> {
+        let Some(i) = args.iter().position(|a| a == flag) else {
+            return Ok(None);
+        };
+        let n: usize = args.get(i + 1).context("--rounds N / --runs N")?.parse()?;
+        ensure!(n >= 1, "{flag} must be at least 1");
+        Ok(Some(n))
+    };
+    if let Some(n) = count("--rounds")? {
+        params.s1_rounds = n;
+        params.s1m_rounds = n;
+        params.s1p_rounds = n;
+        params.s2_rounds = n;
+        params.s3_rounds = n;
+        params.s4_rounds = n;
+        params.sem_rounds = n;
+        params.custom = true;
     }
-    // For profiling (e.g. under callgrind): stretch scenarios 1 and 2.
+    if let Some(n) = count("--runs")? {
+        params.runs = n;
+        params.custom = true;
+    }
+    // For profiling (e.g. under callgrind): stretch the rounds of scenarios 1 and 2.
     if let Some(secs) = std::env::var("BENCH_S1_SECS")
         .ok()
-        .and_then(|s| s.parse().ok())
+        .and_then(|s| s.parse::<f64>().ok())
     {
-        params.s1_secs = secs;
+        params.s1_round_ms = (secs * 1e3) as u64;
+        params.custom = true;
     }
     if let Some(secs) = std::env::var("BENCH_S2_SECS")
         .ok()
-        .and_then(|s| s.parse().ok())
+        .and_then(|s| s.parse::<f64>().ok())
     {
-        params.s2_secs = secs;
+        params.s2_round_ms = (secs * 1e3) as u64;
+        params.custom = true;
     }
     if let Some(i) = args.iter().position(|a| a == "--only") {
         let list = args
             .get(i + 1)
-            .context("--only s1,s2,s3,s3b,s4,sem,s5w,s5r,s6i,s6ii,s7")?;
+            .context("--only s1,s1p,s1m,s2,s3,s3b,s4,sem,s5w,s5r,s6i,s6ii,s7")?;
         params.only = list.split(',').map(str::to_owned).collect();
     }
     if let Some(i) = args.iter().position(|a| a == "--libs") {
         let list = args
             .get(i + 1)
-            .context("--libs ours,ceiling,rslock,arl,lock,watch")?;
+            .context("--libs ours,ceiling,floor,floorp,rslock,arl,lock,watch")?;
         params.libs = list.split(',').map(str::to_owned).collect();
     }
-    if let Some(bad) = args.iter().find(|a| {
-        a.starts_with("--") && !["--smoke", "--runs", "--only", "--libs"].contains(&a.as_str())
-    }) {
-        anyhow::bail!("unknown option {bad}; usage: redisson-lock-bench [--smoke] [--runs N] [--only s1,s2,...] [--libs ours,ceiling,...]");
+    let known = ["--smoke", "--rounds", "--runs", "--only", "--libs"];
+    if let Some(bad) = args
+        .iter()
+        .find(|a| a.starts_with("--") && !known.contains(&a.as_str()))
+    {
+        anyhow::bail!("unknown option {bad}; usage: redisson-lock-bench [--smoke] [--rounds N] [--runs N] [--only s1,s2,...] [--libs ours,ceiling,floor,floorp,...]");
     }
     // The server is started from the main thread, before the runtime exists,
     // and is killed when `server` drops, whatever happens below.
@@ -232,152 +298,220 @@ fn run(args: &[String]) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let outcome = rt.block_on(bench(&server.1, &params));
+    let redis_pid = server.0.as_ref().and_then(server::Server::pid);
+    let outcome = rt.block_on(bench(&server.1, redis_pid, &params));
     rt.shutdown_timeout(Duration::from_secs(2));
     drop(server);
     outcome
 }
 
-async fn bench(url: &str, params: &Params) -> Result<()> {
+/// The order of the subjects in round `round`: rotated by one each round,
+/// and reversed every other full rotation, so that every subject runs in
+/// every position and before and after every other one equally often.
+fn order(n: usize, round: usize) -> Vec<usize> {
+    let mut o: Vec<usize> = (0..n).collect();
+    if n == 0 {
+        return o;
+    }
+    o.rotate_left(round % n);
+    if (round / n) % 2 == 1 {
+        o.reverse();
+    }
+    o
+}
+
+fn ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+type Admin = redis::aio::MultiplexedConnection;
+
+/// Undoes `util::pin` when dropped: each process's previous CPU mask back,
+/// for every thread.
+struct Pinned(Vec<(u32, String)>);
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if let Err(e) = util::unpin(&self.0) {
+            eprintln!("could not unpin: {e:#}");
+        }
+    }
+}
+
+/// `redis_pid`: the server this bench started (scenario 1p pins it).
+async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()> {
     let started = Instant::now();
     let mut admin = server::admin(url).await?;
     let mut records: Vec<Record> = Vec::new();
-    let mut samples: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-    for run in 0..params.runs {
-        // Rotate the order each run so no library always goes first.
-        let mut order = ALL.to_vec();
-        order.rotate_left(run % ALL.len());
-        order.retain(|k| params.wants_lib(*k));
-        eprintln!(
-            "run {}/{} ({:.0} s so far)",
-            run + 1,
-            params.runs,
-            started.elapsed().as_secs_f64()
-        );
+    let mut pooled = Pooled::default();
+    let mut notes: BTreeMap<String, String> = BTreeMap::new();
+    let progress =
+        |what: &str| eprintln!("{what} ({:.0} s so far)", started.elapsed().as_secs_f64());
+    let interleaved = |rounds: usize, round_ms: u64, extra: &str| {
+        format!(
+            "Interleaved: {rounds} round(s); in each, every subject runs {round_ms} ms in turn \
+             (order rotated each round, reversed every other rotation){extra}."
+        )
+    };
 
-        for &kind in order.iter().filter(|_| params.wants("s1")) {
-            server::flushall(&mut admin).await?;
-            let lib = Lib::connect(kind, url).await?;
-            let m = scenarios::uncontended(
-                kind,
-                &lib,
+    for (id, placement) in [("s1", Placement::Worker), ("s1m", Placement::BlockOn)] {
+        if !params.wants(id) {
+            continue;
+        }
+        progress(&format!("scenario {id}"));
+        uncontended(url, &mut admin, params, id, placement, &mut records).await?;
+        let place = match placement {
+            Placement::Worker => "; the loop runs in a spawned task on a runtime worker",
+            Placement::BlockOn => "; the loop runs on the block_on thread",
+        };
+        notes.insert(
+            id.into(),
+            interleaved(
+                if id == "s1" {
+                    params.s1_rounds
+                } else {
+                    params.s1m_rounds
+                },
+                params.s1_round_ms,
+                &format!("{place}, the floor on a thread of its own"),
+            ),
+        );
+    }
+    if params.wants("s1p") {
+        if let Some(redis_pid) = redis_pid {
+            progress("scenario s1p");
+            // The bench (every thread) and redis-server on CPU 0 only, so
+            // that no subject's pairs cross CPUs (see BENCHMARKS.md).
+            let pinned = Pinned(util::pin(&[std::process::id(), redis_pid], "0")?);
+            uncontended(
                 url,
-                &format!("s1:{}:{run}", kind.key()),
-                secs(params.s1_secs),
+                &mut admin,
+                params,
+                "s1p",
+                Placement::Worker,
+                &mut records,
             )
             .await?;
-            records.push(Record::new("s1", kind.key(), run, m));
+            drop(pinned);
+            notes.insert(
+                "s1p".into(),
+                interleaved(
+                    params.s1p_rounds,
+                    params.s1_round_ms,
+                    "; the bench process (every thread) and redis-server pinned to CPU 0; \
+                     the loop runs in a spawned task on a runtime worker, the floor on a \
+                     thread of its own",
+                ),
+            );
+        } else {
+            eprintln!("scenario s1p skipped: it pins the redis-server the bench starts (REDIS_URL is set)");
         }
-        for &kind in order.iter().filter(|_| params.wants("s2")) {
-            server::flushall(&mut admin).await?;
-            let lib = Lib::connect(kind, url).await?;
-            let prefix = format!("s2:{}:{run}", kind.key());
-            let m = scenarios::parallel(
-                kind,
-                &lib,
-                url,
-                &prefix,
-                params.s2_tasks,
-                secs(params.s2_secs),
-            )
-            .await?;
-            records.push(Record::new("s2", kind.key(), run, m));
+    }
+    if params.wants("s2") {
+        progress("scenario s2");
+        parallel(url, &mut admin, params, &mut records).await?;
+        notes.insert(
+            "s2".into(),
+            interleaved(params.s2_rounds, params.s2_round_ms, ""),
+        );
+    }
+    for (id, think) in [("s3", Duration::ZERO), ("s3b", Duration::from_millis(1))] {
+        if !params.wants(id) {
+            continue;
         }
-        let variants = [("s3", Duration::ZERO), ("s3b", Duration::from_millis(1))];
-        for (id, think, kind) in variants
-            .iter()
-            .filter(|v| params.wants(v.0))
-            .flat_map(|v| order.iter().map(move |k| (v.0, v.1, *k)))
-        {
-            server::flushall(&mut admin).await?;
-            let lib = Lib::connect(kind, url).await?;
-            let name = format!("{id}:{}:{run}", kind.key());
-            let before = server::commandstats(&mut admin).await?;
-            let start = now_ns() + 50_000_000;
-            let deadline = start + secs(params.s3_secs).as_nanos() as u64;
-            let events =
-                scenarios::contend(&lib, &name, params.s3_tasks, 0, start, deadline, think).await?;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let diff = server::diff(&before, &server::commandstats(&mut admin).await?);
-            let c = scenarios::analyze(events, params.s3_tasks, start, deadline);
-            let mut m = c.metrics;
-            scenarios::add_command_metrics(kind, &mut m, &diff);
-            samples
-                .entry((id.into(), kind.label().into()))
-                .or_default()
-                .extend(c.handover_us);
-            records.push(Record::new(id, kind.key(), run, m));
-        }
-        for &kind in order.iter().filter(|_| params.wants("s4")) {
-            server::flushall(&mut admin).await?;
-            let name = format!("s4:{}:{run}", kind.key());
-            let before = server::commandstats(&mut admin).await?;
-            let start = now_ns() + 400_000_000;
-            let deadline = start + secs(params.s4_secs).as_nanos() as u64;
-            let jobs = (0..params.s4_processes)
-                .map(|p| Job::Contended {
+        progress(&format!("scenario {id}"));
+        contended(
+            url,
+            &mut admin,
+            params,
+            id,
+            think,
+            &mut records,
+            &mut pooled,
+        )
+        .await?;
+        notes.insert(
+            id.into(),
+            interleaved(
+                params.s3_rounds,
+                params.s3_round_ms,
+                &format!(
+                    "; a fresh lock name every round, the tasks started {} ms before the \
+                     measured window (warm-up: waiters subscribed)",
+                    params.warm_ms
+                ),
+            ),
+        );
+    }
+    if params.wants("s4") {
+        progress("scenario s4");
+        cross_process(url, &mut admin, params, &mut records, &mut pooled).await?;
+        notes.insert(
+            "s4".into(),
+            interleaved(
+                params.s4_rounds,
+                params.s4_round_ms,
+                &format!(
+                    ", {} ms apart plus a {} ms warm-up before each; the {} worker processes \
+                     follow one wall-clock schedule with every library connected; a fresh lock \
+                     name every round",
+                    params.s4_gap_ms, params.warm_ms, params.s4_processes
+                ),
+            ),
+        );
+    }
+    if params.wants("sem") {
+        progress("scenario sem");
+        semaphore(url, &mut admin, params, &mut records).await?;
+        notes.insert(
+            "sem".into(),
+            interleaved(
+                params.sem_rounds,
+                params.sem_round_ms,
+                &format!(
+                    "; a fresh semaphore every round, the tasks started {} ms before the \
+                     measured window",
+                    params.warm_ms
+                ),
+            ),
+        );
+    }
+
+    // Sequential scenarios: each measurement needs processes of its own.
+    let runs = params.runs;
+    let sequential = |what: &str| {
+        format!(
+            "Sequential (each run in fresh worker processes): {runs} run(s), {what}; \
+             the order of the subjects alternates between runs (ABBA)."
+        )
+    };
+    if params.wants("s5w") {
+        let kinds = params.kinds(&[Kind::Ours, Kind::Ceiling]);
+        for run in 0..runs {
+            progress(&format!("scenario s5w, run {}/{runs}", run + 1));
+            for i in order(kinds.len(), run) {
+                let kind = kinds[i];
+                server::flushall(&mut admin).await?;
+                let job = Job::Waiters {
                     kind,
                     url: url.to_owned(),
-                    name: name.clone(),
-                    tasks: params.s4_tasks_each,
-                    first_task: p * params.s4_tasks_each,
-                    start_ns: start,
-                    deadline_ns: deadline,
-                })
-                .collect();
-            let answers = scenarios::run_workers(jobs, Duration::from_secs(60)).await?;
-            let mut events = Vec::new();
-            for a in answers {
-                events.extend(serde_json::from_value::<Vec<scenarios::Event>>(a)?);
+                    waiters: params.waiters,
+                    names: params.waiter_names,
+                    limit_s: 60,
+                };
+                let answer = scenarios::run_workers(vec![job], Duration::from_secs(150)).await?;
+                records.push(Record::new("s5w", kind.key(), run, numbers(&answer[0])));
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let diff = server::diff(&before, &server::commandstats(&mut admin).await?);
-            let tasks = params.s4_processes * params.s4_tasks_each;
-            let c = scenarios::analyze(events, tasks, start, deadline);
-            let mut m = c.metrics;
-            scenarios::add_command_metrics(kind, &mut m, &diff);
-            samples
-                .entry(("s4".into(), kind.label().into()))
-                .or_default()
-                .extend(c.handover_us);
-            records.push(Record::new("s4", kind.key(), run, m));
         }
-        for &kind in order
-            .iter()
-            .filter(|k| matches!(k, Kind::Ours | Kind::Ceiling) && params.wants("sem"))
-        {
-            server::flushall(&mut admin).await?;
-            let name = format!("sem:{}:{run}", kind.key());
-            let lib = SemLib::connect(kind, url, &name, params.sem_permits).await?;
-            semaphore_scenario::warm_up(&lib).await?;
-            let before = server::commandstats(&mut admin).await?;
-            let start = now_ns() + 50_000_000;
-            let deadline = start + secs(params.sem_secs).as_nanos() as u64;
-            let events =
-                semaphore_scenario::contend(&lib, params.sem_tasks, start, deadline).await?;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let diff = server::diff(&before, &server::commandstats(&mut admin).await?);
-            let mut m =
-                semaphore_scenario::analyze(events, params.sem_permits as usize, start, deadline);
-            semaphore_scenario::add_command_metrics(&mut m, &diff);
-            records.push(Record::new("sem", kind.key(), run, m));
-        }
-        for kind in [Kind::Ours, Kind::Ceiling]
-            .into_iter()
-            .filter(|_| params.wants("s5w"))
-        {
-            server::flushall(&mut admin).await?;
-            let job = Job::Waiters {
-                kind,
-                url: url.to_owned(),
-                waiters: params.waiters,
-                names: params.waiter_names,
-                limit_s: 60,
-            };
-            let answer = scenarios::run_workers(vec![job], Duration::from_secs(150)).await?;
-            records.push(Record::new("s5w", kind.key(), run, numbers(&answer[0])));
-        }
-        if params.wants("s5r") {
+        notes.insert(
+            "s5w".into(),
+            sequential("one worker process per subject and run"),
+        );
+    }
+    if params.wants("s5r") && params.wants_lib(Kind::Ours) {
+        let runs = runs.min(2);
+        for run in 0..runs {
+            progress(&format!("scenario s5r, run {}/{runs}", run + 1));
             server::flushall(&mut admin).await?;
             let job = Job::Watchdog {
                 url: url.to_owned(),
@@ -389,33 +523,40 @@ async fn bench(url: &str, params: &Params) -> Result<()> {
             let answer = scenarios::run_workers(vec![job], Duration::from_secs(120)).await?;
             records.push(Record::new("s5r", "ours", run, numbers(&answer[0])));
         }
-        for method in [Method::Lock, Method::Watch]
-            .into_iter()
-            .filter(|m| params.wants("s6i") && params.wants_method(*m))
-        {
-            records.push(Record::new(
-                "s6i",
-                method_key(method),
-                run,
-                stock(url, &mut admin, params, method).await?,
-            ));
+        notes.insert(
+            "s5r".into(),
+            format!("Sequential: {runs} run(s) (a count, not a timing)."),
+        );
+    }
+    let methods: Vec<Method> = [Method::Lock, Method::Watch]
+        .into_iter()
+        .filter(|m| params.wants_method(*m))
+        .collect();
+    for id in ["s6i", "s6ii"] {
+        if !params.wants(id) {
+            continue;
         }
-        for method in [Method::Lock, Method::Watch]
-            .into_iter()
-            .filter(|m| params.wants("s6ii") && params.wants_method(*m))
-        {
-            records.push(Record::new(
-                "s6ii",
-                method_key(method),
-                run,
-                market(url, &mut admin, params, method).await?,
-            ));
+        for run in 0..runs {
+            progress(&format!("scenario {id}, run {}/{runs}", run + 1));
+            for i in order(methods.len(), run) {
+                let method = methods[i];
+                let m = if id == "s6i" {
+                    stock(url, &mut admin, params, method).await?
+                } else {
+                    market(url, &mut admin, params, method).await?
+                };
+                records.push(Record::new(id, method_key(method), run, m));
+            }
         }
+        notes.insert(
+            id.into(),
+            sequential("fixed work, one worker process per client process"),
+        );
     }
     server::flushall(&mut admin).await?;
     let mut cluster_text = String::new();
     if params.wants("s7") {
-        eprintln!("scenario 7: a local Redis Cluster");
+        progress("scenario 7: a local Redis Cluster");
         let (subjects, text) = cluster::run(url, params.smoke).await?;
         for (subject, m) in subjects {
             records.push(Record::new("s7", &subject, 0, m));
@@ -424,14 +565,14 @@ async fn bench(url: &str, params: &Params) -> Result<()> {
     }
 
     let redis_version = redis_version(&mut admin).await.unwrap_or_default();
-    let summary = report::summarize(&records);
+    let summary = report::summarize(&records, &notes, &pooled);
     println!("{}", summary.table);
     println!("{}", summary.targets_text);
     println!("{cluster_text}");
     eprintln!("total bench time {:.0} s", started.elapsed().as_secs_f64());
 
     // Only the full default run updates the published results; smoke and
-    // partial runs (--only, --libs, --runs) go to results/scratch/.
+    // partial runs (--only, --libs, --rounds, --runs) go to results/scratch/.
     let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results");
     if !params.is_full_default() {
         dir = dir.join("scratch");
@@ -443,10 +584,12 @@ async fn bench(url: &str, params: &Params) -> Result<()> {
         "params": params,
         "machine": {
             "nproc": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            "loadavg_at_end": std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
             "redis_version": redis_version,
             "url_from_env": std::env::var("REDIS_URL").is_ok(),
         },
         "wall_s": started.elapsed().as_secs_f64(),
+        "notes": notes,
         "medians": summary.medians,
         "ratios": summary.ratios,
         "targets": summary.targets,
@@ -471,8 +614,9 @@ async fn bench(url: &str, params: &Params) -> Result<()> {
         let series = ALL
             .iter()
             .map(|k| {
-                let v = samples
-                    .get(&(scenario.to_string(), k.label().to_string()))
+                let v = pooled
+                    .handover_us
+                    .get(&(scenario.to_string(), k.key().to_string()))
                     .cloned()
                     .unwrap_or_default();
                 (k.label().to_string(), v)
@@ -487,8 +631,266 @@ async fn bench(url: &str, params: &Params) -> Result<()> {
     Ok(())
 }
 
-fn secs(s: f64) -> Duration {
-    Duration::from_secs_f64(s)
+/// Scenario 1 (and 1m): one task, one free name, lock+unlock pairs.
+async fn uncontended(
+    url: &str,
+    admin: &mut Admin,
+    params: &Params,
+    id: &str,
+    placement: Placement,
+    records: &mut Vec<Record>,
+) -> Result<()> {
+    server::flushall(admin).await?;
+    let mut subjects = Vec::new();
+    for kind in params.kinds(&WITH_FLOOR) {
+        subjects.push(Subject::connect(kind, url, 1).await?);
+    }
+    let round = ms(params.s1_round_ms);
+    // Warm-up, not recorded: connections, scripts, allocator, caches.
+    for s in &mut subjects {
+        let name = format!("{id}:{}", s.kind.key());
+        scenarios::uncontended_round(s, admin, &name, round * 2, placement).await?;
+    }
+    let rounds = match (id, placement) {
+        ("s1p", _) => params.s1p_rounds,
+        (_, Placement::Worker) => params.s1_rounds,
+        (_, Placement::BlockOn) => params.s1m_rounds,
+    };
+    for r in 0..rounds {
+        for i in order(subjects.len(), r) {
+            let s = &mut subjects[i];
+            let name = format!("{id}:{}", s.kind.key());
+            let m = scenarios::uncontended_round(s, admin, &name, round, placement).await?;
+            records.push(Record::new(id, s.kind.key(), r, m));
+        }
+    }
+    Ok(())
+}
+
+/// Scenario 2: 16 tasks on their own names.
+async fn parallel(
+    url: &str,
+    admin: &mut Admin,
+    params: &Params,
+    records: &mut Vec<Record>,
+) -> Result<()> {
+    server::flushall(admin).await?;
+    let mut subjects = Vec::new();
+    for kind in params.kinds(&WITH_FLOORS) {
+        subjects.push(Subject::connect(kind, url, params.s2_tasks).await?);
+    }
+    let round = ms(params.s2_round_ms);
+    for s in &mut subjects {
+        let prefix = format!("s2:{}", s.kind.key());
+        scenarios::parallel_round(s, admin, &prefix, params.s2_tasks, round * 2).await?;
+    }
+    for r in 0..params.s2_rounds {
+        for i in order(subjects.len(), r) {
+            let s = &mut subjects[i];
+            let prefix = format!("s2:{}", s.kind.key());
+            let m = scenarios::parallel_round(s, admin, &prefix, params.s2_tasks, round).await?;
+            records.push(Record::new("s2", s.kind.key(), r, m));
+        }
+    }
+    Ok(())
+}
+
+/// Scenarios 3 and 3b: 8 tasks of this process on one name.
+async fn contended(
+    url: &str,
+    admin: &mut Admin,
+    params: &Params,
+    id: &str,
+    think: Duration,
+    records: &mut Vec<Record>,
+    pooled: &mut Pooled,
+) -> Result<()> {
+    server::flushall(admin).await?;
+    let mut libs = Vec::new();
+    for kind in params.kinds(&ALL) {
+        let lib = Lib::connect(kind, url).await?;
+        let warm = format!("{id}:warm:{}", kind.key());
+        for _ in 0..20 {
+            lib.lock(&warm).await?.unlock().await?;
+        }
+        libs.push((kind, lib));
+    }
+    for r in 0..params.s3_rounds {
+        for i in order(libs.len(), r) {
+            let (kind, lib) = &libs[i];
+            let name = format!("{id}:{}:{r}", kind.key());
+            let before = server::commandstats(admin).await?;
+            let cpu0 = server::server_cpu_us(admin).await?;
+            let u0 = Usage::now();
+            let begin = now_ns() + 5_000_000;
+            let start = begin + ms(params.warm_ms).as_nanos() as u64;
+            let deadline = start + ms(params.s3_round_ms).as_nanos() as u64;
+            let events =
+                scenarios::contend(lib, &name, params.s3_tasks, 0, begin, deadline, think).await?;
+            let usage = Usage::now().since(u0);
+            tokio::time::sleep(ms(30)).await;
+            let cpu1 = server::server_cpu_us(admin).await?;
+            let diff = server::diff(&before, &server::commandstats(admin).await?);
+            let c = scenarios::analyze(events, params.s3_tasks, start, deadline);
+            let mut m = c.metrics;
+            // CPU and commands span the whole round, warm-up included.
+            let acquisitions = m["acquisitions_all"];
+            usage.per(acquisitions, "acq", &mut m);
+            m.insert(
+                "server_cpu_us_per_acq".into(),
+                (cpu1 - cpu0) / acquisitions.max(1.0),
+            );
+            scenarios::add_command_metrics(*kind, &mut m, &diff);
+            pooled.add(id, kind.key(), c.handover_us, &c.per_task);
+            records.push(Record::new(id, kind.key(), r, m));
+        }
+    }
+    Ok(())
+}
+
+/// Scenario 4: 4 worker processes × 2 tasks on one name, every library in
+/// every worker, all following one wall-clock schedule of slots.
+async fn cross_process(
+    url: &str,
+    admin: &mut Admin,
+    params: &Params,
+    records: &mut Vec<Record>,
+    pooled: &mut Pooled,
+) -> Result<()> {
+    server::flushall(admin).await?;
+    let kinds = params.kinds(&ALL);
+    let (length, warm, gap) = (
+        ms(params.s4_round_ms).as_nanos() as u64,
+        ms(params.warm_ms).as_nanos() as u64,
+        ms(params.s4_gap_ms).as_nanos() as u64,
+    );
+    // Slot i: tasks start at offset - warm, the window is [offset, offset +
+    // length], then a gap for the last holds to finish.
+    let mut slots = Vec::new();
+    let mut offset = gap + warm;
+    for r in 0..params.s4_rounds {
+        for i in order(kinds.len(), r) {
+            let kind = kinds[i];
+            slots.push(Slot {
+                round: r,
+                kind,
+                name: format!("s4:{}:{r}", kind.key()),
+                offset_ns: offset,
+                warm_ns: warm,
+                length_ns: length,
+            });
+            offset += length + gap + warm;
+        }
+    }
+    let jobs = (0..params.s4_processes)
+        .map(|p| Job::Rounds {
+            kinds: kinds.clone(),
+            url: url.to_owned(),
+            tasks: params.s4_tasks_each,
+            first_task: p * params.s4_tasks_each,
+            slots: slots.clone(),
+        })
+        .collect();
+    let mut workers = scenarios::Synced::start(jobs, Duration::from_secs(60)).await?;
+    let base = now_ns() + 100_000_000;
+    workers.go(base).await?;
+    // Server counters in the middle of every gap: before each slot's
+    // warm-up, and after the last slot.
+    let mut marks = Vec::with_capacity(slots.len() + 1);
+    for at in slots
+        .iter()
+        .map(|s| s.offset_ns)
+        .chain(std::iter::once(offset))
+    {
+        sleep_until_ns(base + at - warm - gap / 2).await;
+        marks.push((
+            server::commandstats(admin).await?,
+            server::server_cpu_us(admin).await?,
+        ));
+    }
+    let schedule_s = offset as f64 / 1e9;
+    let answers = workers
+        .finish(Duration::from_secs_f64(60.0 + schedule_s))
+        .await?;
+    let mut per_process: Vec<Vec<Vec<scenarios::Event>>> = Vec::new();
+    for a in answers {
+        per_process.push(serde_json::from_value(a)?);
+    }
+    let tasks = params.s4_processes * params.s4_tasks_each;
+    for (i, slot) in slots.iter().enumerate() {
+        let mut events = Vec::new();
+        for p in &mut per_process {
+            events.append(p.get_mut(i).context("a worker's answer lacks a slot")?);
+        }
+        let start = base + slot.offset_ns;
+        let c = scenarios::analyze(events, tasks, start, start + slot.length_ns);
+        let mut m = c.metrics;
+        let diff = server::diff(&marks[i].0, &marks[i + 1].0);
+        let acquisitions = m["acquisitions_all"];
+        m.insert(
+            "server_cpu_us_per_acq".into(),
+            (marks[i + 1].1 - marks[i].1) / acquisitions.max(1.0),
+        );
+        scenarios::add_command_metrics(slot.kind, &mut m, &diff);
+        pooled.add("s4", slot.kind.key(), c.handover_us, &c.per_task);
+        records.push(Record::new("s4", slot.kind.key(), slot.round, m));
+    }
+    Ok(())
+}
+
+/// Scenario sem: 16 tasks, a semaphore of 4 permits.
+async fn semaphore(
+    url: &str,
+    admin: &mut Admin,
+    params: &Params,
+    records: &mut Vec<Record>,
+) -> Result<()> {
+    server::flushall(admin).await?;
+    let mut clients = Vec::new();
+    for kind in params.kinds(&[Kind::Ours, Kind::Ceiling]) {
+        let c = SemClients::connect(kind, url).await?;
+        let warm = c
+            .semaphore(&format!("sem:warm:{}", kind.key()), params.sem_permits)
+            .await?;
+        semaphore_scenario::warm_up(&warm).await?;
+        clients.push((kind, c));
+    }
+    for r in 0..params.sem_rounds {
+        for i in order(clients.len(), r) {
+            let (kind, c) = &clients[i];
+            let lib = c
+                .semaphore(&format!("sem:{}:{r}", kind.key()), params.sem_permits)
+                .await?;
+            let before = server::commandstats(admin).await?;
+            let cpu0 = server::server_cpu_us(admin).await?;
+            let u0 = Usage::now();
+            let begin = now_ns() + 5_000_000;
+            let start = begin + ms(params.warm_ms).as_nanos() as u64;
+            let deadline = start + ms(params.sem_round_ms).as_nanos() as u64;
+            let events =
+                semaphore_scenario::contend(&lib, params.sem_tasks, begin, deadline).await?;
+            let usage = Usage::now().since(u0);
+            tokio::time::sleep(ms(30)).await;
+            let cpu1 = server::server_cpu_us(admin).await?;
+            let diff = server::diff(&before, &server::commandstats(admin).await?);
+            let mut m = semaphore_scenario::analyze(
+                events,
+                params.sem_permits as usize,
+                begin,
+                start,
+                deadline,
+            );
+            let acquisitions = m["acquisitions_all"];
+            usage.per(acquisitions, "acq", &mut m);
+            m.insert(
+                "server_cpu_us_per_acq".into(),
+                (cpu1 - cpu0) / acquisitions.max(1.0),
+            );
+            semaphore_scenario::add_command_metrics(&mut m, &diff);
+            records.push(Record::new("sem", kind.key(), r, m));
+        }
+    }
+    Ok(())
 }
 
 fn method_key(method: Method) -> &'static str {

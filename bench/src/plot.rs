@@ -34,7 +34,7 @@ pub fn handover_cdf(path: &Path, panels: &[Panel]) -> Result<()> {
             .map_err(|e| anyhow!("{e:?}"))?;
         chart
             .configure_mesh()
-            .x_desc("handover latency, µs (log)")
+            .x_desc("handover: unlock called → next lock returned, µs (log)")
             .y_desc("fraction of handovers ≤ x")
             .draw()
             .map_err(|e| anyhow!("{e:?}"))?;

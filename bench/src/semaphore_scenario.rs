@@ -31,25 +31,46 @@ enum SemHeld {
     Ceiling(CeilingPermit),
 }
 
-impl SemLib {
-    /// Connect, and set the semaphore `name` to `permits` permits (with the
-    /// library's `try_set_permits`, for both).
-    pub async fn connect(kind: Kind, url: &str, name: &str, permits: u32) -> Result<SemLib> {
-        let client = redisson_lock::Client::from_url(url).await?;
-        let semaphore = client.semaphore(name)?;
+/// A connected subject of scenario sem: the library's client (which also
+/// sets the permits, for both) and, for the ceiling, its own client. Each
+/// round gets a fresh semaphore: the ceiling is not cancellation safe, so a
+/// wait abandoned at a round's deadline may leak a permit of that round's.
+pub struct SemClients {
+    kind: Kind,
+    ours: redisson_lock::Client,
+    ceiling: Option<CeilingSemaphore>,
+}
+
+impl SemClients {
+    pub async fn connect(kind: Kind, url: &str) -> Result<SemClients> {
+        let ours = redisson_lock::Client::from_url(url).await?;
+        let ceiling = match kind {
+            Kind::Ceiling => Some(CeilingSemaphore::connect(url).await?),
+            _ => None,
+        };
+        Ok(SemClients {
+            kind,
+            ours,
+            ceiling,
+        })
+    }
+
+    /// Set the semaphore `name` to `permits` permits (with the library's
+    /// `try_set_permits`, for both) and return this subject's handle to it.
+    pub async fn semaphore(&self, name: &str, permits: u32) -> Result<SemLib> {
+        let semaphore = self.ours.semaphore(name)?;
         anyhow::ensure!(
             semaphore.try_set_permits(permits).await?,
             "semaphore {name} already set"
         );
-        Ok(match kind {
-            Kind::Ceiling => {
-                client.shutdown().await;
-                SemLib::Ceiling(CeilingSemaphore::connect(url).await?, Arc::from(name))
-            }
+        Ok(match (&self.ceiling, self.kind) {
+            (Some(ceiling), Kind::Ceiling) => SemLib::Ceiling(ceiling.clone(), Arc::from(name)),
             _ => SemLib::Ours(semaphore),
         })
     }
+}
 
+impl SemLib {
     async fn acquire(&self) -> Result<SemHeld> {
         Ok(match self {
             SemLib::Ours(semaphore) => SemHeld::Ours(semaphore.acquire(1).await?),
@@ -68,8 +89,9 @@ impl SemHeld {
     }
 }
 
-/// `tasks` tasks taking and giving back one permit from `start_ns` to
-/// `deadline_ns`; waits in progress at the deadline are abandoned.
+/// `tasks` tasks taking and giving back one permit from `start_ns` (the
+/// round's warm-up begins) to `deadline_ns`; waits in progress at the
+/// deadline are abandoned.
 pub async fn contend(
     lib: &SemLib,
     tasks: u32,
@@ -108,19 +130,30 @@ pub async fn contend(
     Ok(events)
 }
 
-/// Throughput and handover latency of one run with `permits` permits.
+/// Throughput and handover latency of one round with `permits` permits,
+/// the tasks starting at `begin_ns` (warm-up), measured from `start_ns` to
+/// `deadline_ns`.
 ///
 /// A handover is a permit passing from a releaser to a task that was
-/// already waiting: permits freed (the initial ones at the start, then one
+/// already waiting: permits freed (the initial ones at `begin_ns`, then one
 /// per release call) are matched, oldest first, to acquisitions in the order
 /// they returned; an acquisition whose task asked before its permit was
 /// freed counts as a handover of `acquired - freed` (from the release call
 /// to the waiter's acquire returning: the release script, the publish, the
 /// wake-up and the waiter's acquire round trip), else as taking a permit
-/// that sat free.
-pub fn analyze(events: Vec<SemEvent>, permits: usize, start_ns: u64, deadline_ns: u64) -> Metrics {
+/// that sat free. Only acquisitions returning at or after `start_ns` count;
+/// the warm-up's are matched, so that the window starts in steady state.
+pub fn analyze(
+    events: Vec<SemEvent>,
+    permits: usize,
+    begin_ns: u64,
+    start_ns: u64,
+    deadline_ns: u64,
+) -> Metrics {
+    let measured = |e: &SemEvent| e.2 >= start_ns;
     let wait_us: Vec<f64> = events
         .iter()
+        .filter(|e| measured(e))
         .map(|e| (e.2.min(deadline_ns).max(e.1) - e.1) as f64 / 1e3)
         .collect();
     let abandoned = events.iter().filter(|e| e.2 == u64::MAX).count();
@@ -132,25 +165,34 @@ pub fn analyze(events: Vec<SemEvent>, permits: usize, start_ns: u64, deadline_ns
         timeline.push((e.2, 1, e.1));
     }
     timeline.sort_unstable();
-    let mut free: VecDeque<u64> = VecDeque::from(vec![start_ns; permits]);
+    let mut free: VecDeque<u64> = VecDeque::from(vec![begin_ns; permits]);
     let (mut handover_us, mut sat_free) = (Vec::new(), 0u64);
     for (at, what, asked) in timeline {
         if what == 0 {
             free.push_back(at);
             continue;
         }
-        match free.pop_front() {
+        let freed = free.pop_front();
+        if at < start_ns {
+            continue;
+        }
+        match freed {
+            // Signed, never clamped (`freed <= at` by construction).
             Some(freed) if asked <= freed => {
-                handover_us.push(at.saturating_sub(freed) as f64 / 1e3)
+                handover_us.push((at as i64 - freed as i64) as f64 / 1e3)
             }
             _ => sat_free += 1,
         }
     }
     let window = (deadline_ns - start_ns) as f64 / 1e9;
-    let in_window = done.iter().filter(|e| e.2 <= deadline_ns).count();
+    let in_window = done
+        .iter()
+        .filter(|e| measured(e) && e.2 <= deadline_ns)
+        .count();
     Metrics::from([
         ("acq_per_s".into(), in_window as f64 / window),
-        ("acquisitions".into(), done.len() as f64),
+        ("acquisitions".into(), in_window as f64),
+        ("acquisitions_all".into(), done.len() as f64),
         ("handovers".into(), handover_us.len() as f64),
         ("handover_p50_us".into(), quantile(&handover_us, 0.50)),
         ("handover_p99_us".into(), quantile(&handover_us, 0.99)),
@@ -166,7 +208,13 @@ pub fn analyze(events: Vec<SemEvent>, permits: usize, start_ns: u64, deadline_ns
 /// DECRBY and SET (acquire) and GET, INCRBY, PUBLISH and SET (release); the
 /// clients send EVALSHA, the latch DELs, (UN)SUBSCRIBE and PING.
 pub fn add_command_metrics(metrics: &mut Metrics, diff: &HashMap<String, u64>) {
-    let acquisitions = metrics.get("acquisitions").copied().unwrap_or(0.0).max(1.0);
+    // Counters span the whole round, warm-up included.
+    let acquisitions = metrics
+        .get("acquisitions_all")
+        .or_else(|| metrics.get("acquisitions"))
+        .copied()
+        .unwrap_or(0.0)
+        .max(1.0);
     let get = |k: &str| diff.get(k).copied().unwrap_or(0);
     let total = crate::libs::total_commands(diff);
     let script: u64 = ["get", "decrby", "set", "incrby", "publish"]

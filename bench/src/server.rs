@@ -74,6 +74,13 @@ impl Server {
     }
 }
 
+impl Server {
+    /// The redis-server process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         for mut child in [self.child.take(), self.watchdog.take()]
