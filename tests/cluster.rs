@@ -573,10 +573,20 @@ async fn lock_lost_in_failover(cluster: &Cluster) {
         .client_with(|c| c.lock_watchdog_timeout(lease))
         .await;
     let waiting = cluster.client().await;
-    let name = unique("lost");
-    let slot = slot_of(&format!("{{{name}}}"));
-    let master = cluster.master_of(slot).await;
-    let replica = cluster.replica_of(master).await;
+    // A name on a master that has a replica: the one that master_killed
+    // promoted has none (its old master stays dead).
+    let (name, slot, master, replica) = until(
+        "a name on a master with a replica",
+        Duration::from_secs(30),
+        || async {
+            let name = unique("lost");
+            let slot = slot_of(&format!("{{{name}}}"));
+            let master = cluster.master_of(slot).await;
+            let replica = cluster.attached_replica(master).await?;
+            Some((name, slot, master, replica))
+        },
+    )
+    .await;
     // Freeze the replica and cut its link: the master then has no replica
     // to send the lock to.
     cluster.nodes[replica].pause();

@@ -369,27 +369,33 @@ impl Cluster {
     /// 30 s, for one to be attached: after a failover the old master rejoins
     /// as a replica a little later).
     pub async fn replica_of(&self, master: usize) -> usize {
-        let master_port = self.nodes[master].port.to_string();
-        until("a replica attached", Duration::from_secs(30), || async {
-            for (i, node) in self.nodes.iter().enumerate() {
-                if i == master || !node.is_running() {
-                    continue;
-                }
-                let raw = node.raw().await;
-                let role = info_field(&raw, "replication", "role").await;
-                let of = info_field(&raw, "replication", "master_port").await;
-                let up = info_field(&raw, "replication", "master_link_status").await;
-                let _ = raw.quit().await;
-                if role.as_deref() == Some("slave")
-                    && of.as_deref() == Some(master_port.as_str())
-                    && up.as_deref() == Some("up")
-                {
-                    return Some(i);
-                }
-            }
-            None
+        until("a replica attached", Duration::from_secs(30), || {
+            self.attached_replica(master)
         })
         .await
+    }
+
+    /// The index of a replica attached to the master at `master` now, if any
+    /// (a master whose replica was killed and promoted has none).
+    pub async fn attached_replica(&self, master: usize) -> Option<usize> {
+        let master_port = self.nodes[master].port.to_string();
+        for (i, node) in self.nodes.iter().enumerate() {
+            if i == master || !node.is_running() {
+                continue;
+            }
+            let raw = node.raw().await;
+            let role = info_field(&raw, "replication", "role").await;
+            let of = info_field(&raw, "replication", "master_port").await;
+            let up = info_field(&raw, "replication", "master_link_status").await;
+            let _ = raw.quit().await;
+            if role.as_deref() == Some("slave")
+                && of.as_deref() == Some(master_port.as_str())
+                && up.as_deref() == Some("up")
+            {
+                return Some(i);
+            }
+        }
+        None
     }
 
     /// A plain client of every node: ours that run, or, for

@@ -1,0 +1,102 @@
+//! Unlock latches waiting to be deleted (docs/PROTOCOL.md §2.4: the client
+//! deletes its latch once it has the unlock's reply).
+//!
+//! A latch is not deleted by a command of its own: the next script the
+//! client sends to the latch's node carries it, as a `DEL` in the same write
+//! (see `Redis::eval`), which saves a write and a read on both sides. Latches
+//! that no command picks up within [`WINDOW`] are deleted by one background
+//! task, in batches (per hash slot on a cluster, where a `DEL` spans one
+//! slot). So a latch outlives its unlock by at most about [`WINDOW`] plus
+//! one round trip, never by its TTL, unless Redis cannot be reached.
+
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+/// How long a latch waits for a command to carry it before the background
+/// task deletes it. One timer per window while latches come, not one per
+/// unlock: measured, a timer per unlock costs more than the saved `DEL`s
+/// gain (BENCHMARKS.md).
+pub(crate) const WINDOW: Duration = Duration::from_millis(2);
+
+/// The latches of a client waiting to be deleted.
+#[derive(Default)]
+pub(crate) struct Latches {
+    pending: Mutex<Vec<String>>,
+    /// Wakes the background task when the first latch comes.
+    added: Notify,
+    /// On a cluster a command can carry only the latches of its own slot.
+    by_slot: bool,
+}
+
+impl Latches {
+    pub(crate) fn new(by_slot: bool) -> Latches {
+        Latches {
+            by_slot,
+            ..Latches::default()
+        }
+    }
+
+    /// Queue `key` for deletion.
+    pub(crate) fn add(&self, key: String) {
+        let mut pending = self.pending.lock();
+        let first = pending.is_empty();
+        pending.push(key);
+        drop(pending);
+        if first {
+            self.added.notify_one();
+        }
+    }
+
+    /// Queue keys again that a command was to delete but may not have.
+    pub(crate) fn restore(&self, keys: Vec<String>) {
+        for key in keys {
+            self.add(key);
+        }
+    }
+
+    /// The latches a command on `key` can delete in the same write: all of
+    /// them off a cluster, those in `key`'s hash slot on one.
+    pub(crate) fn take_for(&self, key: &str) -> Vec<String> {
+        let mut pending = self.pending.lock();
+        if pending.is_empty() {
+            return Vec::new();
+        }
+        if !self.by_slot {
+            return std::mem::take(&mut *pending);
+        }
+        let slot = fred::util::redis_keyslot(key.as_bytes());
+        let (same, other) = pending
+            .drain(..)
+            .partition(|latch| fred::util::redis_keyslot(latch.as_bytes()) == slot);
+        *pending = other;
+        same
+    }
+
+    /// Every latch queued, grouped by hash slot on a cluster.
+    pub(crate) fn take_all(&self) -> Vec<Vec<String>> {
+        let keys = std::mem::take(&mut *self.pending.lock());
+        if keys.is_empty() {
+            return Vec::new();
+        }
+        if !self.by_slot {
+            return vec![keys];
+        }
+        let mut by_slot: std::collections::HashMap<u16, Vec<String>> = Default::default();
+        for key in keys {
+            by_slot
+                .entry(fred::util::redis_keyslot(key.as_bytes()))
+                .or_default()
+                .push(key);
+        }
+        by_slot.into_values().collect()
+    }
+
+    /// Until latches are queued, then [`WINDOW`] more for a command to carry
+    /// them.
+    pub(crate) async fn wait(&self) {
+        self.added.notified().await;
+        tokio::time::sleep(WINDOW).await;
+    }
+}
