@@ -1,15 +1,20 @@
 //! Unlock latches waiting to be deleted (docs/PROTOCOL.md §2.4: the client
 //! deletes its latch once it has the unlock's reply).
 //!
-//! A latch is not deleted by a command of its own: the next script the
-//! client sends to the latch's node carries it, as a `DEL` in the same write
-//! (see `Redis::eval`), which saves a write and a read on both sides. Latches
-//! that no command picks up within [`WINDOW`] are deleted by one background
-//! task, in batches (per hash slot on a cluster, where a `DEL` spans one
-//! slot). So a latch outlives its unlock by at most about [`WINDOW`] plus
-//! one round trip, never by its TTL, unless Redis cannot be reached.
+//! A latch is not deleted by a command of its own. When the client is used
+//! one call at a time (no other script in flight), the next script it sends
+//! to the latch's node carries it, as a `DEL` in the same write (see
+//! `Redis::eval`), which saves a write and a read on both sides. When scripts
+//! run concurrently, latches wait instead, and one background task deletes
+//! whatever [`WINDOW`] collected with one `DEL` (per hash slot on a cluster,
+//! where a `DEL` spans one slot): fred's cost is per command, so one `DEL`
+//! for many unlocks beats one per unlock, carried or not (BENCHMARKS.md). So
+//! a latch outlives its unlock by at most about [`WINDOW`] plus one round
+//! trip, never by its TTL, unless Redis cannot be reached.
 
 use std::time::Duration;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -24,6 +29,8 @@ pub(crate) const WINDOW: Duration = Duration::from_millis(2);
 #[derive(Default)]
 pub(crate) struct Latches {
     pending: Mutex<Vec<String>>,
+    /// Scripts sent and not yet answered (or dropped).
+    in_flight: AtomicUsize,
     /// Wakes the background task when the first latch comes.
     added: Notify,
     /// On a cluster a command can carry only the latches of its own slot.
@@ -56,9 +63,21 @@ impl Latches {
         }
     }
 
+    /// A script on `key` starts: counted in flight until the returned guard
+    /// drops, with the latches it is to delete in the same write (none if
+    /// another script is in flight: those go in the background batch).
+    pub(crate) fn script(&self, key: Option<&str>) -> (InFlight<'_>, Vec<String>) {
+        let others = self.in_flight.fetch_add(1, Ordering::Relaxed);
+        let carried = match key {
+            Some(key) if others == 0 => self.take_for(key),
+            _ => Vec::new(),
+        };
+        (InFlight(self), carried)
+    }
+
     /// The latches a command on `key` can delete in the same write: all of
     /// them off a cluster, those in `key`'s hash slot on one.
-    pub(crate) fn take_for(&self, key: &str) -> Vec<String> {
+    fn take_for(&self, key: &str) -> Vec<String> {
         let mut pending = self.pending.lock();
         if pending.is_empty() {
             return Vec::new();
@@ -98,5 +117,14 @@ impl Latches {
     pub(crate) async fn wait(&self) {
         self.added.notified().await;
         tokio::time::sleep(WINDOW).await;
+    }
+}
+
+/// A script in flight, counted until dropped.
+pub(crate) struct InFlight<'a>(&'a Latches);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 }

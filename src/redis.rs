@@ -181,12 +181,9 @@ impl Redis {
 
     /// Run `script` once. `keys[0]` names the key in a WRONGTYPE error.
     ///
-    /// Sent as `EVALSHA` in a one-command fred pipeline, with a `DEL` of
-    /// queued unlock latches of the same node in front when there are any
-    /// (one write for both). A pipeline, because its future is about 600
-    /// bytes where fred's `evalsha` future is about 5 KB: an acquire attempt
-    /// kept alive for cancellation safety holds this future, once per
-    /// waiter (BENCHMARKS.md, memory per waiter).
+    /// If no other script is in flight, queued unlock latches of the
+    /// script's node go first, as a `DEL` that fred writes in the same write
+    /// as the `EVALSHA` (see [`send_del`] and `latches.rs`).
     pub(crate) async fn eval(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
         self.check_open()?;
         let call = build();
@@ -194,60 +191,35 @@ impl Redis {
         // A cheap handle (reference counted), named in a WRONGTYPE error.
         let first_key = call.keys.first().cloned();
         let key = first_key.as_ref().and_then(Key::as_str).unwrap_or_default();
-        let carried = match first_key {
-            Some(_) => self.latches.take_for(key),
-            None => Vec::new(),
-        };
-        let reply = match self.evalsha(call, carried).await {
+        let (_in_flight, carried) = self.latches.script(first_key.as_ref().map(|_| key));
+        if !carried.is_empty() {
+            send_del(&self.client, carried.clone());
+        }
+        let reply = match self
+            .client
+            .evalsha::<Value, _, _, _>(call.script.sha(), call.keys, call.args)
+            .await
+        {
             Err(e) if e.details().starts_with("NOSCRIPT") => {
                 // EVAL runs the script and caches it for the next EVALSHA;
                 // the arguments are built again rather than kept for this.
-                // Boxed: rare, and fred's command future is large.
                 let call = build();
-                Box::pin(
-                    self.client
-                        .eval::<Value, _, _, _>(call.script.body, call.keys, call.args),
-                )
-                .await
+                self.client
+                    .eval::<Value, _, _, _>(call.script.body, call.keys, call.args)
+                    .await
             }
             other => other,
         };
+        if reply.is_err() && !carried.is_empty() {
+            // The DEL went ahead of the script on the same connection: it
+            // may have been lost with it. Deleting again is harmless.
+            self.latches.restore(carried);
+        }
         let reply = reply.map_err(|e| Error::from_redis(e, key, self.timeout))?;
         if let (Some(wait), true) = (self.replica_sync, writes) {
-            Box::pin(self.sync_replicas(key, wait)).await?;
+            self.sync_replicas(key, wait).await?;
         }
         Ok(reply)
-    }
-
-    /// `EVALSHA` of `call`, preceded by a `DEL` of `latches` in the same
-    /// write; the script's reply. Latches whose deletion is not confirmed,
-    /// also if this future is dropped, are queued again.
-    async fn evalsha(
-        &self,
-        call: ScriptCall,
-        latches: Vec<String>,
-    ) -> std::result::Result<Value, fred::error::Error> {
-        struct Requeue<'a>(&'a Latches, Vec<String>);
-        impl Drop for Requeue<'_> {
-            fn drop(&mut self) {
-                self.0.restore(std::mem::take(&mut self.1));
-            }
-        }
-        let mut requeue = Requeue(&self.latches, latches);
-        let pipeline = queue(&self.client, call, &requeue.1)?;
-        // One reply per command; or one error for all of them (a timeout,
-        // a lost connection), which is the script's too.
-        let mut replies = pipeline.try_all::<Value>().await;
-        let reply = replies.pop().unwrap_or_else(|| {
-            Err(fred::error::Error::new(
-                fred::error::ErrorKind::Protocol,
-                "a pipeline without the script's reply",
-            ))
-        });
-        if let Some(Ok(_)) = replies.first() {
-            requeue.1.clear();
-        }
-        reply
     }
 
     /// `WAIT` until every connected replica of the master that serves `key`
@@ -409,47 +381,14 @@ impl Redis {
     }
 }
 
-/// A fred pipeline of `DEL latches` (if any) and `EVALSHA` of `call`,
-/// routed by the script's first key as fred's `evalsha` would be. Queueing
-/// on a pipeline completes at once (fred answers "queued" without I/O), so
-/// the queueing futures are polled here, once, and never stored in a caller's
-/// future.
-fn queue(
-    client: &fred::clients::Client,
-    call: ScriptCall,
-    latches: &[String],
-) -> std::result::Result<fred::clients::Pipeline<fred::clients::Client>, fred::error::Error> {
+/// Send `DEL keys` without waiting for its reply: the command is handed to
+/// fred's connection task at once (the first poll of fred's command future
+/// sends it; the dropped future only gives up the reply). A command sent
+/// right after it from the same thread joins it in fred's queue, and fred
+/// writes queued commands with one flush: one write, one read on the server.
+fn send_del(client: &fred::clients::Client, keys: Vec<String>) {
     use futures::FutureExt;
-    let not_queued = || {
-        fred::error::Error::new(
-            fred::error::ErrorKind::Unknown,
-            "fred did not queue a pipelined command",
-        )
-    };
-    let slot = call
-        .keys
-        .first()
-        .map_or(0, |key| fred::util::redis_keyslot(key.as_bytes()));
-    let mut args = Vec::with_capacity(2 + call.keys.len() + call.args.len());
-    args.push(Value::from(call.script.sha()));
-    args.push(Value::from(call.keys.len() as i64));
-    args.extend(call.keys.into_iter().map(Value::from));
-    args.extend(call.args);
-    let pipeline = client.pipeline();
-    if !latches.is_empty() {
-        pipeline
-            .del::<Value, _>(latches.to_vec())
-            .now_or_never()
-            .ok_or_else(not_queued)??;
-    }
-    pipeline
-        .custom::<Value, _>(
-            fred::cmd!("EVALSHA", hash: fred::types::ClusterHash::Custom(slot)),
-            args,
-        )
-        .now_or_never()
-        .ok_or_else(not_queued)??;
-    Ok(pipeline)
+    let _ = client.del::<Value, _>(keys).now_or_never();
 }
 
 /// Delete the unlock latches no script carried within

@@ -154,6 +154,24 @@ impl Lib {
         })
     }
 
+    /// Spawn a task that locks `name`, waiting as long as it takes, then
+    /// unlocks. Each library's task holds only that library's futures (not
+    /// [`lock`](Self::lock)'s, which is as large as its largest variant), so
+    /// the memory a waiter costs is the library's own (scenario 5a).
+    pub fn spawn_lock_unlock(&self, name: String) -> tokio::task::JoinHandle<Result<()>> {
+        match self.clone() {
+            Lib::Ours(client) => tokio::spawn(async move {
+                client.lock(&name)?.lock().await?.unlock().await?;
+                Ok(())
+            }),
+            Lib::Ceiling(client) => tokio::spawn(async move {
+                client.lock(&name).await?.unlock().await?;
+                Ok(())
+            }),
+            other => tokio::spawn(async move { other.lock(&name).await?.unlock().await }),
+        }
+    }
+
     /// Bytes of the future one waiting `lock` call keeps alive (the async
     /// state machine, before any boxing it does inside).
     pub fn lock_future_bytes(&self) -> usize {

@@ -798,14 +798,7 @@ async fn scale_waiters(
     let rss0 = vm_rss_kib();
     alloc::start();
     for name in waiter_names.drain(..) {
-        let (lib, done, failed) = (lib.clone(), done.clone(), failed.clone());
-        handles.push(tokio::spawn(async move {
-            let outcome = async { lib.lock(&name).await?.unlock().await }.await;
-            match outcome {
-                Ok(()) => done.fetch_add(1, Ordering::Relaxed),
-                Err(_) => failed.fetch_add(1, Ordering::Relaxed),
-            };
-        }));
+        handles.push(lib.spawn_lock_unlock(name));
     }
     // Every waiter tries once, subscribes, tries again, then sleeps: wait
     // until the server has seen both tries of all of them.
@@ -839,7 +832,18 @@ async fn scale_waiters(
         h.unlock().await?;
     }
     let all = futures::future::join_all(handles);
-    let finished = tokio::time::timeout(limit, all).await.is_ok();
+    let finished = match tokio::time::timeout(limit, all).await {
+        Ok(outcomes) => {
+            for outcome in outcomes {
+                match outcome {
+                    Ok(Ok(())) => done.fetch_add(1, Ordering::Relaxed),
+                    _ => failed.fetch_add(1, Ordering::Relaxed),
+                };
+            }
+            true
+        }
+        Err(_) => false,
+    };
     let drain_s = released.elapsed().as_secs_f64();
     // Background work of the last wake-ups (latch DELs, unsubscribes).
     tokio::time::sleep(Duration::from_millis(200)).await;
