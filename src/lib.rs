@@ -136,7 +136,6 @@ mod guard;
 mod hold;
 mod kind;
 mod latch;
-mod latches;
 mod lock;
 mod multi;
 mod names;

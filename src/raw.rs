@@ -279,9 +279,7 @@ impl RawLock {
             .await;
         match &outcome {
             Ok(Some(_)) => leaving.disarm(),
-            // Boxed: its Redis call would otherwise make every acquire
-            // future as large as fred's command future (~5 KB).
-            Ok(None) => Box::pin(leaving.run()).await,
+            Ok(None) => leaving.run().await,
             // In the background: the server may be unreachable for a while.
             Err(_) => drop(leaving),
         }

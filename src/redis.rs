@@ -1,7 +1,6 @@
 //! The Redis command layer every lock uses, knowing no lock: connecting,
 //! scripts by EVALSHA with the NOSCRIPT fallback, error translation,
-//! retries of idempotent commands, and deletion of unlock latches (carried
-//! by the next script to the same node, else batched in the background).
+//! retries of idempotent commands, and batched deletion of unlock latches.
 
 use std::future::Future;
 use std::time::Duration;
@@ -15,7 +14,6 @@ use tokio::time::Instant;
 use crate::backoff::equal_jitter;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::latches::Latches;
 use crate::script::ScriptCall;
 
 /// Connect the command and the pub/sub connection of a client, both at
@@ -136,9 +134,8 @@ pub(crate) struct Redis {
     retry_delay: Duration,
     /// Set at shutdown: every command fails with `Error::Closed`.
     closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// Unlock latch keys to delete: by the next script, else by
-    /// [`delete_latches`].
-    latches: std::sync::Arc<Latches>,
+    /// Unlock latch keys to delete, for [`delete_latches`].
+    latches: tokio::sync::mpsc::UnboundedSender<String>,
     /// `WAIT` for replicas after every write, at most this long.
     replica_sync: Option<Duration>,
     /// Connected replicas per master (`""` without a cluster) and when they
@@ -151,7 +148,7 @@ pub(crate) struct Redis {
 impl Redis {
     /// The command layer over `client`, and its latch-deleting task.
     pub(crate) fn start(client: fred::clients::Client, config: &Config) -> (Redis, JoinHandle<()>) {
-        let latches = std::sync::Arc::new(Latches::new(config.redis.server.is_clustered()));
+        let (latches, latch_rx) = tokio::sync::mpsc::unbounded_channel();
         let redis = Redis {
             client,
             timeout: config.timeout,
@@ -162,7 +159,11 @@ impl Redis {
             replica_sync: config.replica_sync,
             replicas: Default::default(),
         };
-        let task = tokio::spawn(delete_latches(redis.clone()));
+        let task = tokio::spawn(delete_latches(
+            redis.clone(),
+            latch_rx,
+            config.redis.server.is_clustered(),
+        ));
         (redis, task)
     }
 
@@ -180,21 +181,12 @@ impl Redis {
     }
 
     /// Run `script` once. `keys[0]` names the key in a WRONGTYPE error.
-    ///
-    /// If no other script is in flight, queued unlock latches of the
-    /// script's node go first, as a `DEL` that fred writes in the same write
-    /// as the `EVALSHA` (see [`send_del`] and `latches.rs`).
     pub(crate) async fn eval(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
         self.check_open()?;
         let call = build();
         let writes = call.script.writes;
         // A cheap handle (reference counted), named in a WRONGTYPE error.
         let first_key = call.keys.first().cloned();
-        let key = first_key.as_ref().and_then(Key::as_str).unwrap_or_default();
-        let (_in_flight, carried) = self.latches.script(first_key.as_ref().map(|_| key));
-        if !carried.is_empty() {
-            send_del(&self.client, carried.clone());
-        }
         let reply = match self
             .client
             .evalsha::<Value, _, _, _>(call.script.sha(), call.keys, call.args)
@@ -210,11 +202,7 @@ impl Redis {
             }
             other => other,
         };
-        if reply.is_err() && !carried.is_empty() {
-            // The DEL went ahead of the script on the same connection: it
-            // may have been lost with it. Deleting again is harmless.
-            self.latches.restore(carried);
-        }
+        let key = first_key.as_ref().and_then(Key::as_str).unwrap_or_default();
         let reply = reply.map_err(|e| Error::from_redis(e, key, self.timeout))?;
         if let (Some(wait), true) = (self.replica_sync, writes) {
             self.sync_replicas(key, wait).await?;
@@ -370,35 +358,40 @@ impl Redis {
 
     /// Delete an unlock latch soon, without waiting for it.
     pub(crate) fn delete_later(&self, key: String) {
-        self.latches.add(key);
+        // The latch expires by itself if the client is gone.
+        let _ = self.latches.send(key);
     }
+}
 
-    /// Delete every latch still queued, now (at shutdown).
-    pub(crate) async fn delete_queued_latches(&self) {
-        for keys in self.latches.take_all() {
-            delete(self, keys).await;
+/// Delete unlock latches (docs/PROTOCOL.md §2.4: the client deletes its latch once
+/// it has the unlock's reply). One task, so an unlock costs a channel send,
+/// not a task; latches queued while a DEL is in flight go out together in
+/// the next one (per hash slot on a cluster, where a DEL spans one slot).
+/// No collection window: measured, its timer wake-ups cost uncontended
+/// throughput more than the saved DELs gain (BENCHMARKS.md).
+async fn delete_latches(
+    redis: Redis,
+    mut latches: tokio::sync::mpsc::UnboundedReceiver<String>,
+    by_slot: bool,
+) {
+    const MAX_BATCH: usize = 512;
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while latches.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        if by_slot {
+            let mut by_slots: std::collections::HashMap<u16, Vec<String>> = Default::default();
+            for key in batch.drain(..) {
+                by_slots
+                    .entry(fred::util::redis_keyslot(key.as_bytes()))
+                    .or_default()
+                    .push(key);
+            }
+            for keys in by_slots.into_values() {
+                delete(&redis, keys).await;
+            }
+        } else {
+            let keys = std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH));
+            delete(&redis, keys).await;
         }
-    }
-}
-
-/// Send `DEL keys` without waiting for its reply: the command is handed to
-/// fred's connection task at once (the first poll of fred's command future
-/// sends it; the dropped future only gives up the reply). A command sent
-/// right after it from the same thread joins it in fred's queue, and fred
-/// writes queued commands with one flush: one write, one read on the server.
-fn send_del(client: &fred::clients::Client, keys: Vec<String>) {
-    use futures::FutureExt;
-    let _ = client.del::<Value, _>(keys).now_or_never();
-}
-
-/// Delete the unlock latches no script carried within
-/// [`WINDOW`](crate::latches::WINDOW)
-/// (docs/PROTOCOL.md §2.4), one `DEL` per batch (per hash slot on a cluster).
-/// Runs for the life of the client.
-async fn delete_latches(redis: Redis) {
-    loop {
-        redis.latches.wait().await;
-        redis.delete_queued_latches().await;
     }
 }
 
