@@ -1,7 +1,6 @@
 //! The scenarios of issue 4, in-process parts and worker-process jobs.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -793,8 +792,6 @@ async fn scale_waiters(
     // baseline: the names (moved into the tasks) and the handles' vector.
     let mut waiter_names: Vec<String> = (0..waiters).map(name).collect();
     let mut handles = Vec::with_capacity(waiters);
-    let done = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(AtomicU64::new(0));
     let rss0 = vm_rss_kib();
     alloc::start();
     for name in waiter_names.drain(..) {
@@ -832,24 +829,18 @@ async fn scale_waiters(
         h.unlock().await?;
     }
     let all = futures::future::join_all(handles);
-    let finished = match tokio::time::timeout(limit, all).await {
+    let (finished, done, failed) = match tokio::time::timeout(limit, all).await {
         Ok(outcomes) => {
-            for outcome in outcomes {
-                match outcome {
-                    Ok(Ok(())) => done.fetch_add(1, Ordering::Relaxed),
-                    _ => failed.fetch_add(1, Ordering::Relaxed),
-                };
-            }
-            true
+            let done = outcomes.iter().filter(|o| matches!(o, Ok(Ok(())))).count();
+            (true, done, outcomes.len() - done)
         }
-        Err(_) => false,
+        Err(_) => (false, 0, 0),
     };
     let drain_s = released.elapsed().as_secs_f64();
     // Background work of the last wake-ups (latch DELs, unsubscribes).
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (live2, peak2) = (alloc::live(), alloc::peak());
     let rss2 = vm_rss_kib();
-    let (done, failed) = (done.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
     let per = |bytes: isize| bytes as f64 / waiters as f64;
     Ok(serde_json::json!({
         "waiters": waiters,
