@@ -178,6 +178,9 @@ impl Client {
         inner.holds.stopped();
         inner.hub.wake_all();
         let _ = tokio::time::timeout(inner.config.retry_span(), inner.cleanups.drained()).await;
+        // Latches no later command will carry.
+        let _ =
+            tokio::time::timeout(inner.config.timeout, inner.redis.delete_queued_latches()).await;
         inner.redis.close();
         for task in &inner.tasks {
             task.abort();

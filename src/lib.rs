@@ -136,6 +136,7 @@ mod guard;
 mod hold;
 mod kind;
 mod latch;
+mod latches;
 mod lock;
 mod multi;
 mod names;

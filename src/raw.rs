@@ -279,7 +279,9 @@ impl RawLock {
             .await;
         match &outcome {
             Ok(Some(_)) => leaving.disarm(),
-            Ok(None) => leaving.run().await,
+            // Boxed: its Redis call would otherwise make every acquire
+            // future as large as fred's command future (~5 KB).
+            Ok(None) => Box::pin(leaving.run()).await,
             // In the background: the server may be unreachable for a while.
             Err(_) => drop(leaving),
         }

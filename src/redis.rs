@@ -1,6 +1,7 @@
 //! The Redis command layer every lock uses, knowing no lock: connecting,
 //! scripts by EVALSHA with the NOSCRIPT fallback, error translation,
-//! retries of idempotent commands, and batched deletion of unlock latches.
+//! retries of idempotent commands, and deletion of unlock latches (carried
+//! by the next script to the same node, else batched in the background).
 
 use std::future::Future;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use tokio::time::Instant;
 use crate::backoff::equal_jitter;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::latches::Latches;
 use crate::script::ScriptCall;
 
 /// Connect the command and the pub/sub connection of a client, both at
@@ -134,8 +136,9 @@ pub(crate) struct Redis {
     retry_delay: Duration,
     /// Set at shutdown: every command fails with `Error::Closed`.
     closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// Unlock latch keys to delete, for [`delete_latches`].
-    latches: tokio::sync::mpsc::UnboundedSender<String>,
+    /// Unlock latch keys to delete: by the next script, else by
+    /// [`delete_latches`].
+    latches: std::sync::Arc<Latches>,
     /// `WAIT` for replicas after every write, at most this long.
     replica_sync: Option<Duration>,
     /// Connected replicas per master (`""` without a cluster) and when they
@@ -148,7 +151,7 @@ pub(crate) struct Redis {
 impl Redis {
     /// The command layer over `client`, and its latch-deleting task.
     pub(crate) fn start(client: fred::clients::Client, config: &Config) -> (Redis, JoinHandle<()>) {
-        let (latches, latch_rx) = tokio::sync::mpsc::unbounded_channel();
+        let latches = std::sync::Arc::new(Latches::new(config.redis.server.is_clustered()));
         let redis = Redis {
             client,
             timeout: config.timeout,
@@ -159,11 +162,7 @@ impl Redis {
             replica_sync: config.replica_sync,
             replicas: Default::default(),
         };
-        let task = tokio::spawn(delete_latches(
-            redis.clone(),
-            latch_rx,
-            config.redis.server.is_clustered(),
-        ));
+        let task = tokio::spawn(delete_latches(redis.clone()));
         (redis, task)
     }
 
@@ -181,31 +180,43 @@ impl Redis {
     }
 
     /// Run `script` once. `keys[0]` names the key in a WRONGTYPE error.
+    ///
+    /// If no other script is in flight, queued unlock latches of the
+    /// script's node go first, as a `DEL` that fred writes in the same write
+    /// as the `EVALSHA` (see [`send_del`] and `latches.rs`).
     pub(crate) async fn eval(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
         self.check_open()?;
         let call = build();
         let writes = call.script.writes;
         // A cheap handle (reference counted), named in a WRONGTYPE error.
         let first_key = call.keys.first().cloned();
-        let reply = match self
-            .client
-            .evalsha::<Value, _, _, _>(call.script.sha(), call.keys, call.args)
-            .await
-        {
+        let key = first_key.as_ref().and_then(Key::as_str).unwrap_or_default();
+        let (_in_flight, carried) = self.latches.script(first_key.as_ref().map(|_| key));
+        if !carried.is_empty() {
+            send_del(&self.client, carried.clone());
+        }
+        let reply = match evalsha(&self.client, call).await {
             Err(e) if e.details().starts_with("NOSCRIPT") => {
                 // EVAL runs the script and caches it for the next EVALSHA;
                 // the arguments are built again rather than kept for this.
+                // Boxed: rare, and fred's command futures are large.
                 let call = build();
-                self.client
-                    .eval::<Value, _, _, _>(call.script.body, call.keys, call.args)
-                    .await
+                Box::pin(
+                    self.client
+                        .eval::<Value, _, _, _>(call.script.body, call.keys, call.args),
+                )
+                .await
             }
             other => other,
         };
-        let key = first_key.as_ref().and_then(Key::as_str).unwrap_or_default();
+        if reply.is_err() && !carried.is_empty() {
+            // The DEL went ahead of the script on the same connection: it
+            // may have been lost with it. Deleting again is harmless.
+            self.latches.restore(carried);
+        }
         let reply = reply.map_err(|e| Error::from_redis(e, key, self.timeout))?;
         if let (Some(wait), true) = (self.replica_sync, writes) {
-            self.sync_replicas(key, wait).await?;
+            Box::pin(self.sync_replicas(key, wait)).await?;
         }
         Ok(reply)
     }
@@ -358,40 +369,81 @@ impl Redis {
 
     /// Delete an unlock latch soon, without waiting for it.
     pub(crate) fn delete_later(&self, key: String) {
-        // The latch expires by itself if the client is gone.
-        let _ = self.latches.send(key);
+        self.latches.add(key);
+    }
+
+    /// Delete every latch still queued, now (at shutdown).
+    pub(crate) async fn delete_queued_latches(&self) {
+        for keys in self.latches.take_all() {
+            delete(self, keys).await;
+        }
     }
 }
 
-/// Delete unlock latches (docs/PROTOCOL.md §2.4: the client deletes its latch once
-/// it has the unlock's reply). One task, so an unlock costs a channel send,
-/// not a task; latches queued while a DEL is in flight go out together in
-/// the next one (per hash slot on a cluster, where a DEL spans one slot).
-/// No collection window: measured, its timer wake-ups cost uncontended
-/// throughput more than the saved DELs gain (BENCHMARKS.md).
-async fn delete_latches(
-    redis: Redis,
-    mut latches: tokio::sync::mpsc::UnboundedReceiver<String>,
-    by_slot: bool,
-) {
-    const MAX_BATCH: usize = 512;
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while latches.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        if by_slot {
-            let mut by_slots: std::collections::HashMap<u16, Vec<String>> = Default::default();
-            for key in batch.drain(..) {
-                by_slots
-                    .entry(fred::util::redis_keyslot(key.as_bytes()))
-                    .or_default()
-                    .push(key);
-            }
-            for keys in by_slots.into_values() {
-                delete(&redis, keys).await;
-            }
-        } else {
-            let keys = std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH));
-            delete(&redis, keys).await;
-        }
+/// `EVALSHA` of `call`, as fred's `evalsha` would send it, but through a
+/// one-command fred pipeline: its future is about 600 bytes where fred's
+/// `evalsha` future is about 5 KB (fred reserves room in every command
+/// future for unblocking a blocked connection). An acquire attempt kept
+/// alive for cancellation safety holds this future, once per waiter
+/// (BENCHMARKS.md, memory per waiter).
+///
+/// A pipelined command has no timed-out mark: one that times out while
+/// fred holds it for a reconnect is still written once reconnected (fred
+/// skips a plain command then). Every script goes this way, so an acquire
+/// written late is followed, in order, by the undo its caller sent after
+/// the timeout (the acquire's owner field is never reused).
+async fn evalsha(
+    client: &fred::clients::Client,
+    call: ScriptCall,
+) -> std::result::Result<Value, fred::error::Error> {
+    use futures::FutureExt;
+    let slot = call
+        .keys
+        .first()
+        .map_or(0, |key| fred::util::redis_keyslot(key.as_bytes()));
+    let mut args = Vec::with_capacity(2 + call.keys.len() + call.args.len());
+    args.push(Value::from(call.script.sha()));
+    args.push(Value::from(call.keys.len() as i64));
+    args.extend(call.keys.into_iter().map(Value::from));
+    args.extend(call.args);
+    let pipeline = client.pipeline();
+    // Queueing on a pipeline completes at once (fred answers "queued"
+    // without I/O): polled here, once, so that its large future is never
+    // stored in ours. Unconstrained: tokio's cooperative budget would
+    // otherwise make a ready reply look pending to a task that used it up.
+    let queue = pipeline.custom::<Value, _>(
+        fred::cmd!("EVALSHA", hash: fred::types::ClusterHash::Custom(slot)),
+        args,
+    );
+    tokio::task::unconstrained(queue)
+        .now_or_never()
+        .ok_or_else(|| {
+            fred::error::Error::new(
+                fred::error::ErrorKind::Unknown,
+                "fred did not queue a pipelined command",
+            )
+        })??;
+    pipeline.last::<Value>().await
+}
+
+/// Send `DEL keys` without waiting for its reply: the command is handed to
+/// fred's connection task at once (the first poll of fred's command future
+/// sends it; the dropped future only gives up the reply). A command sent
+/// right after it from the same thread joins it in fred's queue, and fred
+/// writes queued commands with one flush: one write, one read on the server.
+fn send_del(client: &fred::clients::Client, keys: Vec<String>) {
+    use futures::FutureExt;
+    let _ = client.del::<Value, _>(keys).now_or_never();
+}
+
+/// Delete the unlock latches no script carried within
+/// [`WINDOW`](crate::latches::WINDOW)
+/// (docs/PROTOCOL.md §2.4), one `DEL` per batch (per hash slot on a cluster).
+/// Runs for the life of the client.
+async fn delete_latches(redis: Redis) {
+    loop {
+        redis.latches.wait().await;
+        redis.delete_queued_latches().await;
     }
 }
 

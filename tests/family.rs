@@ -256,11 +256,17 @@ async fn red_lock_acquires_by_majority_with_a_server_down() {
 
     let inside = Arc::new(AtomicUsize::new(0));
     let acquisitions = Arc::new(AtomicUsize::new(0));
+    // Both contenders start each round together, so each round one waits
+    // for the other's release (woken by its publish). Without it, the one
+    // releasing could take the members again at once, every round, and the
+    // other's bounded wait run out: these members are not fair locks.
+    let rounds = Arc::new(tokio::sync::Barrier::new(contenders.len()));
     let mut tasks = Vec::new();
     for red in contenders {
-        let (inside, acquisitions) = (inside.clone(), acquisitions.clone());
+        let (inside, acquisitions, rounds) = (inside.clone(), acquisitions.clone(), rounds.clone());
         tasks.push(tokio::spawn(async move {
             for _ in 0..8 {
+                rounds.wait().await;
                 let guard = red
                     .try_lock_for(Duration::from_secs(10), Some(Duration::from_secs(5)))
                     .await

@@ -240,3 +240,57 @@ async fn scripts_reload_after_script_flush() {
     guard.unlock().await.unwrap();
     assert!(!lock.is_locked().await.unwrap());
 }
+
+/// The unlock latch is deleted by a `DEL` in the same write as the client's
+/// next script, so it is gone when that script's reply arrives; without a
+/// next command it goes soon after (a short background window), long before
+/// its TTL (16 s); a shutdown deletes what is still queued.
+#[tokio::test]
+async fn unlock_latches_go_with_the_next_script_or_soon_after() {
+    let fx = Fixture::new("latch-del").await;
+    let (client, name) = (&fx.client, &fx.name);
+    let lock = client.lock(name).unwrap();
+    let other = client.lock(&format!("{name}-other")).unwrap();
+    let pattern = format!("redisson_unlock_latch:{{{name}}}:*");
+
+    for _ in 0..20 {
+        lock.lock().await.unwrap().unlock().await.unwrap();
+        // The next script on this client, on another lock, carries the DEL.
+        let guard = other.lock().await.unwrap();
+        assert!(
+            fx.keys(&pattern).await.is_empty(),
+            "latch gone with the next script"
+        );
+        guard.unlock().await.unwrap();
+    }
+
+    // Nothing follows: gone within a second all the same.
+    lock.lock().await.unwrap().unlock().await.unwrap();
+    let unlocked = std::time::Instant::now();
+    let others = format!("redisson_unlock_latch:{{{name}-other}}:*");
+    eventually("latches deleted without a next command", || async {
+        fx.keys(&pattern).await.is_empty() && fx.keys(&others).await.is_empty()
+    })
+    .await;
+    assert!(
+        unlocked.elapsed() < Duration::from_secs(1),
+        "deleted after {:?}, not left for the TTL",
+        unlocked.elapsed()
+    );
+
+    // A shutdown right after an unlock deletes the queued latch first.
+    let c = fx.client().await;
+    c.lock(name)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+    c.shutdown().await;
+    assert!(
+        fx.keys(&pattern).await.is_empty(),
+        "latch deleted by shutdown"
+    );
+}
