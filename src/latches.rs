@@ -1,16 +1,21 @@
 //! Unlock latches waiting to be deleted (docs/PROTOCOL.md §2.4: the client
 //! deletes its latch once it has the unlock's reply).
 //!
-//! A latch is not deleted by a command of its own. When the client is used
-//! one call at a time (no other script in flight), the next script it sends
-//! to the latch's node carries it, as a `DEL` in the same write (see
-//! `Redis::eval`), which saves a write and a read on both sides. When scripts
-//! run concurrently, latches wait instead, and one background task deletes
-//! whatever [`WINDOW`] collected with one `DEL` (per hash slot on a cluster,
-//! where a `DEL` spans one slot): fred's cost is per command, so one `DEL`
-//! for many unlocks beats one per unlock, carried or not (BENCHMARKS.md). So
-//! a latch outlives its unlock by at most about [`WINDOW`] plus one round
-//! trip, never by its TTL, unless Redis cannot be reached.
+//! A latch is not deleted by a command of its own when the client is used
+//! one call at a time: the next script it sends to the latch's node carries
+//! it, as a `DEL` in the same write (see `Redis::eval`), which saves a write
+//! and a read on both sides. If no script comes within [`WINDOW`], the
+//! background task deletes it.
+//!
+//! Under contention that would cost more than it saves. A latch queued while
+//! the client has waiters (on any lock or semaphore) or other scripts in
+//! flight goes to the background task at once, which deletes whatever is
+//! queued with one `DEL` (per hash slot on a cluster, where a `DEL` spans one
+//! slot); latches queued meanwhile go with its next `DEL`. Measured, holding
+//! them back for the window cost contended and parallel throughput about a
+//! tenth (BENCHMARKS.md, finding 5). So a latch outlives its unlock by at
+//! most about [`WINDOW`] plus one round trip, never by its TTL, unless Redis
+//! cannot be reached.
 
 use std::time::Duration;
 
@@ -19,10 +24,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-/// How long a latch waits for a command to carry it before the background
-/// task deletes it. One timer per window while latches come, not one per
-/// unlock: measured, a timer per unlock costs more than the saved `DEL`s
-/// gain (BENCHMARKS.md).
+/// How long a latch queued with no waiter and no script in flight waits for
+/// a script to carry it before the background task deletes it. One timer per
+/// window while latches come, not one per unlock: measured, a timer per
+/// unlock costs more than the saved `DEL`s gain (BENCHMARKS.md).
 pub(crate) const WINDOW: Duration = Duration::from_millis(2);
 
 /// The latches of a client waiting to be deleted.
@@ -33,6 +38,9 @@ pub(crate) struct Latches {
     in_flight: AtomicUsize,
     /// Wakes the background task when the first latch comes.
     added: Notify,
+    /// Ends the window at once: a latch came while the client had waiters or
+    /// scripts in flight.
+    now: Notify,
     /// On a cluster a command can carry only the latches of its own slot.
     by_slot: bool,
 }
@@ -45,8 +53,10 @@ impl Latches {
         }
     }
 
-    /// Queue `key` for deletion.
-    pub(crate) fn add(&self, key: String) {
+    /// Queue `key` for deletion: for the next script to carry, or for the
+    /// background task at once if the client is `contended` (it has
+    /// waiters) or other scripts are in flight.
+    pub(crate) fn add(&self, key: String, contended: bool) {
         let mut pending = self.pending.lock();
         let first = pending.is_empty();
         pending.push(key);
@@ -54,12 +64,15 @@ impl Latches {
         if first {
             self.added.notify_one();
         }
+        if contended || self.in_flight.load(Ordering::Relaxed) > 0 {
+            self.now.notify_one();
+        }
     }
 
     /// Queue keys again that a command was to delete but may not have.
     pub(crate) fn restore(&self, keys: Vec<String>) {
         for key in keys {
-            self.add(key);
+            self.add(key, false);
         }
     }
 
@@ -113,10 +126,15 @@ impl Latches {
     }
 
     /// Until latches are queued, then [`WINDOW`] more for a command to carry
-    /// them.
+    /// them, cut short by a latch queued while scripts are in flight. (A
+    /// permit left from an earlier window may cut one short as well: one
+    /// `DEL` more, no harm.)
     pub(crate) async fn wait(&self) {
         self.added.notified().await;
-        tokio::time::sleep(WINDOW).await;
+        tokio::select! {
+            () = tokio::time::sleep(WINDOW) => {}
+            () = self.now.notified() => {}
+        }
     }
 }
 

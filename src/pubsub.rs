@@ -179,6 +179,11 @@ impl Hub {
         (Hub { shared }, tasks)
     }
 
+    /// Whether any local waiter holds a subscription, on any channel.
+    pub(crate) fn has_waiters(&self) -> bool {
+        !self.shared.channels.lock().is_empty()
+    }
+
     /// Join `channel`, waiting until the server confirmed the subscription
     /// (at most the command timeout).
     pub(crate) async fn subscribe(&self, channel: &str) -> Result<Subscription> {

@@ -367,9 +367,11 @@ impl Redis {
         .await
     }
 
-    /// Delete an unlock latch soon, without waiting for it.
-    pub(crate) fn delete_later(&self, key: String) {
-        self.latches.add(key);
+    /// Delete an unlock latch soon, without waiting for it: carried by the
+    /// next script, or at once in the background if the client is
+    /// `contended` (has waiters) or has other scripts in flight (`latches.rs`).
+    pub(crate) fn delete_later(&self, key: String, contended: bool) {
+        self.latches.add(key, contended);
     }
 
     /// Delete every latch still queued, now (at shutdown).
@@ -437,9 +439,9 @@ fn send_del(client: &fred::clients::Client, keys: Vec<String>) {
 }
 
 /// Delete the unlock latches no script carried within
-/// [`WINDOW`](crate::latches::WINDOW)
-/// (docs/PROTOCOL.md §2.4), one `DEL` per batch (per hash slot on a cluster).
-/// Runs for the life of the client.
+/// [`WINDOW`](crate::latches::WINDOW), or at once those queued while the
+/// client had waiters or scripts in flight (docs/PROTOCOL.md §2.4), one `DEL` per batch (per
+/// hash slot on a cluster). Runs for the life of the client.
 async fn delete_latches(redis: Redis) {
     loop {
         redis.latches.wait().await;

@@ -372,7 +372,9 @@ impl Semaphore {
             Retry::Attempts => inner.redis.retrying(self.name(), release).await,
             Retry::Until(until) => inner.redis.persisting(self.name(), until, release).await,
         }?;
-        inner.redis.delete_later(latch.to_owned());
+        inner
+            .redis
+            .delete_later(latch.to_owned(), inner.hub.has_waiters());
         match reply {
             Value::Null => Ok(None),
             Value::Integer(count) => Ok(Some(count)),
@@ -748,7 +750,8 @@ impl SemaphorePermit {
         self.armed = false;
         if let Some(latch) = self.latch.take() {
             crate::telemetry::unheld(KIND);
-            self.semaphore.inner().redis.delete_later(latch);
+            let inner = self.semaphore.inner();
+            inner.redis.delete_later(latch, inner.hub.has_waiters());
         }
     }
 }

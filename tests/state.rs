@@ -4,7 +4,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{eventually, Fixture};
+use common::{eventually, wait_numsub, Fixture};
 use fred::prelude::*;
 use redisson_lock::{Owner, Ttl};
 
@@ -270,6 +270,27 @@ async fn unlock_latches_go_with_the_next_script_or_soon_after() {
     let others = format!("redisson_unlock_latch:{{{name}-other}}:*");
     eventually("latches deleted without a next command", || async {
         fx.keys(&pattern).await.is_empty() && fx.keys(&others).await.is_empty()
+    })
+    .await;
+    assert!(
+        unlocked.elapsed() < Duration::from_secs(1),
+        "deleted after {:?}, not left for the TTL",
+        unlocked.elapsed()
+    );
+
+    // With a waiter on the client, the latch goes at once in the
+    // background: gone within a second, not left for the TTL either.
+    let held = lock.lock().await.unwrap();
+    let waiter = tokio::spawn({
+        let lock = client.lock(name).unwrap();
+        async move { lock.lock().await.unwrap().unlock().await.unwrap() }
+    });
+    wait_numsub(&fx.raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
+    held.unlock().await.unwrap();
+    let unlocked = std::time::Instant::now();
+    waiter.await.unwrap();
+    eventually("latches deleted with a waiter", || async {
+        fx.keys(&pattern).await.is_empty()
     })
     .await;
     assert!(
