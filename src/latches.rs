@@ -8,10 +8,11 @@
 //! background task deletes it.
 //!
 //! Under contention that would cost more than it saves. A latch queued while
-//! the client has waiters (on any lock or semaphore) or other scripts in
-//! flight goes to the background task at once, which deletes whatever is
-//! queued with one `DEL` (per hash slot on a cluster, where a `DEL` spans one
-//! slot); latches queued meanwhile go with its next `DEL`. Measured, holding
+//! the client has waiters (any wait: a lock, a semaphore or a count-down
+//! latch) or other scripts in flight goes to the background task at once,
+//! which deletes whatever is queued with one `DEL` (per hash slot on a
+//! cluster, where a `DEL` spans one slot); latches queued meanwhile go with
+//! its next `DEL`. Measured, holding
 //! them back for the window cost contended and parallel throughput about a
 //! tenth (BENCHMARKS.md, finding 5). So a latch outlives its unlock by at
 //! most about [`WINDOW`] plus one round trip, never by its TTL, unless Redis

@@ -179,7 +179,8 @@ impl Hub {
         (Hub { shared }, tasks)
     }
 
-    /// Whether any local waiter holds a subscription, on any channel.
+    /// Whether any local waiter holds a subscription, on any channel (a
+    /// lock, semaphore or count-down latch wait).
     pub(crate) fn has_waiters(&self) -> bool {
         !self.shared.channels.lock().is_empty()
     }
