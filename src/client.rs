@@ -211,6 +211,13 @@ impl std::fmt::Debug for Client {
 }
 
 impl Inner {
+    /// Delete an unlock latch once its unlock has answered (docs/PROTOCOL.md
+    /// §2.4): at once in the background while this client has waiters, else
+    /// with the next script if one comes soon (`latches.rs`).
+    pub(crate) fn delete_latch_later(&self, latch: String) {
+        self.redis.delete_later(latch, self.hub.has_waiters());
+    }
+
     /// Whether the client is shutting down (or shut down).
     pub(crate) fn is_closing(&self) -> bool {
         *self.closing.borrow()

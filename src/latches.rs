@@ -12,9 +12,8 @@
 //! latch) or other scripts in flight goes to the background task at once,
 //! which deletes whatever is queued with one `DEL` (per hash slot on a
 //! cluster, where a `DEL` spans one slot); latches queued meanwhile go with
-//! its next `DEL`. Measured, holding
-//! them back for the window cost contended and parallel throughput about a
-//! tenth (BENCHMARKS.md, finding 5). So a latch outlives its unlock by at
+//! its next `DEL`. Measured, holding them back for the window cost contended
+//! and parallel throughput about a tenth (BENCHMARKS.md, finding 5). So a latch outlives its unlock by at
 //! most about [`WINDOW`] plus one round trip, never by its TTL, unless Redis
 //! cannot be reached.
 
@@ -127,9 +126,9 @@ impl Latches {
     }
 
     /// Until latches are queued, then [`WINDOW`] more for a command to carry
-    /// them, cut short by a latch queued while scripts are in flight. (A
-    /// permit left from an earlier window may cut one short as well: one
-    /// `DEL` more, no harm.)
+    /// them, cut short by a latch queued while the client has waiters or
+    /// scripts in flight. (A permit left from an earlier window may cut one
+    /// short as well: one `DEL` more, no harm.)
     pub(crate) async fn wait(&self) {
         self.added.notified().await;
         tokio::select! {

@@ -775,7 +775,7 @@ async fn release_now(
             inner.redis.persisting(name, until, unlock).await
         }
     }?;
-    inner.redis.delete_later(latch, inner.hub.has_waiters());
+    inner.delete_latch_later(latch);
     match reply {
         Value::Null => Err(Error::NotHeld {
             name: proto.name().to_owned(),

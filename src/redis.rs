@@ -440,8 +440,9 @@ fn send_del(client: &fred::clients::Client, keys: Vec<String>) {
 
 /// Delete the unlock latches no script carried within
 /// [`WINDOW`](crate::latches::WINDOW), or at once those queued while the
-/// client had waiters or scripts in flight (docs/PROTOCOL.md §2.4), one `DEL` per batch (per
-/// hash slot on a cluster). Runs for the life of the client.
+/// client had waiters or scripts in flight (docs/PROTOCOL.md §2.4), one
+/// `DEL` per batch (per hash slot on a cluster). Runs for the life of the
+/// client.
 async fn delete_latches(redis: Redis) {
     loop {
         redis.latches.wait().await;

@@ -372,9 +372,7 @@ impl Semaphore {
             Retry::Attempts => inner.redis.retrying(self.name(), release).await,
             Retry::Until(until) => inner.redis.persisting(self.name(), until, release).await,
         }?;
-        inner
-            .redis
-            .delete_later(latch.to_owned(), inner.hub.has_waiters());
+        inner.delete_latch_later(latch.to_owned());
         match reply {
             Value::Null => Ok(None),
             Value::Integer(count) => Ok(Some(count)),
@@ -750,8 +748,7 @@ impl SemaphorePermit {
         self.armed = false;
         if let Some(latch) = self.latch.take() {
             crate::telemetry::unheld(KIND);
-            let inner = self.semaphore.inner();
-            inner.redis.delete_later(latch, inner.hub.has_waiters());
+            self.semaphore.inner().delete_latch_later(latch);
         }
     }
 }
