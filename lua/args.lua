@@ -19,16 +19,42 @@
 --                   in [-2147483648, 2147483647], with "-" before a negative one.
 -- positive_arg(i)   ARGV[i] as a number: a decimal integer in [1, 2^53 - 1].
 -- bad_arg(i, what)  refuse ARGV[i]; it must be `what`.
+-- fail(message)     end the script at once, from any depth, with the error reply
+--                   `message` (its first word is the error code), writing nothing
+--                   more. Redis before 7 cannot report an error table raised by
+--                   `error()` (its handler concatenates it as text), so every
+--                   script that starts with this fragment runs its body through
+--                   run_body (src/script.rs adds the call), which catches the
+--                   failure and returns it as the script's reply; any other error
+--                   (a failed redis.call) is raised again as it was.
+-- run_body(body)    body(), with fail() turned into the error reply.
 -- publish(cmd, channel, message)  publish by `cmd` (a checked publish_arg):
 --                   PUBLISH, SPUBLISH, or BOTH (the two, for clusters whose
 --                   clients disagree on sharded pub/sub).
 -- Integers are decimal digits only, no sign (delta_arg's may have "-"), no leading zero, as Redis parses
 -- PEXPIRE and SET PX values; each range stays exact in a Lua double.
 -- KEYS, ARGV  none of its own: the helpers read the script's ARGV.
--- Returns     nothing. A failed check raises the error reply
+-- Returns     nothing. A failed check ends the script with the error reply
 --             INVALID_ARGUMENT ARGV[<i>] must be <what>, got "<value>"
 --             (the value cut to 40 bytes, control bytes as '?'; got nothing when
---             absent), to which Redis appends " script: <sha>, on @user_script:<line>.".
+--             absent), the same on every server (Redis 6.2, 7, Valkey).
+local FAILED = 'redisson_lock_failed'
+
+local function fail(message)
+    error({ [FAILED] = message }, 0)
+end
+
+local function run_body(body)
+    local ok, result = pcall(body)
+    if ok then
+        return result
+    end
+    if type(result) == 'table' and result[FAILED] ~= nil then
+        return redis.error_reply(result[FAILED])
+    end
+    error(result, 0)
+end
+
 local function bad_arg(i, what)
     local got = ARGV[i]
     if got == nil then
@@ -36,7 +62,7 @@ local function bad_arg(i, what)
     else
         got = '"' .. string.gsub(string.sub(got, 1, 40), '%c', '?') .. '"'
     end
-    error(redis.error_reply('INVALID_ARGUMENT ARGV[' .. i .. '] must be ' .. what .. ', got ' .. got))
+    fail('INVALID_ARGUMENT ARGV[' .. i .. '] must be ' .. what .. ', got ' .. got)
 end
 
 local function int_arg(i, min, max, what)

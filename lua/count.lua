@@ -15,7 +15,7 @@ local function count_of(key)
         return nil
     end
     if #v > 17 or string.find(v, '^%-?%d+$') == nil then
-        error(redis.error_reply('WRONGTYPE ' .. key .. ' does not hold an integer count'))
+        fail('WRONGTYPE ' .. key .. ' does not hold an integer count')
     end
     return tonumber(v)
 end

@@ -15,7 +15,7 @@
 --             pairs (args.lua).
 ms_arg(1)
 if #KEYS % 2 == 1 then
-    error(redis.error_reply('INVALID_ARGUMENT KEYS[' .. #KEYS .. '] must be followed by its key prefix'))
+    fail('INVALID_ARGUMENT KEYS[' .. #KEYS .. '] must be followed by its key prefix')
 end
 local arg = 2
 for _ = 2, #KEYS, 2 do

@@ -54,6 +54,9 @@ pub struct BlockingClient {
 struct Driver {
     handle: Handle,
     owned: Option<Runtime>,
+    /// How long a dropped guard blocks its thread for its release: one
+    /// command timeout; the release then finishes in the background.
+    drop_wait: Duration,
 }
 
 impl Drop for Driver {
@@ -70,6 +73,24 @@ impl Driver {
             return Err(Error::BlockingInAsync);
         }
         Ok(self.handle.block_on(fut))
+    }
+
+    /// Release a dropped guard by `unlock`: wait at most `drop_wait`, then
+    /// leave it to finish in the background (the release is finish-on-drop,
+    /// as an async guard's).
+    fn release_on_drop<T, F: Future<Output = Result<T>>>(&self, what: &str, unlock: F) {
+        // The timer is made inside the runtime (outside, tokio panics).
+        let wait = self.drop_wait;
+        match self.run(async move { tokio::time::timeout(wait, unlock).await }) {
+            Ok(Ok(Err(e))) => {
+                tracing::warn!(error = %e, "release of a dropped blocking {what} failed")
+            }
+            Ok(Err(_)) => tracing::debug!(
+                wait_ms = u64::try_from(self.drop_wait.as_millis()).unwrap_or(u64::MAX),
+                "release of a dropped blocking {what} goes on in the background"
+            ),
+            Ok(Ok(Ok(_))) | Err(_) => {}
+        }
     }
 }
 
@@ -93,11 +114,12 @@ impl BlockingClient {
             .map_err(|e| Error::Config(format!("cannot start a runtime: {e}")))?;
         let client = runtime.block_on(Client::connect(config))?;
         Ok(BlockingClient {
-            client,
             runtime: Arc::new(Driver {
                 handle: runtime.handle().clone(),
+                drop_wait: client.inner.config.timeout,
                 owned: Some(runtime),
             }),
+            client,
         })
     }
 
@@ -119,11 +141,12 @@ impl BlockingClient {
             ));
         }
         Ok(BlockingClient {
-            client,
             runtime: Arc::new(Driver {
                 handle,
                 owned: None,
+                drop_wait: client.inner.config.timeout,
             }),
+            client,
         })
     }
 
@@ -450,9 +473,7 @@ impl<K: Kind> Drop for BlockingGuard<K> {
     fn drop(&mut self) {
         if let Some(guard) = self.guard.take() {
             // Inside a runtime this falls back to the guard's background release.
-            if let Ok(Err(e)) = self.runtime.run(guard.unlock()) {
-                tracing::warn!(error = %e, "unlock of a dropped blocking guard failed");
-            }
+            self.runtime.release_on_drop("guard", guard.unlock());
         }
     }
 }
@@ -584,9 +605,8 @@ impl BlockingMultiGuard {
 impl Drop for BlockingMultiGuard {
     fn drop(&mut self) {
         if let Some(guard) = self.guard.take() {
-            if let Ok(Err(e)) = self.runtime.run(guard.unlock()) {
-                tracing::warn!(error = %e, "unlock of a dropped blocking multi-lock guard failed");
-            }
+            self.runtime
+                .release_on_drop("multi-lock guard", guard.unlock());
         }
     }
 }
@@ -841,9 +861,7 @@ impl Drop for BlockingSemaphorePermit {
     fn drop(&mut self) {
         if let Some(permit) = self.permit.take() {
             // Inside a runtime this falls back to the permit's background release.
-            if let Ok(Err(e)) = self.runtime.run(permit.release()) {
-                tracing::warn!(error = %e, "release of a dropped blocking permit failed");
-            }
+            self.runtime.release_on_drop("permit", permit.release());
         }
     }
 }
@@ -1090,9 +1108,7 @@ impl BlockingPermitGuard {
 impl Drop for BlockingPermitGuard {
     fn drop(&mut self) {
         if let Some(guard) = self.guard.take() {
-            if let Ok(Err(e)) = self.runtime.run(guard.release()) {
-                tracing::warn!(error = %e, "release of a dropped blocking permit failed");
-            }
+            self.runtime.release_on_drop("permit", guard.release());
         }
     }
 }

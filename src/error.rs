@@ -135,6 +135,9 @@ impl Error {
             // An ACL refusal inside a script (Redis 7: "ERR The user
             // executing the script can't publish to the channel ...").
             || details.contains("The user executing the script can't")
+            // ... and Valkey's ("ERR ACL failure in script: No permissions to
+            // access a channel ...").
+            || details.contains("ACL failure in script")
             || err.kind() == &ErrorKind::Auth
         {
             return Error::Auth(Cause::redis(err));
@@ -201,7 +204,7 @@ pub struct Cause {
 impl Cause {
     fn redis(err: fred::error::Error) -> Cause {
         Cause {
-            message: err.to_string(),
+            message: readable(&err),
             source: Some(err),
         }
     }
@@ -229,6 +232,43 @@ impl std::error::Error for Cause {
             .as_ref()
             .map(|e| e as &(dyn std::error::Error + 'static))
     }
+}
+
+/// fred's error as text for people: fred shows an I/O error by its Rust
+/// `Debug` form (`Os { code: 111, kind: ConnectionRefused, message:
+/// "Connection refused" }`); that becomes `I/O error: Connection refused (os
+/// error 111)`. Anything else is fred's own text.
+fn readable(err: &fred::error::Error) -> String {
+    let details = err.details();
+    let quoted = |field: &str| {
+        let start = details.find(field)? + field.len();
+        let end = details[start..].find('"')?;
+        Some(&details[start..start + end])
+    };
+    let word = |field: &str| {
+        let start = details.find(field)? + field.len();
+        let end = details[start..]
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(details.len() - start);
+        Some(&details[start..start + end])
+    };
+    if details.starts_with("Os {") {
+        if let (Some(message), Some(code)) = (quoted("message: \""), word("code: ")) {
+            return format!("I/O error: {message} (os error {code})");
+        }
+    }
+    if details.starts_with("Custom {") {
+        if let Some(message) = quoted("error: \"") {
+            return format!("I/O error: {message}");
+        }
+    }
+    if let Some(kind) = details
+        .strip_prefix("Kind(")
+        .and_then(|k| k.strip_suffix(')'))
+    {
+        return format!("I/O error: {kind}");
+    }
+    err.to_string()
 }
 
 /// Whether fred's error is a failed TLS handshake: native-tls's errors
@@ -275,3 +315,30 @@ const UNAVAILABLE: [&str; 6] = [
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::readable;
+    use fred::error::{Error as FredError, ErrorKind};
+
+    #[test]
+    fn io_errors_read_as_text_not_rust_debug() {
+        let refused = FredError::new(
+            ErrorKind::IO,
+            r#"Os { code: 111, kind: ConnectionRefused, message: "Connection refused" }"#,
+        );
+        assert_eq!(
+            readable(&refused),
+            "I/O error: Connection refused (os error 111)"
+        );
+        let custom = FredError::new(
+            ErrorKind::IO,
+            r#"Custom { kind: Other, error: "stream closed" }"#,
+        );
+        assert_eq!(readable(&custom), "I/O error: stream closed");
+        let kind = FredError::new(ErrorKind::IO, "Kind(UnexpectedEof)");
+        assert_eq!(readable(&kind), "I/O error: UnexpectedEof");
+        let plain = FredError::new(ErrorKind::Unknown, "Failed to route command.");
+        assert_eq!(readable(&plain), plain.to_string());
+    }
+}

@@ -153,6 +153,10 @@ impl Protocol for Fenced {
         self.rlock.waiting(field)
     }
 
+    fn release_channel(&self) -> Option<&str> {
+        self.rlock.release_channel()
+    }
+
     fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         unlock_call(inner, &self.rlock.keys, field, lease_ms, latch)
     }

@@ -15,17 +15,27 @@ use crate::owner::Owner;
 /// its hold in the background (errors are logged through `tracing`);
 /// [`forget`](Self::forget) keeps the hold until its lease ends.
 ///
-/// [`lost`](Self::lost) resolves if the lock is lost while held: the watchdog
-/// found the key gone (a force-unlock by another client is noticed at the
-/// next renewal, within a third of the watchdog lease), it was force-unlocked
-/// through this client, or the hold is no longer certain. A hold with an
-/// explicit lease is not renewed, so it learns of a foreign force-unlock only
-/// when its lease ends. A hold is certain until the send time of the last acquisition or
-/// renewal Redis confirmed, plus the lease, less a drift margin (1 % of the
-/// lease + 2 ms): Redis cannot have expired the key before then. Past it,
-/// with no newer confirmation (a stalled network, a paused server, an
-/// explicit lease ending), the hold counts as lost, whatever the network
-/// does; so `lost()` resolves before another client can take the lock.
+/// [`lost`](Self::lost) resolves if the lock is lost while held:
+///
+/// * **force-unlocked by another client** (Java or Rust): within a round trip
+///   or two of the unlock's message, for every kind whose unlocks publish on
+///   one channel (RLock, non-reentrant, fenced, read and write locks): while
+///   `lost()` is awaited, the guard listens on the lock's channel (sharing
+///   the client's one subscription) and re-checks its hold after every
+///   message. A fair or spin lock has no such channel and learns of it at
+///   the next renewal, as below;
+/// * **gone without a message** (a plain `DEL`, a takeover after the key
+///   expired): at the next watchdog renewal, within a third of the watchdog
+///   lease; a hold with an explicit lease is not renewed and counts as lost
+///   when its lease ends;
+/// * force-unlocked through this client: at once;
+/// * **no longer certain**: a hold is certain until the send time of the
+///   last acquisition or renewal Redis confirmed, plus the lease, less a
+///   drift margin (1 % of the lease + 2 ms): Redis cannot have expired the
+///   key before then. Past it, with no newer confirmation (a stalled network,
+///   a paused server, an explicit lease ending), the hold counts as lost,
+///   whatever the network does; so `lost()` resolves before another client
+///   can take the lock.
 ///
 /// What a guard can do depends on its kind: [`reenter`](Self::reenter) on
 /// reentrant kinds, `fencing_token` on [`Fenced`](crate::Fenced) guards,
@@ -143,10 +153,15 @@ impl<K: Kind> LockGuard<K> {
     }
 
     /// Resolves once the lock is lost while this guard exists: found gone,
-    /// force-unlocked, or no longer certain (see the type's docs): at the
+    /// force-unlocked, or no longer certain (see the type's docs): within a
+    /// round trip of a forced unlock's message (kinds with a release
+    /// channel), at the next renewal for a key gone without one, and at the
     /// latest when its lease can have run out on the server, less a drift
     /// margin. Never, if it is released normally. Usable in
-    /// `tokio::select!`; owns what it needs.
+    /// `tokio::select!`; owns what it needs. While it is awaited, the
+    /// client shares a subscription to the lock's channel with it (one
+    /// `HEXISTS` when it starts and after each message on the channel); it
+    /// is left when the future is dropped or the hold released.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         self.hold.lost()
     }

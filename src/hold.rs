@@ -121,8 +121,31 @@ impl RawHold {
         self.raw.is_held(&self.field).await
     }
 
+    /// Resolves once the hold is lost (see [`watchdog::lost`]). Where the
+    /// lock has a release channel, the hold is also re-checked at once
+    /// whenever anything is published there, so a forced unlock by another
+    /// client is noticed within a round trip, not at the next renewal.
     pub(crate) fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        watchdog::lost(self.status.clone())
+        let lost = watchdog::lost(self.status.clone());
+        let watch = self.raw.proto.release_channel().map(|channel| {
+            watch_channel(
+                self.raw.clone(),
+                channel.to_owned(),
+                self.field.clone(),
+                self.status.clone(),
+            )
+        });
+        async move {
+            match watch {
+                None => lost.await,
+                Some(watch) => {
+                    tokio::select! {
+                        () = lost => {}
+                        () = watch => {}
+                    }
+                }
+            }
+        }
     }
 
     pub(crate) fn is_lost(&self) -> bool {
@@ -138,9 +161,70 @@ impl Drop for RawHold {
         let (raw, field) = (self.raw.clone(), self.field.clone());
         self.raw.inner().cleanups.spawn(async move {
             let patience = Patience::UntilExpiry;
-            if let Err(e) = release(raw.inner(), raw.proto.as_ref(), &field, patience).await {
-                tracing::warn!(lock = raw.name(), error = %e, "background unlock of a dropped guard failed");
+            match release(raw.inner(), raw.proto.as_ref(), &field, patience).await {
+                Ok(_) => {}
+                // Its lease ran out, or it was lost and reported so: normal.
+                Err(Error::NotHeld { .. }) => {
+                    tracing::debug!(lock = raw.name(), "dropped guard's hold was already gone");
+                }
+                Err(e) => {
+                    tracing::warn!(lock = raw.name(), error = %e, "background unlock of a dropped guard failed");
+                }
             }
         });
     }
+}
+
+/// Watch the lock's release `channel` while the hold observed by `status`
+/// lasts: check the hold when the subscription is made and after every
+/// message, reconnect or lost connection, and mark it lost in the registry
+/// when its field is gone (which resolves [`watchdog::lost`]). Never
+/// resolves; its subscription ends when the hold is released. A failed
+/// subscribe or check is tried again after `retry_delay`: the renewal path
+/// still bounds how late a loss is noticed.
+async fn watch_channel(
+    raw: RawLock,
+    channel: String,
+    field: String,
+    status: watch::Receiver<Status>,
+) {
+    let released = released(status.clone());
+    let watching = async {
+        let inner = raw.inner();
+        let retry = inner.config.retry_delay.max(Duration::from_millis(1));
+        loop {
+            let Ok(subscription) = inner.hub.watch(&channel).await else {
+                tokio::time::sleep(retry).await;
+                continue;
+            };
+            loop {
+                let message = subscription.any_message();
+                tokio::pin!(message);
+                message.as_mut().enable();
+                match raw.is_held(&field).await {
+                    Ok(false) => {
+                        inner.holds.lose(raw.name(), &field, &status);
+                        return;
+                    }
+                    Ok(true) => message.await,
+                    Err(_) => {
+                        tokio::select! {
+                            () = message => {}
+                            () = tokio::time::sleep(retry) => {}
+                        }
+                    }
+                }
+            }
+        }
+    };
+    tokio::select! {
+        () = released => {}
+        () = watching => {}
+    }
+    std::future::pending().await
+}
+
+/// Resolves when the registry drops the hold `status` observes (released).
+async fn released(mut status: watch::Receiver<Status>) {
+    while status.changed().await.is_ok() {}
 }

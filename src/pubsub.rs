@@ -12,8 +12,14 @@
 //! re-check, since messages published during the gap are lost; when the
 //! connection is lost, every waiter is woken at once too, so none sleeps on
 //! a dead connection until its holder's TTL.
+//!
+//! A holder may also [`watch`](Hub::watch) its lock's channel, to re-check its
+//! hold whenever anything is published there (a forced unlock): a watcher
+//! shares the channel's subscription but is never counted or woken as a
+//! waiter, so it takes no wake-up meant for one.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -106,6 +112,8 @@ pub(crate) struct Hub {
 
 struct Shared {
     channels: Mutex<HashMap<String, Arc<Entry>>>,
+    /// Subscriptions held by waiters (not watchers), on every channel.
+    waiters: AtomicUsize,
     ops: mpsc::UnboundedSender<Op>,
     timeout: Duration,
 }
@@ -113,8 +121,12 @@ struct Shared {
 struct Entry {
     /// Local holders of a [`Subscription`]; changed only under the map lock.
     refs: Mutex<usize>,
+    /// How many of `refs` are watchers, not waiters.
+    watchers: AtomicUsize,
     ready: watch::Sender<Ready>,
     notify: Notify,
+    /// Every message, reconnect and connection loss, for watchers.
+    any: Notify,
     /// On a cluster: the nodes the subscription was made on, to notice when
     /// the channel's slot has moved to another node.
     placed: Mutex<Vec<String>>,
@@ -157,6 +169,8 @@ pub(crate) struct Subscription {
     channel: String,
     /// How many messages the channel had seen when this subscription joined.
     since: u64,
+    /// A watcher (a holder re-checking its hold), not a waiter.
+    watcher: bool,
 }
 
 impl Hub {
@@ -169,6 +183,7 @@ impl Hub {
         let (ops, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             channels: Mutex::new(HashMap::new()),
+            waiters: AtomicUsize::new(0),
             ops,
             timeout,
         });
@@ -182,7 +197,7 @@ impl Hub {
     /// Whether any local waiter holds a subscription, on any channel (a
     /// lock, semaphore or count-down latch wait).
     pub(crate) fn has_waiters(&self) -> bool {
-        !self.shared.channels.lock().is_empty()
+        self.shared.waiters.load(Ordering::Relaxed) > 0
     }
 
     /// Join `channel`, waiting until the server confirmed the subscription
@@ -194,6 +209,17 @@ impl Hub {
     /// [`subscribe`](Self::subscribe), waking waiters per `wake` (if this is
     /// the channel's first local subscriber; later ones share its policy).
     pub(crate) async fn subscribe_with(&self, channel: &str, wake: Wake) -> Result<Subscription> {
+        self.join(channel, wake, false).await
+    }
+
+    /// Join the lock channel `channel` as a watcher: woken through
+    /// [`Subscription::any_message`] by every message, never counted or
+    /// woken as a waiter.
+    pub(crate) async fn watch(&self, channel: &str) -> Result<Subscription> {
+        self.join(channel, Wake::Lock, true).await
+    }
+
+    async fn join(&self, channel: &str, wake: Wake, watcher: bool) -> Result<Subscription> {
         let (entry, first) = {
             let mut channels = self.shared.channels.lock();
             let entry = channels
@@ -201,8 +227,10 @@ impl Hub {
                 .or_insert_with(|| {
                     Arc::new(Entry {
                         refs: Mutex::new(0),
+                        watchers: AtomicUsize::new(0),
                         ready: watch::Sender::new(Ready::Pending),
                         notify: Notify::new(),
+                        any: Notify::new(),
                         placed: Mutex::new(Vec::new()),
                         wake,
                         messages: Mutex::new((0, 0)),
@@ -213,6 +241,12 @@ impl Hub {
             *refs += 1;
             let first = *refs == 1;
             drop(refs);
+            let count = if watcher {
+                &entry.watchers
+            } else {
+                &self.shared.waiters
+            };
+            count.fetch_add(1, Ordering::Relaxed);
             (entry, first)
         };
         if first {
@@ -225,6 +259,7 @@ impl Hub {
             entry,
             channel: channel.to_owned(),
             since,
+            watcher,
         };
         if first {
             let _ = self.shared.ops.send(Op::Subscribe(channel.to_owned()));
@@ -270,11 +305,24 @@ impl Subscription {
         let (count, code) = *self.entry.messages.lock();
         (count > self.since).then_some(code)
     }
+
+    /// A watcher's wake-up: any message on the channel, a reconnect or a
+    /// lost connection. Create it and call `enable` on it before the check
+    /// it follows, so nothing published in between is missed.
+    pub(crate) fn any_message(&self) -> tokio::sync::futures::Notified<'_> {
+        self.entry.any.notified()
+    }
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
         let mut channels = self.shared.channels.lock();
+        let count = if self.watcher {
+            &self.entry.watchers
+        } else {
+            &self.shared.waiters
+        };
+        count.fetch_sub(1, Ordering::Relaxed);
         let mut refs = self.entry.refs.lock();
         *refs -= 1;
         if *refs == 0 {
@@ -293,12 +341,13 @@ impl Entry {
             let mut messages = self.messages.lock();
             *messages = (messages.0.wrapping_add(1), code);
         }
+        self.any.notify_waiters();
         match (self.wake, code) {
             (Wake::Lock, 0) => self.notify.notify_one(),
             (Wake::Lock, 1) => self.notify.notify_waiters(),
             (Wake::Lock, _) => {}
             (Wake::Count, m) => {
-                let waiters = *self.refs.lock();
+                let waiters = self.waiters();
                 let wake = usize::try_from(m).unwrap_or(0).min(waiters);
                 for _ in 0..wake {
                     self.notify.notify_one();
@@ -308,7 +357,15 @@ impl Entry {
         }
     }
 
+    /// Local waiters on this channel (its subscribers less its watchers).
+    fn waiters(&self) -> usize {
+        self.refs
+            .lock()
+            .saturating_sub(self.watchers.load(Ordering::Relaxed))
+    }
+
     fn wake_all(&self) {
+        self.any.notify_waiters();
         self.notify.notify_waiters();
         // Also leave a permit for a waiter between its attempt and its wait.
         self.notify.notify_one();

@@ -126,6 +126,14 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     /// How a waiter with `field` waits.
     fn waiting(&self, field: &str) -> Waiting;
 
+    /// The channel on which every release and forced unlock of this lock
+    /// publishes, which a holder may watch to learn at once that its hold is
+    /// gone; `None` where there is none (the fair lock publishes to its next
+    /// waiter only, the spin lock not at all).
+    fn release_channel(&self) -> Option<&str> {
+        None
+    }
+
     /// The unlock script: one hold of `field` away, latch at `latch`.
     fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall;
 
@@ -323,8 +331,7 @@ impl RawLock {
         let mut next_in_line = NEXT_IN_LINE_FIRST;
         // The wait span: from the first busy attempt to the end, entered
         // while subscribing and sleeping.
-        let mut wait_span = tracing::Span::none();
-        let mut attempts = 0u32;
+        let mut wait = crate::telemetry::WaitSpan::default();
         loop {
             if self.inner().is_closing() {
                 return Err(Error::Closed);
@@ -337,7 +344,7 @@ impl RawLock {
                     .inner()
                     .hub
                     .subscribe(channel)
-                    .instrument(wait_span.clone());
+                    .instrument(wait.span.clone());
                 let subscribed = match deadline {
                     None => subscribing.await,
                     Some(d) => match tokio::time::timeout_at(d, subscribing).await {
@@ -357,7 +364,7 @@ impl RawLock {
                             return out_of_time(last_error);
                         }
                         sleep_until_deadline(equal_jitter(retry_delay), deadline)
-                            .instrument(wait_span.clone())
+                            .instrument(wait.span.clone())
                             .await;
                         continue;
                     }
@@ -383,19 +390,18 @@ impl RawLock {
             if let Some(e) = step.take() {
                 return Err(e);
             }
-            attempts += 1;
+            wait.attempts += 1;
             let attempt = self.attempt(field, lease, mode, step).await;
             if matches!(attempt, Ok((Attempt::Busy(_) | Attempt::NextInLine(_), _)))
-                && wait_span.is_none()
+                && wait.span.is_none()
                 && !matches!(mode, AttemptMode::Once)
             {
-                wait_span = tracing::debug_span!(
+                wait.span = tracing::debug_span!(
                     "redisson_lock.wait",
                     lock = self.name(),
                     attempts = tracing::field::Empty
                 );
             }
-            wait_span.record("attempts", attempts);
             let pause = match attempt {
                 Ok((Attempt::Acquired { token }, sent_at)) => {
                     return Ok(Some(self.acquired(owner, field, lease, sent_at, token)))
@@ -449,7 +455,7 @@ impl RawLock {
                     None => sleep_until_deadline(pause, deadline).await,
                 }
             };
-            sleep.instrument(wait_span.clone()).await;
+            sleep.instrument(wait.span.clone()).await;
         }
     }
 

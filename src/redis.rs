@@ -339,6 +339,7 @@ impl Redis {
         Fut: Future<Output = Result<T>>,
     {
         let mut tries = 0u32;
+        let start = Instant::now();
         loop {
             match op().await {
                 Err(e) if e.is_transient() && again(tries, pause) => {
@@ -346,6 +347,9 @@ impl Redis {
                     tracing::debug!(lock = name, error = %e, attempt = tries, "retrying Redis command");
                     tokio::time::sleep(equal_jitter(pause)).await;
                 }
+                // After retries, a timeout names the whole time spent, not
+                // the last try's.
+                Err(Error::Timeout(_)) if tries > 0 => return Err(Error::Timeout(start.elapsed())),
                 other => return other,
             }
         }

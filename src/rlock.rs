@@ -107,6 +107,10 @@ impl Protocol for Reentrant {
         Waiting::Channel(self.keys.channel.clone())
     }
 
+    fn release_channel(&self) -> Option<&str> {
+        Some(&self.keys.channel)
+    }
+
     fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         unlock_call(inner, &self.keys, field, lease_ms, latch)
     }
@@ -141,6 +145,10 @@ impl Protocol for NonReentrant {
 
     fn waiting(&self, field: &str) -> Waiting {
         self.rlock.waiting(field)
+    }
+
+    fn release_channel(&self) -> Option<&str> {
+        self.rlock.release_channel()
     }
 
     fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {

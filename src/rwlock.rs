@@ -267,6 +267,10 @@ impl Protocol for Read {
         Waiting::Channel(self.keys.channel.clone())
     }
 
+    fn release_channel(&self) -> Option<&str> {
+        Some(&self.keys.channel)
+    }
+
     fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
             &script::RW_READ_UNLOCK,
@@ -351,6 +355,10 @@ impl Protocol for Write {
 
     fn waiting(&self, _field: &str) -> Waiting {
         Waiting::Channel(self.keys.channel.clone())
+    }
+
+    fn release_channel(&self) -> Option<&str> {
+        Some(&self.keys.channel)
     }
 
     fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {

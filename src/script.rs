@@ -20,24 +20,30 @@ pub(crate) struct Script {
 /// that writes starts with `args.lua` and runs its checks before its first
 /// write, so a bad argument is refused with nothing written; the read-only
 /// `*is_locked` scripts go without.
+///
+/// After `args.lua` the rest runs as one function through its `run_body`,
+/// which turns a `fail(message)` from any depth into the script's error reply:
+/// Redis before 7 cannot report an error table raised by `error()`, so this is
+/// how a check fails alike on Redis 6.2, 7 and Valkey.
 macro_rules! script {
     ($name:ident, "args.lua", $($file:literal),+) => {
-        script!(@make $name, true, "args.lua", $($file),+);
+        script!(@make $name, true, concat!(
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/args.lua")),
+            "\nreturn run_body(function()\n",
+            $(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file)),)+
+            "\nend)\n"
+        ));
     };
     ($name:ident, $($file:literal),+) => {
-        script!(@make $name, false, $($file),+);
+        script!(@make $name, false, concat!(
+            $(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file))),+
+        ));
     };
-    (@make $name:ident, $writes:literal, $($file:literal),+) => {
+    (@make $name:ident, $writes:literal, $body:expr) => {
         pub(crate) static $name: Script = Script {
-            body: concat!($(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file))),+),
+            body: $body,
             writes: $writes,
-            sha: LazyLock::new(|| {
-                fred::util::sha1_hash(concat!($(include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/lua/",
-                    $file
-                ))),+))
-            }),
+            sha: LazyLock::new(|| fred::util::sha1_hash($body)),
         };
     };
 }

@@ -182,8 +182,37 @@ pub(crate) fn describe() {
             Unit::Count,
             "Channels subscribed for waiters by this process"
         );
+        // Register the series a dashboard alerts on at zero, so that they
+        // exist before their first event (adding 0 leaves a running total
+        // as it is when a second client connects).
+        metrics::counter!(names::RENEWALS).increment(0);
+        metrics::counter!(names::RENEWAL_FAILURES).increment(0);
+        metrics::gauge!(names::SUBSCRIPTIONS).increment(0.0);
+        for kind in LOCK_KINDS {
+            for reason in [
+                LostReason::Gone,
+                LostReason::Expired,
+                LostReason::ForceUnlocked,
+            ] {
+                metrics::counter!(names::LOST, "kind" => kind, "reason" => reason.as_str())
+                    .increment(0);
+            }
+        }
     }
 }
+
+/// The `kind` label of every lock kind (the client method that makes it).
+#[cfg(feature = "metrics")]
+const LOCK_KINDS: [&str; 8] = [
+    "lock",
+    "non_reentrant_lock",
+    "fair_lock",
+    "non_reentrant_fair_lock",
+    "read_lock",
+    "write_lock",
+    "spin_lock",
+    "fenced_lock",
+];
 
 /// An acquisition of `kind` ended with `outcome` after `waited`.
 #[inline]
@@ -256,4 +285,29 @@ pub(crate) fn subscription(opened: bool) {
     }
     #[cfg(not(feature = "metrics"))]
     let _ = opened;
+}
+
+/// The span of one wait (`redisson_lock.wait`, none until the first busy
+/// attempt) and how many attempts it made, recorded on it once, when the
+/// wait ends, however it ends.
+pub(crate) struct WaitSpan {
+    pub span: tracing::Span,
+    pub attempts: u32,
+}
+
+impl Default for WaitSpan {
+    fn default() -> WaitSpan {
+        WaitSpan {
+            span: tracing::Span::none(),
+            attempts: 0,
+        }
+    }
+}
+
+impl Drop for WaitSpan {
+    fn drop(&mut self) {
+        if !self.span.is_none() {
+            self.span.record("attempts", self.attempts);
+        }
+    }
 }

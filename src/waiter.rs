@@ -98,8 +98,7 @@ where
     let mut subscription: Option<Subscription> = None;
     // The wait span: from the first busy attempt to the end, entered while
     // subscribing and sleeping.
-    let mut wait_span = tracing::Span::none();
-    let mut attempts = 0u32;
+    let mut wait = crate::telemetry::WaitSpan::default();
     loop {
         if inner.is_closing() {
             return Err(Error::Closed);
@@ -110,7 +109,7 @@ where
             let subscribing = inner
                 .hub
                 .subscribe_with(channel, wake)
-                .instrument(wait_span.clone());
+                .instrument(wait.span.clone());
             let subscribed = match deadline {
                 None => subscribing.await,
                 Some(d) => match tokio::time::timeout_at(d, subscribing).await {
@@ -130,7 +129,7 @@ where
                         return out_of_time(last_error);
                     }
                     sleep_until_deadline(equal_jitter(retry_delay), deadline)
-                        .instrument(wait_span.clone())
+                        .instrument(wait.span.clone())
                         .await;
                     continue;
                 }
@@ -142,16 +141,15 @@ where
         if let Some(n) = notified.as_mut().as_pin_mut() {
             n.enable();
         }
-        attempts += 1;
+        wait.attempts += 1;
         let outcome = attempt().await;
-        if matches!(outcome, Ok(Outcome::Busy(_))) && wait_span.is_none() && !once {
-            wait_span = tracing::debug_span!(
+        if matches!(outcome, Ok(Outcome::Busy(_))) && wait.span.is_none() && !once {
+            wait.span = tracing::debug_span!(
                 "redisson_lock.wait",
                 lock = name,
                 attempts = tracing::field::Empty
             );
         }
-        wait_span.record("attempts", attempts);
         let pause = match outcome {
             Ok(Outcome::Ready(value)) => {
                 let last_message = subscription.as_ref().and_then(Subscription::last_message);
@@ -194,7 +192,7 @@ where
                 None => sleep_until_deadline(pause, deadline).await,
             }
         };
-        sleep.instrument(wait_span.clone()).await;
+        sleep.instrument(wait.span.clone()).await;
     }
 }
 

@@ -279,6 +279,23 @@ impl Holds {
         }
     }
 
+    /// Mark the hold of `(name, field)` that `status` observes lost: a
+    /// watcher found its field gone from Redis. A hold released meanwhile,
+    /// or taken afresh since (another status channel), is left alone.
+    pub(crate) fn lose(&self, name: &str, field: &str, status: &watch::Receiver<Status>) {
+        let mut map = self.map.lock();
+        let Some(hold) = hold_mut(&mut map, name, field) else {
+            return;
+        };
+        if hold.status.subscribe().same_channel(status) && mark_lost(hold, LostReason::Gone) {
+            tracing::warn!(
+                lock = name,
+                owner = field,
+                "lock lost: found gone after a message on its channel"
+            );
+        }
+    }
+
     /// Wait until renewal run `run` has finished.
     pub(crate) async fn wait_for_run(&self, run: u64) {
         let mut finished = self.finished_run.subscribe();

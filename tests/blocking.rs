@@ -150,3 +150,41 @@ fn every_kind_has_a_blocking_form() {
         .is_locked()
         .unwrap());
 }
+
+/// Dropping a blocking guard while Redis holds back writes blocks the
+/// thread one command timeout at most (before: until every retry was spent
+/// or the pause ended); the release then finishes in the background, and
+/// the lock is free once Redis answers again.
+#[test]
+fn dropping_a_guard_while_redis_is_paused_blocks_one_timeout_at_most() {
+    use common::fault::{client_pause, client_unpause, PauseMode};
+    let server = Server::private();
+    let timeout = Duration::from_millis(500);
+    let config = Config::from_url(&server.url).unwrap().timeout(timeout);
+    let client = BlockingClient::connect(config).unwrap();
+    let lock = client.lock(&unique("blocking-drop-paused")).unwrap();
+    let guard = lock.lock().unwrap();
+    let probe = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let raw = probe.block_on(server.raw());
+    probe.block_on(client_pause(&raw, Duration::from_secs(5), PauseMode::Write));
+
+    let start = std::time::Instant::now();
+    drop(guard);
+    let took = start.elapsed();
+    probe.block_on(client_unpause(&raw));
+    assert!(
+        took < timeout * 3,
+        "drop blocked {took:?}, more than one command timeout ({timeout:?}) and a margin"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while lock.is_locked().unwrap() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background release never freed the lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -51,6 +51,9 @@ fn slot_of(key: &str) -> u16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster() {
     let cluster = Cluster::start().await;
+    // Redis 7+ and Valkey have sharded pub/sub; a Redis 6.2 cluster has not.
+    let sharded = common::supports_sharded_pubsub(&cluster.raw().await).await;
+    eprintln!("sharded pub/sub: {sharded}");
     let started = Instant::now();
     macro_rules! scenario {
         ($name:ident) => {
@@ -60,10 +63,16 @@ async fn cluster() {
             eprintln!("   {} ok in {:?}", stringify!($name), at.elapsed());
         };
     }
-    scenario!(auto_mode_is_sharded);
+    if sharded {
+        scenario!(auto_mode_is_sharded);
+    } else {
+        scenario!(auto_mode_is_classic_without_sharded_pubsub);
+    }
     scenario!(every_kind_excludes_across_slots);
     scenario!(wakes_by_publish_in_many_slots);
-    scenario!(both_mode_bridges_classic_and_sharded);
+    if sharded {
+        scenario!(both_mode_bridges_classic_and_sharded);
+    }
     scenario!(renewals_and_latches_across_slots);
     scenario!(multi_lock_across_slots);
     scenario!(storm_leaves_no_subscription);
@@ -101,6 +110,44 @@ async fn auto_mode_is_sharded(cluster: &Cluster) {
         assert!(
             unlocked.elapsed() < Duration::from_secs(5),
             "woken by SPUBLISH, not by the 30 s lease"
+        );
+        got.unlock().await.unwrap();
+    }
+    client.shutdown().await;
+    holder.shutdown().await;
+}
+
+/// On a cluster without sharded pub/sub (Redis 6.2) `Auto` subscribes by
+/// SUBSCRIBE and unlocks by PUBLISH (as Redisson does there), and `Sharded`
+/// and `Both` are refused at connect, typed.
+async fn auto_mode_is_classic_without_sharded_pubsub(cluster: &Cluster) {
+    for mode in [PubSubMode::Sharded, PubSubMode::Both] {
+        let config = redisson_lock::Config::from_url(&cluster.url)
+            .unwrap()
+            .pubsub_mode(mode);
+        match Client::connect(config).await {
+            Err(Error::Config(message)) => assert!(message.contains("Redis 7"), "{message}"),
+            other => panic!("{mode:?} on a cluster without sharded pub/sub: {other:?}"),
+        }
+    }
+    let client = cluster.client().await;
+    let holder = cluster.client().await;
+    for name in names("auto-classic", 3) {
+        let guard = holder.lock(&name).unwrap().lock().await.unwrap();
+        let lock = client.lock(&name).unwrap();
+        let channel = lock.channel().to_string();
+        let waiter =
+            tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
+        until("a classic subscriber", Duration::from_secs(5), || async {
+            (cluster.count("NUMSUB", &channel).await == 1).then_some(())
+        })
+        .await;
+        let unlocked = Instant::now();
+        guard.unlock().await.unwrap();
+        let got = waiter.await.unwrap().unwrap().expect("woken");
+        assert!(
+            unlocked.elapsed() < Duration::from_secs(5),
+            "woken by PUBLISH, not by the 30 s lease"
         );
         got.unlock().await.unwrap();
     }
@@ -164,7 +211,13 @@ async fn exclude<K: Kind>(a: &Client, b: &Client, raw: &fred::clients::Client, m
 /// Waiters on names in many slots are each woken by the unlock's publish,
 /// in classic and in sharded mode.
 async fn wakes_by_publish_in_many_slots(cluster: &Cluster) {
-    for mode in [PubSubMode::Classic, PubSubMode::Sharded] {
+    let sharded = common::supports_sharded_pubsub(&cluster.raw().await).await;
+    let modes: &[PubSubMode] = if sharded {
+        &[PubSubMode::Classic, PubSubMode::Sharded]
+    } else {
+        &[PubSubMode::Classic]
+    };
+    for &mode in modes {
         let holder = cluster.client_with(|c| c.pubsub_mode(mode)).await;
         let waiting = cluster.client_with(|c| c.pubsub_mode(mode)).await;
         let names = names("wake", 6);

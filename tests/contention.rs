@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, numsub, wait_numsub, Fixture};
+use common::{eventually, numsub, wait_numsub, Fixture, Server};
 use fred::prelude::*;
 use redisson_lock::{PubSubMode, RLock};
 
@@ -231,9 +231,24 @@ async fn waiters_recheck_after_the_subscriber_reconnects() {
 
 /// With `PubSubMode::Sharded`, unlocks go out by SPUBLISH and waiters listen by
 /// SSUBSCRIBE (Java Redisson 3.22+ on Redis 7 clusters); Redis 7 accepts both
-/// on a single server too.
+/// on a single server too. A server without sharded pub/sub (Redis 6.2)
+/// refuses the mode at connect, typed, before anything is written.
 #[tokio::test]
 async fn sharded_pubsub_wakes_waiters() {
+    let server = Server::start();
+    if !common::supports_sharded_pubsub(&server.raw().await).await {
+        let config = redisson_lock::Config::from_url(&server.url)
+            .unwrap()
+            .pubsub_mode(PubSubMode::Sharded);
+        match redisson_lock::Client::connect(config).await {
+            Err(redisson_lock::Error::Config(message)) => {
+                assert!(message.contains("Redis 7"), "{message}")
+            }
+            other => panic!("sharded mode on a server without it: {other:?}"),
+        }
+        return;
+    }
+    drop(server);
     let fx = Fixture::with("sharded", |c| c.pubsub_mode(PubSubMode::Sharded)).await;
     let waiter_client = fx.client_with(|c| c.pubsub_mode(PubSubMode::Sharded)).await;
     let raw = &fx.raw;

@@ -121,6 +121,25 @@ async fn lock_unlock_contention_and_renewal_move_the_metrics() {
     let lock = fx.client.lock(&fx.name).unwrap();
     let lock_kind = [("kind", "lock"), ("outcome", "acquired")];
 
+    // The counters an alert watches exist from the connect on, at zero.
+    seen.update();
+    for (name, labels) in [
+        (RENEWALS, &[][..]),
+        (RENEWAL_FAILURES, &[][..]),
+        (LOST, &[("kind", "lock"), ("reason", "gone")][..]),
+        (LOST, &[("kind", "fair_lock"), ("reason", "expired")][..]),
+        (
+            LOST,
+            &[("kind", "write_lock"), ("reason", "force_unlocked")][..],
+        ),
+    ] {
+        assert_eq!(
+            seen.counters.get(&id(name, labels)),
+            Some(&0),
+            "{name} {labels:?} registered at zero on connect"
+        );
+    }
+
     let guard = lock.lock().await.unwrap();
     assert_eq!(seen.counter(ACQUISITIONS, &lock_kind), 1);
     assert_eq!(seen.histogram(WAIT, &lock_kind).len(), 1);

@@ -15,10 +15,16 @@ use fred::prelude::*;
 use fred::types::Message;
 use tokio::sync::broadcast;
 
-/// The files in `lua/`, concatenated in order (as `script!` in src/script.rs).
+/// The files in `lua/`, concatenated in order, the rest run through
+/// `args.lua`'s `run_body` (as `script!` in src/script.rs).
 macro_rules! body {
-    ($($file:literal),+) => {
-        concat!($(include_str!(concat!("../lua/", $file))),+)
+    ("args.lua", $($file:literal),+) => {
+        concat!(
+            include_str!("../lua/args.lua"),
+            "\nreturn run_body(function()\n",
+            $(include_str!(concat!("../lua/", $file)),)+
+            "\nend)\n"
+        )
     };
 }
 

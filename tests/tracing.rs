@@ -27,6 +27,8 @@ use tracing_subscriber::registry::LookupSpan;
 struct SpanRecord {
     name: String,
     fields: HashMap<String, String>,
+    /// How many times each field was recorded after the span's creation.
+    records: HashMap<String, u32>,
 }
 
 /// One event: its level, message and fields.
@@ -69,7 +71,12 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
 
     fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
         if let Some(span) = self.0.lock().unwrap().spans.get_mut(&id.into_u64()) {
-            values.record(&mut Fields(&mut span.fields));
+            let mut fields = HashMap::new();
+            values.record(&mut Fields(&mut fields));
+            for (name, value) in fields {
+                *span.records.entry(name.clone()).or_default() += 1;
+                span.fields.insert(name, value);
+            }
         }
     }
 
@@ -192,6 +199,16 @@ async fn spans_and_events_name_the_lock_and_never_the_password() {
     let waits = capture.spans_of("redisson_lock.wait", &name);
     assert_eq!(waits.len(), 1, "only the timed wait waited: {waits:?}");
     assert!(field(&waits[0], "attempts").parse::<u32>().unwrap() >= 2);
+    let wait = capture
+        .spans("redisson_lock.wait")
+        .into_iter()
+        .find(|s| s.fields.get("lock") == Some(&name))
+        .unwrap();
+    assert_eq!(
+        wait.records.get("attempts"),
+        Some(&1),
+        "attempts is recorded once, when the wait ends: {wait:?}"
+    );
 
     // Renewal batches.
     tokio::time::sleep(Duration::from_millis(450)).await;

@@ -197,3 +197,184 @@ async fn renewal_survives_a_server_stall_shorter_than_the_lease() {
     assert!(guard.is_held().await.unwrap());
     guard.unlock().await.unwrap();
 }
+
+/// How many HEXISTS the server has run: a holder's `lost()` watcher checks
+/// its field with one when it starts watching and after each message.
+async fn hexists_calls(raw: &fred::clients::Client) -> u64 {
+    let info: String = raw
+        .custom(fred::cmd!("INFO"), vec!["commandstats"])
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_hexists:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Spawn `lost` and return once its watcher has subscribed and made its
+/// first check, so what follows is heard by publish, not by that check.
+async fn watching<K: redisson_lock::Kind>(
+    raw: &fred::clients::Client,
+    guard: &redisson_lock::LockGuard<K>,
+    channel: &str,
+) -> tokio::task::JoinHandle<()> {
+    let before = hexists_calls(raw).await;
+    let lost = tokio::spawn(guard.lost());
+    common::wait_numsub(raw, channel, 1).await;
+    common::eventually("the watcher's first check", || async {
+        hexists_calls(raw).await > before
+    })
+    .await;
+    lost
+}
+
+/// A forced unlock by another client publishes on the lock's channel: a
+/// holder waiting in `lost()` re-checks at once, for a watchdog hold (renewal
+/// every 10 s) and an explicit 20 s lease alike, and for every kind with a
+/// release channel (RLock, fenced, read and write locks).
+#[tokio::test]
+async fn lost_hears_a_forced_unlock_by_another_client_at_once() {
+    let fx = Fixture::new("lost-fast").await;
+    let other = fx.client().await;
+    let bound = Duration::from_secs(2);
+    for lease in [None, Some(Duration::from_secs(20))] {
+        let name = unique("lost-fast");
+        let channel = format!("redisson_lock__channel:{{{name}}}");
+        let lock = fx.client.lock(&name).unwrap();
+        let guard = match lease {
+            None => lock.lock().await.unwrap(),
+            Some(lease) => lock.lock_with_lease(lease).await.unwrap(),
+        };
+        let lost = watching(&fx.raw, &guard, &channel).await;
+        assert!(!guard.is_lost());
+        let start = Instant::now();
+        assert!(other.lock(&name).unwrap().force_unlock().await.unwrap());
+        tokio::time::timeout(bound, lost)
+            .await
+            .unwrap_or_else(|_| {
+                panic!("lease {lease:?}: lost() not within {bound:?} of a forced unlock")
+            })
+            .unwrap();
+        assert!(guard.is_lost());
+        assert!(start.elapsed() < bound);
+        // The other client takes the lock; our guard's drop must not free it.
+        let taken = other
+            .lock(&name)
+            .unwrap()
+            .try_lock()
+            .await
+            .unwrap()
+            .unwrap();
+        drop(guard);
+        common::wait_numsub(&fx.raw, &channel, 0).await;
+        assert!(taken.is_held().await.unwrap());
+        taken.unlock().await.unwrap();
+    }
+
+    let name = unique("lost-fast-fenced");
+    let guard = fx.client.fenced_lock(&name).unwrap().lock().await.unwrap();
+    let lost = watching(
+        &fx.raw,
+        &guard,
+        &format!("redisson_lock__channel:{{{name}}}"),
+    )
+    .await;
+    assert!(other
+        .fenced_lock(&name)
+        .unwrap()
+        .force_unlock()
+        .await
+        .unwrap());
+    tokio::time::timeout(bound, lost)
+        .await
+        .expect("fenced: lost() at once")
+        .unwrap();
+
+    let name = unique("lost-fast-rw");
+    let rw = fx.client.read_write_lock(&name).unwrap();
+    let read = rw.read().lock().await.unwrap();
+    let before = hexists_calls(&fx.raw).await;
+    let mut lost = watching(&fx.raw, &read, &format!("redisson_rwlock:{{{name}}}")).await;
+    // Another reader leaving publishes too, but our hold is still there.
+    let second = other
+        .read_write_lock(&name)
+        .unwrap()
+        .read()
+        .lock()
+        .await
+        .unwrap();
+    let checks = hexists_calls(&fx.raw).await;
+    second.unlock().await.unwrap();
+    common::eventually(
+        "the watcher re-checks after another reader's unlock",
+        || async { hexists_calls(&fx.raw).await > checks },
+    )
+    .await;
+    assert!(checks > before);
+    assert!(
+        futures::poll!(&mut lost).is_pending(),
+        "another reader's unlock is no loss"
+    );
+    assert!(!read.is_lost());
+    assert!(other
+        .read_write_lock(&name)
+        .unwrap()
+        .read()
+        .force_unlock()
+        .await
+        .unwrap());
+    tokio::time::timeout(bound, lost)
+        .await
+        .expect("read lock: lost() at once")
+        .unwrap();
+    assert!(read.is_lost());
+
+    let name = unique("lost-fast-w");
+    let write = fx
+        .client
+        .read_write_lock(&name)
+        .unwrap()
+        .write()
+        .lock()
+        .await
+        .unwrap();
+    let lost = watching(&fx.raw, &write, &format!("redisson_rwlock:{{{name}}}")).await;
+    assert!(other
+        .read_write_lock(&name)
+        .unwrap()
+        .write()
+        .force_unlock()
+        .await
+        .unwrap());
+    tokio::time::timeout(bound, lost)
+        .await
+        .expect("write lock: lost() at once")
+        .unwrap();
+}
+
+/// A holder that watches `lost()` and then unlocks normally leaves nothing
+/// subscribed and is not reported lost; a dropped `lost()` future leaves its
+/// subscription at once.
+#[tokio::test]
+async fn watching_lost_leaves_no_subscription_behind() {
+    let fx = Fixture::new("lost-watch").await;
+    let channel = format!("redisson_lock__channel:{{{}}}", fx.name);
+    let lock = fx.client.lock(&fx.name).unwrap();
+    let guard = lock.lock().await.unwrap();
+    let mut lost = watching(&fx.raw, &guard, &channel).await;
+    guard.unlock().await.unwrap();
+    common::wait_numsub(&fx.raw, &channel, 0).await;
+    assert!(
+        futures::poll!(&mut lost).is_pending(),
+        "a release is no loss"
+    );
+    lost.abort();
+
+    let guard = lock.lock().await.unwrap();
+    let lost = watching(&fx.raw, &guard, &channel).await;
+    lost.abort();
+    common::wait_numsub(&fx.raw, &channel, 0).await;
+    assert!(guard.is_held().await.unwrap());
+    guard.unlock().await.unwrap();
+}
