@@ -437,6 +437,20 @@ impl<K: Kind> BlockingGuard<K> {
         self.guard.as_ref().is_some_and(LockGuard::is_lost)
     }
 
+    /// Set this hold's remaining lease to `lease` from now (see
+    /// [`LockGuard::extend`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime;
+    /// else as [`LockGuard::extend`].
+    pub fn extend(&mut self, lease: Duration) -> Result<()> {
+        match self.guard.as_mut() {
+            Some(guard) => self.runtime.run(guard.extend(lease))?,
+            None => Ok(()),
+        }
+    }
+
     /// Keep the hold without unlocking it and stop renewing it: it ends
     /// when its lease runs out, or with [`BlockingLock::unlock`] on its thread.
     pub fn forget(mut self) {

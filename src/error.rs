@@ -33,6 +33,14 @@ pub enum Error {
         /// The owner field (`<clientId>:<ownerId>`) that tried to act.
         owner: String,
     },
+    /// The lock was lost while work ran under it
+    /// ([`Lock::run`](crate::Lock::run)): force-unlocked, gone, or no longer
+    /// certain to be held; the work was stopped.
+    #[error("lock {name:?} was lost while the work ran; the work was stopped")]
+    Lost {
+        /// Lock name.
+        name: String,
+    },
     /// A non-reentrant lock was acquired again by the owner that holds it.
     #[error("lock {name:?} is not reentrant and is already held by this owner")]
     NotReentrant {

@@ -100,6 +100,40 @@ impl<K: Kind> LockGuard<K> {
         self.hold.expires_at()
     }
 
+    /// Set this hold's remaining lease to `lease` from now: one script
+    /// call (the renewal script of its kind, for this hold alone). A hold
+    /// the watchdog renewed gets this explicit lease instead and is no
+    /// longer renewed; [`expires_at`](Self::expires_at), [`lost`](Self::lost)
+    /// and [`is_lost`](Self::is_lost) follow the new lease. Redisson has no
+    /// such call; on the wire it is its renewal (`PEXPIRE` if the owner's
+    /// field is there).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
+    /// use std::time::Duration;
+    /// let mut guard = client.lock("nightly")?.lock_with_lease(Duration::from_secs(30)).await?;
+    /// // ... the job runs long: ask for another minute, from now.
+    /// guard.extend(Duration::from_secs(60)).await?;
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a lease
+    /// below 1 ms or above [`MAX_DURATION`](crate::MAX_DURATION) (nothing
+    /// sent); [`Error::NotHeld`](crate::Error::NotHeld) if the hold is lost
+    /// or no longer in Redis (it is then reported lost); transient errors
+    /// after the client's retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have set the new TTL; the hold's
+    /// local lease is unchanged then, so `lost()` may fire early, never late.
+    pub async fn extend(&mut self, lease: Duration) -> Result<()> {
+        self.hold.extend(crate::lock::checked_lease(lease)?).await
+    }
+
     /// Release this hold.
     ///
     /// # Errors

@@ -113,6 +113,43 @@ impl RawHold {
         }
     }
 
+    /// Set the hold's TTL to `lease` from now (its kind's renewal script,
+    /// for this one hold), after any renewal run that has it in flight;
+    /// from then on it has that explicit lease and is not renewed.
+    pub(crate) async fn extend(&mut self, lease: Duration) -> Result<()> {
+        let not_held = || Error::NotHeld {
+            name: self.raw.name().to_owned(),
+            owner: self.field.clone(),
+        };
+        if self.is_lost() {
+            return Err(not_held());
+        }
+        let inner = self.raw.inner().clone();
+        if let Some(run) = inner.holds.in_run(self.raw.name(), &self.field) {
+            inner.holds.wait_for_run(run).await;
+        }
+        let renewal = self.raw.proto.renewal();
+        let hold = [(self.raw.name().to_owned(), self.field.clone())];
+        let lease_ms = fred::types::Value::Integer(crate::script::millis(lease));
+        let sent_at = tokio::time::Instant::now();
+        let reply = inner
+            .redis
+            .retrying(self.raw.name(), || {
+                inner.redis.eval(|| renewal.call(&hold, lease_ms.clone()))
+            })
+            .await?;
+        let extended = watchdog::parse_renewed(reply, 1)?.first() == Some(&true)
+            && inner
+                .holds
+                .extended(self.raw.name(), &self.field, &self.status, lease, sent_at);
+        if !extended {
+            inner.holds.lose(self.raw.name(), &self.field, &self.status);
+            return Err(not_held());
+        }
+        self.lease = Lease::Fixed(lease);
+        Ok(())
+    }
+
     pub(crate) async fn hold_count(&self) -> Result<u32> {
         self.raw.hold_count(&self.field).await
     }

@@ -31,16 +31,6 @@
 //! ([`SemaphorePermit`], [`PermitGuard`]) that gives the permits back when
 //! released or dropped, like tokio's permits.
 //!
-//! # Layers
-//!
-//! Read top-down: `blocking` over the kinds (`rlock`, `fair`, `rwlock`,
-//! `spin`, `fenced`, each with its protocol, type and factory) and the
-//! synchronizers (`semaphore`, `permit_semaphore`, `latch`, over the
-//! `waiter` loop), `multi`,
-//! the typed `guard` over the untyped `hold`, the generic `lock` handle,
-//! the `raw` acquire/release loop, the `client`, then the `watchdog`, the
-//! pub/sub hub and the Redis command layer, which know no lock kind.
-//!
 //! # Owners
 //!
 //! Redisson names a holder `<clientId>:<threadId>`. Java threads run one thing
@@ -107,9 +97,21 @@
 //! `tracing` span (`redisson_lock.acquire`, `.wait`, `.release`, `.renew`)
 //! with the lock's name, kind and outcome; lost locks, retries, reconnects and
 //! re-subscriptions are events. With the `metrics` feature, the crate also
-//! records `redisson_lock_*` counters, gauges and a wait-time histogram
-//! through the `metrics` facade. The README lists every name, field, unit and
-//! label.
+//! records through the `metrics` facade:
+//!
+//! | name | type | labels |
+//! |---|---|---|
+//! | `redisson_lock_acquisitions_total` | counter | `kind`, `outcome` |
+//! | `redisson_lock_wait_seconds` | histogram (seconds) | `kind`, `outcome` |
+//! | `redisson_lock_held` | gauge | `kind` |
+//! | `redisson_lock_renewals_total` | counter | |
+//! | `redisson_lock_renewal_failures_total` | counter | |
+//! | `redisson_lock_lost_total` | counter | `kind`, `reason` (`gone`, `expired`, `force_unlocked`) |
+//! | `redisson_lock_subscriptions` | gauge | |
+//!
+//! `outcome` is `acquired`, `busy`, `timeout`, `error` or `cancelled`;
+//! `kind` is the client method that makes the lock (`lock`, `fair_lock`,
+//! `semaphore`, …). The README describes every span field and metric.
 //!
 //! # Cancellation
 //!
@@ -122,6 +124,13 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// Layers, read top-down: `blocking` over the kinds (`rlock`, `fair`,
+// `rwlock`, `spin`, `fenced`, each with its protocol, type and factory) and
+// the synchronizers (`semaphore`, `permit_semaphore`, `latch`, over the
+// `waiter` loop), `multi`, the typed `guard` over the untyped `hold`, the
+// generic `lock` handle, the `raw` acquire/release loop, the `client`, then
+// the `watchdog`, the pub/sub hub and the Redis command layer, which know no
+// lock kind.
 mod backoff;
 #[cfg(feature = "blocking")]
 #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]

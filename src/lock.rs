@@ -155,6 +155,51 @@ impl<K: Kind> Lock<K> {
         Ok(self.guard(expect_acquired(acquired)?))
     }
 
+    /// Run `work` under the lock: wait for it as long as it takes
+    /// (watchdog-renewed while held), run `work`, unlock, and return what
+    /// `work` returned. If the lock is lost while `work` runs ([`lost`]
+    /// fires: force-unlocked, gone, or no longer certain), `work` is
+    /// dropped at its next await point and the call ends with
+    /// [`Error::Lost`], so two holders' work never goes on together.
+    ///
+    /// [`lost`]: LockGuard::lost
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
+    /// let lock = client.lock("nightly-report")?;
+    /// let rows = lock.run(async {
+    ///     // ... work that must not run twice at once ...
+    ///     42
+    /// }).await?;
+    /// # let _ = rows; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Self::lock); [`Error::Lost`] if the lock was lost while
+    /// `work` ran (its result is gone with it); as
+    /// [`LockGuard::unlock`] if the final unlock fails (then `work` finished,
+    /// but its exclusion cannot be vouched for).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock) while waiting; dropped while `work` runs,
+    /// `work` is dropped and the lock released in the background.
+    pub async fn run<F: std::future::Future>(&self, work: F) -> Result<F::Output> {
+        let guard = self.lock().await?;
+        let lost = guard.lost();
+        tokio::select! {
+            biased;
+            () = lost => Err(Error::Lost {
+                name: self.name().to_owned(),
+            }),
+            output = work => {
+                guard.unlock().await?;
+                Ok(output)
+            }
+        }
+    }
+
     /// Wait as long as it takes; the lock expires `lease` after acquisition
     /// unless unlocked first (no watchdog).
     ///
@@ -387,10 +432,16 @@ fn expect_acquired(acquired: Option<Acquired>) -> Result<Acquired> {
 /// A caller's lease: from one millisecond (PEXPIRE's unit) to
 /// [`MAX_DURATION`](crate::config::MAX_DURATION).
 pub(crate) fn fixed_lease(lease: Duration) -> Result<Lease> {
+    checked_lease(lease).map(Lease::Fixed)
+}
+
+/// `lease`, if it is from one millisecond to
+/// [`MAX_DURATION`](crate::config::MAX_DURATION).
+pub(crate) fn checked_lease(lease: Duration) -> Result<Duration> {
     if lease < Duration::from_millis(1) || lease > crate::config::MAX_DURATION {
         return Err(Error::InvalidArgument(format!(
             "lease must be from 1 ms to 100 years, got {lease:?}"
         )));
     }
-    Ok(Lease::Fixed(lease))
+    Ok(lease)
 }

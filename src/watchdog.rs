@@ -63,7 +63,7 @@ impl Renewal {
     }
 
     /// The script call renewing `batch` (all of this renewal) to `lease_ms`.
-    fn call(&self, batch: &[HoldKey], lease_ms: Value) -> ScriptCall {
+    pub(crate) fn call(&self, batch: &[HoldKey], lease_ms: Value) -> ScriptCall {
         let mut keys = Vec::with_capacity(batch.len() * 2);
         let mut args = Vec::with_capacity(batch.len() * 2 + 1);
         args.push(lease_ms);
@@ -277,6 +277,39 @@ impl Holds {
                 }
             }
         }
+    }
+
+    /// The renewal run that has `(name, field)` in flight, if any: a call
+    /// that sets its TTL must not be overtaken by it.
+    pub(crate) fn in_run(&self, name: &str, field: &str) -> Option<u64> {
+        hold_mut(&mut self.map.lock(), name, field).and_then(|h| h.in_run)
+    }
+
+    /// The hold of `(name, field)` that `status` observes now has the
+    /// explicit lease `lease`, set by a command sent at `sent_at`: no
+    /// longer renewed by the watchdog, it expires then. Whether it was
+    /// still recorded and not lost.
+    pub(crate) fn extended(
+        &self,
+        name: &str,
+        field: &str,
+        status: &watch::Receiver<Status>,
+        lease: Duration,
+        sent_at: Instant,
+    ) -> bool {
+        let mut map = self.map.lock();
+        let Some(hold) = hold_mut(&mut map, name, field) else {
+            return false;
+        };
+        if !hold.status.subscribe().same_channel(status) || hold.status.borrow().lost {
+            return false;
+        }
+        hold.lease = Lease::Fixed(lease);
+        hold.status.send_modify(|s| {
+            s.expires = Some(later(sent_at, lease));
+            s.valid_until = safe_until(sent_at, lease);
+        });
+        true
     }
 
     /// Mark the hold of `(name, field)` that `status` observes lost: a
@@ -546,7 +579,7 @@ pub(crate) async fn run(
     }
 }
 
-fn parse_renewed(reply: Value, expected: usize) -> Result<Vec<bool>, Error> {
+pub(crate) fn parse_renewed(reply: Value, expected: usize) -> Result<Vec<bool>, Error> {
     match reply {
         Value::Array(items) if items.len() == expected => Ok(items
             .into_iter()

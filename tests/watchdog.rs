@@ -378,3 +378,120 @@ async fn watching_lost_leaves_no_subscription_behind() {
     assert!(guard.is_held().await.unwrap());
     guard.unlock().await.unwrap();
 }
+
+/// `extend` sets the remaining lease from now: an explicit lease grows, a
+/// watchdog hold becomes an explicit one (no longer renewed), `lost()`
+/// follows the new lease, a bad lease is refused before anything is sent,
+/// and a hold that is gone is `NotHeld` and reported lost.
+#[tokio::test]
+async fn extend_sets_the_lease_from_now() {
+    let fx = Fixture::with("extend", |c| {
+        c.lock_watchdog_timeout(Duration::from_secs(1))
+    })
+    .await;
+    let lock = fx.client.lock(&fx.name).unwrap();
+    let mut guard = lock
+        .lock_with_lease(Duration::from_millis(300))
+        .await
+        .unwrap();
+    guard.extend(Duration::from_secs(20)).await.unwrap();
+    let ttl = fx.pttl(&fx.name).await;
+    assert!(
+        (19_000..=20_000).contains(&ttl),
+        "PTTL {ttl} after extend(20 s)"
+    );
+    assert_eq!(guard.lease(), Some(Duration::from_secs(20)));
+    let left = guard.expires_at().unwrap() - std::time::Instant::now();
+    assert!(
+        left > Duration::from_secs(19),
+        "expires_at follows: {left:?}"
+    );
+    // Past the first lease, the hold is neither expired nor reported lost.
+    let lost = guard.lost();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(600), lost)
+            .await
+            .is_err(),
+        "lost() fired at the old lease"
+    );
+    assert!(guard.is_held().await.unwrap());
+
+    for bad in [
+        Duration::ZERO,
+        redisson_lock::MAX_DURATION + Duration::from_millis(1),
+    ] {
+        match guard.extend(bad).await {
+            Err(Error::InvalidArgument(_)) => {}
+            other => panic!("extend({bad:?}): {other:?}"),
+        }
+    }
+    guard.unlock().await.unwrap();
+
+    // A watchdog hold gets the explicit lease and is no longer renewed.
+    let mut guard = lock.lock().await.unwrap();
+    assert_eq!(guard.lease(), None);
+    guard.extend(Duration::from_millis(1_500)).await.unwrap();
+    assert_eq!(guard.lease(), Some(Duration::from_millis(1_500)));
+    tokio::time::timeout(Duration::from_secs(3), guard.lost())
+        .await
+        .expect("lost at the end of the new lease, not renewed");
+    // lost() fires just before the server's expiry (a drift margin); then
+    // the key expires, which a still-renewed hold never would.
+    common::eventually("the extended hold expired, not renewed", || async {
+        !lock.is_locked().await.unwrap()
+    })
+    .await;
+    match guard.extend(Duration::from_secs(5)).await {
+        Err(Error::NotHeld { .. }) => {}
+        other => panic!("extend of a lost hold: {other:?}"),
+    }
+
+    // Gone behind its back: NotHeld, and reported lost.
+    let mut guard = lock.lock_with_lease(Duration::from_secs(20)).await.unwrap();
+    let _: i64 = fx.raw.del(&fx.name).await.unwrap();
+    match guard.extend(Duration::from_secs(5)).await {
+        Err(Error::NotHeld { .. }) => {}
+        other => panic!("extend of a deleted hold: {other:?}"),
+    }
+    assert!(guard.is_lost());
+}
+
+/// `Lock::run` runs work under the lock and unlocks after it; when the lock
+/// is force-unlocked by another client meanwhile, the work is stopped at
+/// once and the call ends with `Error::Lost`.
+#[tokio::test]
+async fn run_stops_the_work_when_the_lock_is_lost() {
+    let fx = Fixture::new("run").await;
+    let lock = fx.client.lock(&fx.name).unwrap();
+    assert_eq!(lock.run(async { 7 }).await.unwrap(), 7);
+    assert!(!lock.is_locked().await.unwrap(), "unlocked after the work");
+
+    let (started, running) = tokio::sync::oneshot::channel();
+    let (dropped, work_dropped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn({
+        let lock = lock.clone();
+        async move {
+            lock.run(async move {
+                let _dropped = dropped; // closed when the work is dropped
+                let _ = started.send(());
+                std::future::pending::<()>().await
+            })
+            .await
+        }
+    });
+    running.await.unwrap();
+    common::wait_numsub(
+        &fx.raw,
+        &format!("redisson_lock__channel:{{{}}}", fx.name),
+        1,
+    )
+    .await;
+    let other = fx.client().await;
+    assert!(other.lock(&fx.name).unwrap().force_unlock().await.unwrap());
+    let outcome = tokio::time::timeout(Duration::from_secs(2), run)
+        .await
+        .expect("run ends within a round trip of the forced unlock")
+        .unwrap();
+    assert!(matches!(outcome, Err(Error::Lost { .. })), "{outcome:?}");
+    assert!(work_dropped.await.is_err(), "the work was dropped");
+}
