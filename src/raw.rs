@@ -168,7 +168,7 @@ pub(crate) trait Protocol: Send + Sync + 'static {
 
 /// Renewal of a hash held by one field (RLock, fair, write, spin, fenced):
 /// `HEXISTS N field` then `PEXPIRE N`; `KEYS = N…`, `ARGV = lease, field…`.
-pub(crate) const HASH_RENEWAL: Renewal = Renewal {
+pub(crate) static HASH_RENEWAL: Renewal = Renewal {
     script: &crate::script::RENEW,
     append: |name, field, keys, args| {
         keys.push(Key::from(name));
