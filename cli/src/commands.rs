@@ -14,16 +14,21 @@ use crate::exit::{self, CliError, CliResult};
 use crate::inspect::{self, Found, Names, Raw};
 
 fn print(text: &str) -> CliResult<()> {
+    write_stdout(text.as_bytes())
+}
+
+/// Write to standard output and flush.
+pub fn write_stdout(bytes: &[u8]) -> CliResult<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
+    out.write_all(bytes)
         .and_then(|_| out.flush())
         .map_err(|e| CliError::Other(exit::SOFTWARE, format!("cannot write output: {e}")))
 }
 
 /// `status NAME`: 0 if anything exists under the name, 1 if nothing does.
-pub async fn status(client: &Client, args: &StatusArgs) -> CliResult<u8> {
+pub async fn status(client: &Client, args: &StatusArgs, as_json: bool) -> CliResult<u8> {
     let status = inspect::inspect(client, &args.name, args.kind).await?;
-    if args.global.json {
+    if as_json {
         print(&format!("{}\n", status.json()))?;
     } else {
         print(&status.text())?;
@@ -36,8 +41,8 @@ pub async fn status(client: &Client, args: &StatusArgs) -> CliResult<u8> {
 }
 
 /// `watch NAME`: redraw until Ctrl-C (or `--count` frames); 0.
-pub async fn watch(client: &Client, args: &WatchArgs) -> CliResult<u8> {
-    let tty = std::io::stdout().is_terminal() && !args.status.global.json;
+pub async fn watch(client: &Client, args: &WatchArgs, as_json: bool) -> CliResult<u8> {
+    let tty = std::io::stdout().is_terminal() && !as_json;
     let mut frames = 0u64;
     let mut ticker = tokio::time::interval(args.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -50,10 +55,10 @@ pub async fn watch(client: &Client, args: &WatchArgs) -> CliResult<u8> {
             _ = ctrl_c.recv() => break,
         }
         let frame = match inspect::inspect(client, &args.status.name, args.status.kind).await {
-            Ok(status) if args.status.global.json => format!("{}\n", status.json()),
+            Ok(status) if as_json => format!("{}\n", status.json()),
             Ok(status) => status.text(),
             // A live view keeps going through a Redis outage.
-            Err(e) if args.status.global.json => {
+            Err(e) if as_json => {
                 format!(
                     "{}\n",
                     json!({ "name": args.status.name, "error": e.to_string() })
@@ -68,7 +73,7 @@ pub async fn watch(client: &Client, args: &WatchArgs) -> CliResult<u8> {
                 "redisson-lock watch",
                 format_duration_ms(i64::try_from(args.interval.as_millis()).unwrap_or(i64::MAX))
             )
-        } else if args.status.global.json {
+        } else if as_json {
             frame
         } else {
             format!("{frame}\n")
@@ -128,7 +133,7 @@ fn bases(key: &str) -> Vec<Base> {
 }
 
 /// `list [PATTERN]`: SCAN, derive lock names, classify each.
-pub async fn list(client: &Client, args: &ListArgs) -> CliResult<u8> {
+pub async fn list(client: &Client, args: &ListArgs, as_json: bool) -> CliResult<u8> {
     let fred = client.redis();
     let clustered = client.config().redis.server.is_clustered();
     let mut keys = if clustered {
@@ -197,12 +202,13 @@ pub async fn list(client: &Client, args: &ListArgs) -> CliResult<u8> {
             "name": name,
             "kind": kind.as_str(),
             "redis_type": t,
-            "ttl_ms": ttl_ms,
+            "ttl_ms": inspect::ttl_json(ttl_ms),
+            "no_expiry": ttl_ms == -1,
             "holders": holders,
             "waiting": waiting,
         }));
     }
-    if args.global.json {
+    if as_json {
         print(&format!("{}\n", Json::Array(rows)))?;
         return Ok(exit::OK);
     }
@@ -211,10 +217,10 @@ pub async fn list(client: &Client, args: &ListArgs) -> CliResult<u8> {
         "KIND", "TTL", "HOLDERS", "WAITING"
     );
     for row in &rows {
-        let ttl = match row["ttl_ms"].as_i64().unwrap_or(-2) {
-            -2 => "-".to_owned(),
-            -1 => "none".to_owned(),
-            ms => format_duration_ms(ms),
+        let ttl = match row["ttl_ms"].as_i64() {
+            Some(ms) => format_duration_ms(ms),
+            None if row["no_expiry"] == true => "none".to_owned(),
+            None => "-".to_owned(),
         };
         out.push_str(&format!(
             "{:<17} {:<10} {:>7} {:>7}  {}\n",
@@ -230,7 +236,7 @@ pub async fn list(client: &Client, args: &ListArgs) -> CliResult<u8> {
 }
 
 /// `force-unlock NAME`: 0 if a hold was removed, 1 if none was there.
-pub async fn force_unlock(client: &Client, args: &ForceUnlockArgs) -> CliResult<u8> {
+pub async fn force_unlock(client: &Client, args: &ForceUnlockArgs, as_json: bool) -> CliResult<u8> {
     let raw = Raw::new(client);
     let names = Names::new(&args.name);
     let kind = match args.kind {
@@ -282,7 +288,7 @@ pub async fn force_unlock(client: &Client, args: &ForceUnlockArgs) -> CliResult<
         }
     };
     let kind_text = kind.map_or("none", LockKind::as_str);
-    if args.global.json {
+    if as_json {
         print(&format!(
             "{}\n",
             json!({ "name": args.name, "kind": kind_text, "unlocked": unlocked })

@@ -30,8 +30,6 @@ pub const NOT_FOUND_COMMAND: u8 = 127;
 /// What went wrong, and so which status to exit with.
 #[derive(Debug)]
 pub enum CliError {
-    /// A command line that makes no sense.
-    Usage(String),
     /// From the library.
     Lock(redisson_lock::Error),
     /// From a raw Redis command the tool sends itself.
@@ -45,7 +43,6 @@ impl CliError {
         use redisson_lock::fred::error::ErrorKind;
         use redisson_lock::Error;
         match self {
-            CliError::Usage(_) => USAGE,
             CliError::Lock(e) if e.is_transient() => UNAVAILABLE,
             CliError::Lock(Error::Auth(_)) => NOPERM,
             CliError::Lock(Error::Config(_)) => CONFIG,
@@ -66,7 +63,6 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Usage(m) => f.write_str(m),
             CliError::Lock(e) => write!(f, "{e}"),
             CliError::Redis(e) => write!(f, "Redis error: {}", e.details()),
             CliError::Other(_, m) => f.write_str(m),

@@ -232,6 +232,16 @@ impl Subscribers {
     }
 }
 
+/// A PTTL reply for `--json`: the milliseconds left, or `null` when the key
+/// has no expiry (-1; `no_expiry` says so) or does not exist (-2).
+pub fn ttl_json(pttl_ms: i64) -> Json {
+    if pttl_ms >= 0 {
+        json!(pttl_ms)
+    } else {
+        Json::Null
+    }
+}
+
 /// Everything `status` shows.
 #[derive(Debug)]
 pub struct Status {
@@ -329,7 +339,8 @@ impl Status {
             "exists": self.exists,
             "locked": self.locked(),
             "redis_type": self.redis_type,
-            "ttl_ms": self.ttl_ms,
+            "ttl_ms": ttl_json(self.ttl_ms),
+            "no_expiry": self.ttl_ms == -1,
             "mode": self.mode,
             "holders": holders,
             "queue": queue,
@@ -368,7 +379,11 @@ impl Status {
                 let mode = self
                     .mode
                     .as_deref()
-                    .map(|m| format!(" for {m}ing"))
+                    .map(|m| match m {
+                        "read" => " for reading".to_owned(),
+                        "write" => " for writing".to_owned(),
+                        other => format!(" in mode {other:?}"),
+                    })
                     .unwrap_or_default();
                 line("state", format!("held{mode}, {ttl}"));
             }

@@ -12,38 +12,41 @@ mod run;
 
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
+use clap::CommandFactory;
 use redisson_lock::{Client, Config};
 
-use crate::args::{Command, Global};
+use crate::args::{Cli, Command, Global};
 use crate::exit::{CliError, CliResult};
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = match std::env::args_os()
-        .skip(1)
-        .map(|a| a.into_string())
-        .collect::<Result<_, _>>()
-    {
-        Ok(argv) => argv,
-        Err(bad) => {
-            eprintln!("redisson-lock: argument is not valid UTF-8: {bad:?}");
-            return ExitCode::from(exit::USAGE);
-        }
-    };
-    let command = match args::parse(argv) {
-        Ok(command) => command,
+    let cli = match args::parse(std::env::args_os()) {
+        Ok(cli) => cli,
         Err(e) => {
-            eprintln!("redisson-lock: {e}\nTry 'redisson-lock --help'.");
-            return ExitCode::from(exit::USAGE);
+            // Help and version go to standard output, errors (with the
+            // usage) to standard error.
+            let _ = e.print();
+            return ExitCode::from(match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => exit::OK,
+                _ => exit::USAGE,
+            });
         }
     };
-    match command {
-        Command::Help => {
-            print!("{}", args::USAGE);
-            return ExitCode::SUCCESS;
-        }
+    match &cli.command {
         Command::Version => {
             println!("redisson-lock {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
+        }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "redisson-lock", &mut script);
+            return ExitCode::from(match commands::write_stdout(&script) {
+                Ok(()) => exit::OK,
+                Err(e) => {
+                    eprintln!("redisson-lock: {e}");
+                    e.status()
+                }
+            });
         }
         _ => {}
     }
@@ -57,12 +60,18 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::SOFTWARE);
         }
     };
-    let status = runtime.block_on(dispatch(command)).unwrap_or_else(|e| {
-        eprintln!("redisson-lock: {e}");
-        e.status()
-    });
+    let status = runtime
+        .block_on(dispatch(&cli.global, cli.command))
+        .unwrap_or_else(|e| {
+            eprintln!("redisson-lock: {e}");
+            e.status()
+        });
     ExitCode::from(status)
 }
+
+/// Whether this build speaks TLS (the features `tls-rustls`,
+/// `tls-native-tls`).
+const TLS: bool = cfg!(any(feature = "tls-rustls", feature = "tls-native-tls"));
 
 /// The client settings from the global options. The URL is never printed:
 /// it may carry a password.
@@ -74,12 +83,23 @@ fn config(global: &Global, watchdog: Option<std::time::Duration>) -> CliResult<C
             _ => args::DEFAULT_URL.to_owned(),
         },
     };
+    if !TLS && url.trim_start().to_ascii_lowercase().starts_with("rediss") {
+        // The library would name its own crate feature; this tool has its own.
+        return Err(CliError::Other(
+            exit::CONFIG,
+            "a rediss:// URL needs TLS, and this redisson-lock was built without it: \
+             rebuild with the feature `tls-rustls` (or `tls-native-tls`) of redisson-lock-cli, \
+             e.g. `cargo install --path cli --features tls-rustls`; refusing to connect in \
+             plaintext"
+                .into(),
+        ));
+    }
     let mut config = Config::from_url(&url)?;
     if let Some(timeout) = global.timeout {
         config = config.timeout(timeout);
     }
     if let Some(mode) = global.pubsub {
-        config = config.pubsub_mode(mode);
+        config = config.pubsub_mode(mode.into());
     }
     if let Some(watchdog) = watchdog {
         config = config.lock_watchdog_timeout(watchdog);
@@ -91,7 +111,7 @@ async fn connect(global: &Global, watchdog: Option<std::time::Duration>) -> CliR
     Ok(Client::connect(config(global, watchdog)?).await?)
 }
 
-async fn dispatch(command: Command) -> CliResult<u8> {
+async fn dispatch(global: &Global, command: Command) -> CliResult<u8> {
     // Handlers first: a signal while connecting or waiting must not kill the
     // process before it can give back what it took.
     let mut signals = match &command {
@@ -104,33 +124,33 @@ async fn dispatch(command: Command) -> CliResult<u8> {
                 .as_mut()
                 .ok_or_else(|| CliError::Other(exit::SOFTWARE, "no signal handlers".into()))?;
             let client = tokio::select! {
-                client = connect(&a.global, a.watchdog) => client?,
+                client = connect(global, a.watchdog) => client?,
                 status = signals.interrupted() => return Ok(status),
             };
             let r = run::run(&client, a, signals).await;
             (client, r)
         }
         Command::Status(a) => {
-            let client = connect(&a.global, None).await?;
-            let r = commands::status(&client, a).await;
+            let client = connect(global, None).await?;
+            let r = commands::status(&client, a, global.json).await;
             (client, r)
         }
         Command::Watch(a) => {
-            let client = connect(&a.status.global, None).await?;
-            let r = commands::watch(&client, a).await;
+            let client = connect(global, None).await?;
+            let r = commands::watch(&client, a, global.json).await;
             (client, r)
         }
         Command::List(a) => {
-            let client = connect(&a.global, None).await?;
-            let r = commands::list(&client, a).await;
+            let client = connect(global, None).await?;
+            let r = commands::list(&client, a, global.json).await;
             (client, r)
         }
         Command::ForceUnlock(a) => {
-            let client = connect(&a.global, None).await?;
-            let r = commands::force_unlock(&client, a).await;
+            let client = connect(global, None).await?;
+            let r = commands::force_unlock(&client, a, global.json).await;
             (client, r)
         }
-        Command::Help | Command::Version => return Ok(exit::OK),
+        Command::Completions { .. } | Command::Version => return Ok(exit::OK),
     };
     // Lets releases and queue departures under way finish, then closes.
     client.shutdown().await;

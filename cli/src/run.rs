@@ -1,10 +1,16 @@
 //! `run NAME -- COMMAND...`: flock-style, on a Redis lock.
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
 
 use redisson_lock::{AnyKind, Client, Error, Lock, LockGuard};
-use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::signal::unix::{signal, Signal as Handler, SignalKind};
 use tokio::time::Instant;
 
 use crate::args::{format_duration_ms, LockKind, RunArgs};
@@ -13,9 +19,9 @@ use crate::exit::{self, CliError, CliResult};
 /// The signals the tool handles itself while it holds or waits for a lock,
 /// so that it can release the lock before it exits.
 pub struct Signals {
-    int: Signal,
-    term: Signal,
-    hup: Signal,
+    int: Handler,
+    term: Handler,
+    hup: Handler,
 }
 
 /// A signal the tool received.
@@ -40,6 +46,14 @@ impl Got {
             Got::Hup => "HUP",
             Got::Int => "INT",
             Got::Term => "TERM",
+        }
+    }
+
+    fn signal(self) -> Signal {
+        match self {
+            Got::Hup => Signal::SIGHUP,
+            Got::Int => Signal::SIGINT,
+            Got::Term => Signal::SIGTERM,
         }
     }
 }
@@ -95,7 +109,7 @@ async fn acquire(
 ) -> CliResult<Option<(LockGuard<AnyKind>, Option<i64>)>> {
     if args.kind == LockKind::Fenced {
         let lock = client.fenced_lock(&args.name)?;
-        let guard = match (args.wait, args.lease) {
+        let guard = match (args.wait(), args.lease) {
             (None, None) => Some(lock.lock().await?),
             (None, Some(lease)) => Some(lock.lock_with_lease(lease).await?),
             (Some(wait), lease) => lock.try_lock_for(wait, lease).await?,
@@ -106,7 +120,7 @@ async fn acquire(
         }));
     }
     let lock = handle(client, args.kind, &args.name)?;
-    let guard = match (args.wait, args.lease) {
+    let guard = match (args.wait(), args.lease) {
         (None, None) => Some(lock.lock().await?),
         (None, Some(lease)) => Some(lock.lock_with_lease(lease).await?),
         (Some(wait), lease) => lock.try_lock_for(wait, lease).await?,
@@ -114,21 +128,46 @@ async fn acquire(
     Ok(guard.map(|g| (g, None)))
 }
 
-/// Send `sig` to `pid` with the `kill` command; false if that failed.
-async fn send_signal(pid: u32, sig: &str) -> bool {
-    let flag = if sig.chars().all(|c| c.is_ascii_digit()) {
-        vec![format!("-{sig}")]
-    } else {
-        vec!["-s".to_owned(), sig.to_owned()]
-    };
-    tokio::process::Command::new("kill")
-        .args(flag)
-        .arg(pid.to_string())
-        .stdin(Stdio::null())
-        .status()
-        .await
-        .map(|s| s.success())
-        .unwrap_or(false)
+/// The command's process group: the command, and whatever it starts that
+/// does not leave the group (a daemon that calls setsid does).
+#[derive(Debug, Clone, Copy)]
+struct Group(Pid);
+
+impl Group {
+    /// Send `sig` to every process of the group; false if none was there.
+    /// As timeout(1) does, a `CONT` follows, so that a stopped process (one
+    /// that read from the terminal, say) acts on it.
+    fn signal(self, sig: Signal) -> bool {
+        let sent = killpg(self.0, sig).is_ok();
+        if sent && sig != Signal::SIGKILL && sig != Signal::SIGCONT {
+            let _ = killpg(self.0, Signal::SIGCONT);
+        }
+        sent
+    }
+
+    /// Whether any process of the group is left. Only once the command
+    /// itself has been waited for: this reaps the group's processes that are
+    /// our children (orphans, on Linux, come to us as their subreaper), and
+    /// would otherwise take the command's own status from tokio.
+    fn alive_after_leader(self) -> bool {
+        while let Ok(status) = waitpid(Pid::from_raw(-self.0.as_raw()), Some(WaitPidFlag::WNOHANG))
+        {
+            if status == WaitStatus::StillAlive {
+                break;
+            }
+        }
+        killpg(self.0, None::<Signal>) != Err(Errno::ESRCH)
+    }
+}
+
+/// Orphans of the command's group come to this process rather than to init,
+/// so that the group's end can be seen (zombies count as members until
+/// reaped, and init reaps when it gets to it). Linux only; elsewhere a
+/// straggler's zombie can delay the end by up to `--grace`, after which the
+/// group is killed anyway.
+fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_child_subreaper(true);
 }
 
 /// The status a shell would report for the command.
@@ -155,7 +194,7 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
     };
     let Some((guard, token)) = acquired else {
         let waited = args
-            .wait
+            .wait()
             .map_or(0, |w| i64::try_from(w.as_millis()).unwrap_or(i64::MAX));
         say(format_args!(
             "lock {:?} is busy (gave up after {})",
@@ -168,6 +207,9 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
     let mut command = tokio::process::Command::new(&args.command[0]);
     command
         .args(&args.command[1..])
+        // A group of its own, so that a lost lock or a signal reaches
+        // everything the command started, not only the command.
+        .process_group(0)
         .env("REDISSON_LOCK_NAME", &args.name)
         .env("REDISSON_LOCK_KIND", args.kind.as_str())
         .env("REDISSON_LOCK_OWNER", guard.field());
@@ -175,8 +217,16 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
         Some(token) => command.env("REDISSON_LOCK_TOKEN", token.to_string()),
         None => command.env_remove("REDISSON_LOCK_TOKEN"),
     };
-    let mut child = match command.spawn() {
-        Ok(child) => child,
+    become_subreaper();
+    let spawned =
+        command.spawn().and_then(
+            |child| match child.id().and_then(|id| i32::try_from(id).ok()) {
+                Some(pid) => Ok((child, Group(Pid::from_raw(pid)))),
+                None => Err(std::io::Error::other("the command has no process id")),
+            },
+        );
+    let (mut child, group) = match spawned {
+        Ok(spawned) => spawned,
         Err(e) => {
             let status = if e.kind() == std::io::ErrorKind::NotFound {
                 exit::NOT_FOUND_COMMAND
@@ -190,7 +240,6 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
             return Ok(status);
         }
     };
-    let pid = child.id();
 
     let lost = guard.lost();
     tokio::pin!(lost);
@@ -198,17 +247,42 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     check.tick().await;
     let mut was_lost = false;
+    // The command itself has ended (`None` inside: we lost track of it).
+    let mut leader: Option<Option<ExitStatus>> = None;
+    // A signal went to the group (lock lost, or passed on): from then on the
+    // lock is kept until the whole group is gone, not only the command.
+    let mut stopping = false;
     let mut kill_at: Option<Instant> = None;
+    let mut killed_at: Option<Instant> = None;
 
     let status = loop {
-        let why_lost = tokio::select! {
-            status = child.wait() => match status {
-                Ok(status) => break Some(status),
-                Err(e) => {
-                    say(format_args!("lost track of the command: {e}"));
-                    break None;
+        if let Some(status) = leader {
+            if !stopping || !group.alive_after_leader() {
+                break status;
+            }
+            match (kill_at, killed_at) {
+                // Processes in D state, or zombies of a parent outside the
+                // group, may outlive SIGKILL for a while: don't wait forever.
+                (_, Some(at)) if at.elapsed() > KILL_WAIT => {
+                    say("processes of the command's group are still there after SIGKILL; going on");
+                    break status;
                 }
-            },
+                // What a passed-on signal left behind gets --grace from now.
+                (None, None) => kill_at = Some(Instant::now() + args.grace),
+                _ => {}
+            }
+        }
+        let why_lost = tokio::select! {
+            status = child.wait(), if leader.is_none() => {
+                leader = Some(match status {
+                    Ok(status) => Some(status),
+                    Err(e) => {
+                        say(format_args!("lost track of the command: {e}"));
+                        None
+                    }
+                });
+                continue;
+            }
             _ = &mut lost, if !was_lost => "it could no longer be renewed or its lease ran out",
             _ = check.tick(), if !was_lost => match guard.is_held().await {
                 Ok(false) => "it is no longer held in Redis (expired or force-unlocked)",
@@ -217,37 +291,42 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
                 Ok(true) | Err(_) => continue,
             },
             got = signals.recv() => {
-                if got != Got::Int {
-                    if let Some(pid) = pid {
-                        send_signal(pid, got.name()).await;
-                    }
-                }
-                // INT (Ctrl-C) reached the command from the terminal already;
-                // the lock is released once the command ends.
+                // Ctrl-C reaches only this process now that the command has
+                // a group of its own: INT is passed on like TERM and HUP.
+                group.signal(got.signal());
+                stopping = true;
                 continue;
             }
             _ = sleep_until(kill_at), if kill_at.is_some() => {
-                say("grace period over; sending SIGKILL");
-                let _ = child.start_kill();
+                say("grace period over; sending SIGKILL to the command's process group");
+                if !group.signal(Signal::SIGKILL) && leader.is_none() {
+                    let _ = child.start_kill();
+                }
                 kill_at = None;
+                killed_at = Some(Instant::now());
                 continue;
             }
+            // Nothing tells when the last process of a group ends: look.
+            _ = tokio::time::sleep(GROUP_POLL), if leader.is_some() => continue,
         };
         was_lost = true;
+        stopping = true;
         say(format_args!(
-            "lock {:?} lost while the command ran: {why_lost}; sending SIG{} to the command",
-            args.name, args.signal
+            "lock {:?} lost while the command ran: {why_lost}; sending {} to the command's \
+             process group",
+            args.name,
+            args.signal.as_str()
         ));
-        let sent = match pid {
-            Some(pid) if args.signal != "KILL" && args.signal != "9" => {
-                send_signal(pid, &args.signal).await
+        if args.signal == Signal::SIGKILL {
+            if !group.signal(Signal::SIGKILL) && leader.is_none() {
+                let _ = child.start_kill();
             }
-            _ => false,
-        };
-        if sent {
+            killed_at = Some(Instant::now());
+        } else if group.signal(args.signal) {
             kill_at = Some(Instant::now() + args.grace);
-        } else {
+        } else if leader.is_none() {
             let _ = child.start_kill();
+            killed_at = Some(Instant::now());
         }
     };
 
@@ -276,6 +355,12 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
         }
     }
 }
+
+/// How often the group is looked at once the command itself has ended.
+const GROUP_POLL: Duration = Duration::from_millis(20);
+
+/// How long the group may take to go after SIGKILL.
+const KILL_WAIT: Duration = Duration::from_secs(2);
 
 /// Sleep until `at` (forever for `None`).
 async fn sleep_until(at: Option<Instant>) {

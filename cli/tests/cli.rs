@@ -78,11 +78,24 @@ fn status_shows_a_java_hold_and_json_parses() {
     let (_, json) = server.json(&["status", &name, "--json"]);
     assert_eq!(json["channels"][0]["numsub"], 1);
 
-    // Nothing there: status 1, kind none.
+    assert_eq!(json["no_expiry"], false);
+
+    // Nothing there: status 1, kind none, no TTL (not PTTL's -2).
     let (rc, json) = server.json(&["status", &unique("absent"), "--json"]);
     assert_eq!(rc, 1);
     assert_eq!(json["kind"], "none");
     assert_eq!(json["exists"], false);
+    assert_eq!(json["ttl_ms"], Value::Null);
+    assert_eq!(json["no_expiry"], false);
+
+    // A hold without expiry: no TTL either (not -1), and `no_expiry` says so.
+    raw.cmd(&["PERSIST", &name]);
+    let (_, json) = server.json(&["--json", "status", &name]);
+    assert_eq!(json["ttl_ms"], Value::Null);
+    assert_eq!(json["no_expiry"], true);
+    let (_, json) = server.json(&["list", &name, "--json"]);
+    assert_eq!(json[0]["ttl_ms"], Value::Null, "{json}");
+    assert_eq!(json[0]["no_expiry"], true, "{json}");
 }
 
 #[test]
@@ -180,6 +193,8 @@ fn status_shows_readers_with_timeouts_and_writers() {
     raw.cmd(&["HSET", &wname, "mode", "write", &writer, "1"]);
     raw.cmd(&["PEXPIRE", &wname, "30000"]);
     let (_, json) = server.json(&["status", &wname, "--json"]);
+    let text = stdout(&server.cli(&["status", &wname]));
+    assert!(text.contains("held for writing"), "{text}");
     assert_eq!(json["mode"], "write");
     assert_eq!(json["holders"][0]["mode"], "write");
     assert_eq!(json["holders"][0]["owner_id"], 4);
@@ -440,6 +455,15 @@ fn run_returns_75_when_the_lock_stays_busy() {
     assert!(started.elapsed() < Duration::from_secs(5));
     let out = server.cli(&["run", &name, "-w", "0", "-E", "9", "--", "true"]);
     assert_eq!(code(&out), 9);
+    // flock(1)'s spellings: -n (--nonblock) tries once, -w2s waits 2s.
+    for flags in [&["-n"][..], &["--nonblock"], &["-w200ms"], &["-w", "0.2"]] {
+        let mut args = vec!["run", &name];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&["--", "echo", "ran"]);
+        let out = server.cli(&args);
+        assert_eq!(code(&out), 75, "{flags:?}: {}", stderr(&out));
+        assert!(!stdout(&out).contains("ran"));
+    }
     // Every kind waits for the Java holder (the fair and spin kinds too).
     for kind in ["fair", "spin", "fenced", "non-reentrant"] {
         let out = server.cli(&[
@@ -476,8 +500,13 @@ fn run_signals_the_command_when_the_lock_is_lost() {
         marker.str(),
         started.str()
     );
+    // --grace: a TERM that lands between `sleep`'s fork and its exec is
+    // lost (the shell's trap handler is still installed there), and the tool
+    // then waits for the whole group, `sleep` included.
     let child = server
-        .cli_command(&["run", &name, "--check", "100ms", "--", "sh", "-c", &script])
+        .cli_command(&[
+            "run", &name, "--check", "100ms", "--grace", "1s", "--", "sh", "-c", &script,
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -569,20 +598,20 @@ fn run_releases_the_lock_on_sigterm_and_while_waiting() {
         .spawn()
         .unwrap();
     eventually("the command started", || started.read().is_some());
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let mut numsub = || match raw.cmd(&["PUBSUB", "NUMSUB", &channel]) {
+        Reply::Array(Some(v)) => v[1].int(),
+        other => panic!("{other:?}"),
+    };
+    // The holder may listen on the channel too (to hear a forced unlock).
+    let holder_subs = numsub();
     let waiter = server
         .cli_command(&["run", &name, "--", "true"])
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    eventually("the waiter subscribed", || {
-        let reply = raw.cmd(&[
-            "PUBSUB",
-            "NUMSUB",
-            &format!("redisson_lock__channel:{{{name}}}"),
-        ]);
-        matches!(reply, Reply::Array(Some(ref v)) if v[1] == Reply::Int(1))
-    });
+    eventually("the waiter subscribed", || numsub() == holder_subs + 1);
     // SIGINT while waiting: gives up with 130, nothing left behind.
     send(waiter.id(), "INT");
     let out = waiter.wait_with_output().unwrap();
@@ -609,6 +638,173 @@ fn run_releases_the_lock_on_sigterm_and_while_waiting() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(128 + 15));
     assert!(!raw.exists(&name));
+}
+
+/// Whether process `pid` is still running: gone, or a zombie (dead, not
+/// yet reaped), is not.
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S ...`: the state follows the last parenthesis.
+        Ok(stat) => !matches!(
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().chars().next()),
+            Some(Some('Z' | 'X'))
+        ),
+        Err(_) => false,
+    }
+}
+
+/// Wait (bounded) for the PID the command's background process wrote.
+fn grandchild_pid(file: &TempPath) -> u32 {
+    eventually("the grandchild wrote its PID", || {
+        file.read().is_some_and(|s| s.ends_with('\n'))
+    });
+    let pid: u32 = file.read().unwrap().trim().parse().unwrap();
+    assert!(running(pid), "the grandchild {pid} runs");
+    pid
+}
+
+/// Wait (bounded) for the tool to exit: its status code and standard error.
+/// Whatever the command starts must not hold the pipe (redirect it), or
+/// the read would wait for that too.
+fn finish(mut child: std::process::Child) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the tool did not exit within 20s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut pipe, &mut err).unwrap();
+    }
+    (status.code(), err)
+}
+
+/// Kills a process on drop, so that a failed test leaves no `sleep 300`;
+/// disarmed once the process is known to be gone (its PID may be reused).
+struct KillOnDrop(u32);
+
+impl KillOnDrop {
+    fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-s", "KILL", &self.0.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn run_kills_the_whole_process_group_when_the_lock_is_lost() {
+    let server = Server::start();
+    let mut raw = server.raw();
+    let name = unique("lost-group");
+    let pid_file = TempPath::new("lost-group-pid");
+    // `sh` passes nothing on to its background job: before process groups,
+    // TERM reached `sh` only and `sleep` ran on after the lock was lost.
+    let script = format!(
+        "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; wait",
+        pid_file.str()
+    );
+    let child = server
+        .cli_command(&["run", &name, "--check", "100ms", "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let cli = KillOnDrop(child.id());
+    let grandchild = grandchild_pid(&pid_file);
+    let guard = KillOnDrop(grandchild);
+    assert!(raw.exists(&name));
+
+    assert_eq!(code(&server.cli(&["force-unlock", &name])), 0);
+    let (status, err) = finish(child);
+    cli.disarm();
+    assert_eq!(status, Some(76), "{err}");
+    eventually("the grandchild is gone", || !running(grandchild));
+    guard.disarm();
+    assert!(err.contains("process group"), "{err}");
+
+    // A grandchild that ignores the signal is killed after --grace, though
+    // the command itself ended at once.
+    let name = unique("lost-group-kill");
+    let pid_file = TempPath::new("lost-group-pid");
+    let script = format!(
+        "sh -c 'trap \"\" TERM; echo $$ > {}; while :; do sleep 0.05; done' \
+         </dev/null >/dev/null 2>&1 & wait",
+        pid_file.str()
+    );
+    let child = server
+        .cli_command(&[
+            "run", &name, "--check", "100ms", "--grace", "500ms", "--", "sh", "-c", &script,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let cli = KillOnDrop(child.id());
+    let grandchild = grandchild_pid(&pid_file);
+    let guard = KillOnDrop(grandchild);
+    assert_eq!(code(&server.cli(&["force-unlock", &name])), 0);
+    let (status, err) = finish(child);
+    cli.disarm();
+    assert_eq!(status, Some(76), "{err}");
+    assert!(err.contains("SIGKILL"), "{err}");
+    eventually("the grandchild is gone", || !running(grandchild));
+    guard.disarm();
+}
+
+#[test]
+fn run_passes_term_and_int_on_to_the_whole_process_group() {
+    let server = Server::start();
+    let mut raw = server.raw();
+    // A script's background job ignores INT (as from a terminal), so the
+    // INT case runs the grandchild in the foreground.
+    for (sig, status, then) in [("TERM", 128 + 15, "& wait"), ("INT", 128 + 2, "; exit 1")] {
+        let name = unique("term-group");
+        let pid_file = TempPath::new("term-group-pid");
+        // The grandchild traps the signal to say it got it; `sh` ends on it.
+        let marker = TempPath::new("term-group-got");
+        let script = format!(
+            "trap 'exit {status}' {sig}; \
+             sh -c 'trap \"echo {sig} > {marker}; exit 0\" {sig}; echo $$ > {pid}; \
+             while :; do sleep 0.05; done' </dev/null >/dev/null 2>&1 {then}",
+            marker = marker.str(),
+            pid = pid_file.str()
+        );
+        let child = server
+            .cli_command(&["run", &name, "--", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let cli = KillOnDrop(child.id());
+        let grandchild = grandchild_pid(&pid_file);
+        let guard = KillOnDrop(grandchild);
+        send(child.id(), sig);
+        let (code, err) = finish(child);
+        cli.disarm();
+        assert_eq!(code, Some(status), "{sig}: {err}");
+        assert_eq!(marker.read(), Some(format!("{sig}\n")), "{sig}");
+        eventually("the grandchild is gone", || !running(grandchild));
+        guard.disarm();
+        assert!(!raw.exists(&name), "{sig}: released");
+    }
 }
 
 fn send(pid: u32, sig: &str) {
@@ -669,12 +865,16 @@ fn watch_redraws_until_told_to_stop() {
 fn usage_connection_and_credential_errors_have_their_statuses_and_hide_passwords() {
     for bad in [
         &["frobnicate"][..],
+        &[],
         &["status"],
         &["run", "x", "--wait", "soon", "--", "true"],
+        &["run", "x", "-n", "--wait", "1s", "--", "true"],
+        &["run", "x", "--json", "--", "true"],
         &["run", "x"],
     ] {
         let out = std::process::Command::new(BIN).args(bad).output().unwrap();
         assert_eq!(code(&out), 64, "{bad:?}");
+        assert!(!stderr(&out).is_empty(), "{bad:?}");
     }
     let out = std::process::Command::new(BIN)
         .arg("--help")
@@ -682,6 +882,33 @@ fn usage_connection_and_credential_errors_have_their_statuses_and_hide_passwords
         .unwrap();
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).contains("EXIT STATUS"));
+    // Each command has its own help.
+    for (command, option) in [
+        ("run", "--nonblock"),
+        ("status", "--kind"),
+        ("watch", "--interval"),
+        ("list", "--counters"),
+        ("force-unlock", "--kind"),
+    ] {
+        let out = std::process::Command::new(BIN)
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{command}");
+        assert!(stdout(&out).contains(option), "{command}: {}", stdout(&out));
+    }
+    let out = std::process::Command::new(BIN)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("force-unlock"));
+    let out = std::process::Command::new(BIN)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).starts_with("redisson-lock "));
 
     // Nobody listens: 69, and the password is not printed.
     let port = free_port();
@@ -723,4 +950,29 @@ fn usage_connection_and_credential_errors_have_their_statuses_and_hide_passwords
         .unwrap();
     assert_eq!(code(&out), 78, "{}", stderr(&out));
     assert!(!stderr(&out).contains("pw-xyz"));
+}
+
+/// `rediss://` with the tool's TLS feature (on by default) is tried for
+/// real; without one it is refused with 78, naming the tool's own feature.
+#[test]
+fn rediss_urls_follow_the_tools_tls_features() {
+    let port = free_port();
+    let url = format!("rediss://:tls-secret@127.0.0.1:{port}");
+    let out = std::process::Command::new(BIN)
+        .env_remove("REDIS_URL")
+        .args(["--url", &url, "--timeout", "500ms", "status", "x"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(!err.contains("tls-secret"), "{err}");
+    if cfg!(any(feature = "tls-rustls", feature = "tls-native-tls")) {
+        // Nobody listens there: unreachable, not a configuration error.
+        assert_eq!(code(&out), 69, "{err}");
+    } else {
+        assert_eq!(code(&out), 78, "{err}");
+        assert!(
+            err.contains("tls-rustls") && err.contains("redisson-lock-cli"),
+            "{err}"
+        );
+    }
 }
