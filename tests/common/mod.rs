@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod fault;
+pub mod java;
 pub mod make;
 #[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
 pub mod tls;
@@ -431,4 +432,13 @@ pub async fn describe_keys(
         out.push(format!("{key} ({kind}, pttl {pttl} ms): {contents:?}"));
     }
     out
+}
+
+/// Whether the server behind `raw` has sharded pub/sub (Redis 7+, Valkey):
+/// it knows `PUBSUB SHARDNUMSUB`. Tests of sharded pub/sub ask this rather
+/// than assume a version; without it they check the typed refusal instead.
+pub async fn supports_sharded_pubsub(raw: &fred::clients::Client) -> bool {
+    raw.custom::<Value, _>(fred::cmd!("PUBSUB"), vec!["SHARDNUMSUB"])
+        .await
+        .is_ok()
 }
