@@ -63,11 +63,8 @@ async fn cluster() {
             eprintln!("   {} ok in {:?}", stringify!($name), at.elapsed());
         };
     }
-    if sharded {
-        scenario!(auto_mode_is_sharded);
-    } else {
-        scenario!(auto_mode_is_classic_without_sharded_pubsub);
-    }
+    eprintln!("-- auto_mode (sharded: {sharded})");
+    auto_mode(&cluster, sharded).await;
     scenario!(every_kind_excludes_across_slots);
     scenario!(wakes_by_publish_in_many_slots);
     if sharded {
@@ -88,9 +85,28 @@ async fn cluster() {
     eprintln!("cluster scenarios took {:?}", started.elapsed());
 }
 
-/// On a Redis 7 cluster `Auto` subscribes by SSUBSCRIBE on the node of the
-/// channel's slot, and unlocks by SPUBLISH (Redisson 3.22+'s default).
-async fn auto_mode_is_sharded(cluster: &Cluster) {
+/// `Auto` on a Redis 7 cluster subscribes by SSUBSCRIBE on the node of the
+/// channel's slot and unlocks by SPUBLISH (Redisson 3.22+'s default); on a
+/// cluster without sharded pub/sub (Redis 6.2) by SUBSCRIBE and PUBLISH, as
+/// Redisson does there, and there `Sharded` and `Both` are refused at
+/// connect, typed.
+async fn auto_mode(cluster: &Cluster, sharded: bool) {
+    if !sharded {
+        for mode in [PubSubMode::Sharded, PubSubMode::Both] {
+            let config = redisson_lock::Config::from_url(&cluster.url)
+                .unwrap()
+                .pubsub_mode(mode);
+            match Client::connect(config).await {
+                Err(Error::Config(message)) => assert!(message.contains("Redis 7"), "{message}"),
+                other => panic!("{mode:?} on a cluster without sharded pub/sub: {other:?}"),
+            }
+        }
+    }
+    let (used, unused) = if sharded {
+        ("SHARDNUMSUB", "NUMSUB")
+    } else {
+        ("NUMSUB", "SHARDNUMSUB")
+    };
     let client = cluster.client().await;
     let holder = cluster.client().await;
     for name in names("auto", 3) {
@@ -99,55 +115,19 @@ async fn auto_mode_is_sharded(cluster: &Cluster) {
         let channel = lock.channel().to_string();
         let waiter =
             tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
-        until("a sharded subscriber", Duration::from_secs(5), || async {
-            (cluster.count("SHARDNUMSUB", &channel).await == 1).then_some(())
-        })
+        until(
+            &format!("a subscriber by {used}"),
+            Duration::from_secs(5),
+            || async { (cluster.count(used, &channel).await == 1).then_some(()) },
+        )
         .await;
-        assert_eq!(cluster.count("NUMSUB", &channel).await, 0, "no classic one");
+        assert_eq!(cluster.count(unused, &channel).await, 0, "none by {unused}");
         let unlocked = Instant::now();
         guard.unlock().await.unwrap();
         let got = waiter.await.unwrap().unwrap().expect("woken");
         assert!(
             unlocked.elapsed() < Duration::from_secs(5),
-            "woken by SPUBLISH, not by the 30 s lease"
-        );
-        got.unlock().await.unwrap();
-    }
-    client.shutdown().await;
-    holder.shutdown().await;
-}
-
-/// On a cluster without sharded pub/sub (Redis 6.2) `Auto` subscribes by
-/// SUBSCRIBE and unlocks by PUBLISH (as Redisson does there), and `Sharded`
-/// and `Both` are refused at connect, typed.
-async fn auto_mode_is_classic_without_sharded_pubsub(cluster: &Cluster) {
-    for mode in [PubSubMode::Sharded, PubSubMode::Both] {
-        let config = redisson_lock::Config::from_url(&cluster.url)
-            .unwrap()
-            .pubsub_mode(mode);
-        match Client::connect(config).await {
-            Err(Error::Config(message)) => assert!(message.contains("Redis 7"), "{message}"),
-            other => panic!("{mode:?} on a cluster without sharded pub/sub: {other:?}"),
-        }
-    }
-    let client = cluster.client().await;
-    let holder = cluster.client().await;
-    for name in names("auto-classic", 3) {
-        let guard = holder.lock(&name).unwrap().lock().await.unwrap();
-        let lock = client.lock(&name).unwrap();
-        let channel = lock.channel().to_string();
-        let waiter =
-            tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
-        until("a classic subscriber", Duration::from_secs(5), || async {
-            (cluster.count("NUMSUB", &channel).await == 1).then_some(())
-        })
-        .await;
-        let unlocked = Instant::now();
-        guard.unlock().await.unwrap();
-        let got = waiter.await.unwrap().unwrap().expect("woken");
-        assert!(
-            unlocked.elapsed() < Duration::from_secs(5),
-            "woken by PUBLISH, not by the 30 s lease"
+            "woken by publish, not by the 30 s lease"
         );
         got.unlock().await.unwrap();
     }

@@ -26,15 +26,7 @@ async fn synced_client(url: &str, sync: Duration) -> Client {
 
 /// How many `WAIT` commands the server has run.
 async fn waits(raw: &fred::clients::Client) -> u64 {
-    let info: String = raw
-        .custom(fred::cmd!("INFO"), vec!["commandstats"])
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
-        .and_then(|v| v.split(',').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    common::command_calls(raw, "wait").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

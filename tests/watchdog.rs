@@ -198,20 +198,6 @@ async fn renewal_survives_a_server_stall_shorter_than_the_lease() {
     guard.unlock().await.unwrap();
 }
 
-/// How many HEXISTS the server has run: a holder's `lost()` watcher checks
-/// its field with one when it starts watching and after each message.
-async fn hexists_calls(raw: &fred::clients::Client) -> u64 {
-    let info: String = raw
-        .custom(fred::cmd!("INFO"), vec!["commandstats"])
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_hexists:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
 /// Spawn `lost` and return once its watcher has subscribed and made its
 /// first check, so what follows is heard by publish, not by that check.
 async fn watching<K: redisson_lock::Kind>(
@@ -219,11 +205,11 @@ async fn watching<K: redisson_lock::Kind>(
     guard: &redisson_lock::LockGuard<K>,
     channel: &str,
 ) -> tokio::task::JoinHandle<()> {
-    let before = hexists_calls(raw).await;
+    let before = common::command_calls(raw, "hexists").await;
     let lost = tokio::spawn(guard.lost());
     common::wait_numsub(raw, channel, 1).await;
     common::eventually("the watcher's first check", || async {
-        hexists_calls(raw).await > before
+        common::command_calls(raw, "hexists").await > before
     })
     .await;
     lost
@@ -294,7 +280,7 @@ async fn lost_hears_a_forced_unlock_by_another_client_at_once() {
     let name = unique("lost-fast-rw");
     let rw = fx.client.read_write_lock(&name).unwrap();
     let read = rw.read().lock().await.unwrap();
-    let before = hexists_calls(&fx.raw).await;
+    let before = common::command_calls(&fx.raw, "hexists").await;
     let mut lost = watching(&fx.raw, &read, &format!("redisson_rwlock:{{{name}}}")).await;
     // Another reader leaving publishes too, but our hold is still there.
     let second = other
@@ -304,11 +290,11 @@ async fn lost_hears_a_forced_unlock_by_another_client_at_once() {
         .lock()
         .await
         .unwrap();
-    let checks = hexists_calls(&fx.raw).await;
+    let checks = common::command_calls(&fx.raw, "hexists").await;
     second.unlock().await.unwrap();
     common::eventually(
         "the watcher re-checks after another reader's unlock",
-        || async { hexists_calls(&fx.raw).await > checks },
+        || async { common::command_calls(&fx.raw, "hexists").await > checks },
     )
     .await;
     assert!(checks > before);

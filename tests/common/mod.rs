@@ -442,3 +442,19 @@ pub async fn supports_sharded_pubsub(raw: &fred::clients::Client) -> bool {
         .await
         .is_ok()
 }
+
+/// How many times the server has run `command` (`INFO commandstats`): how a
+/// test sees a command it cannot otherwise observe (a `WAIT`, a watcher's
+/// `HEXISTS`).
+pub async fn command_calls(raw: &fred::clients::Client, command: &str) -> u64 {
+    let info: String = raw
+        .custom(fred::cmd!("INFO"), vec!["commandstats"])
+        .await
+        .unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|v| v.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
