@@ -177,6 +177,7 @@ impl CountDownLatch {
     /// # Cancel safety
     ///
     /// It only reads: dropping it at any point leaves nothing behind.
+    #[doc(alias = "count")]
     pub async fn get_count(&self) -> Result<i64> {
         get_count(self.inner(), &self.shared.name).await
     }
@@ -221,6 +222,7 @@ impl CountDownLatch {
     /// It only reads: dropping it at any point leaves nothing behind (its
     /// share of the channel subscription is released).
     #[doc(alias = "await")]
+    #[doc(alias = "wait")]
     pub async fn await_zero(&self) -> Result<LatchOpened> {
         match self.await_within(None).await? {
             Some(opened) => Ok(opened),

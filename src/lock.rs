@@ -369,6 +369,7 @@ impl<K: Kind> Lock<K> {
     /// # Cancel safety
     ///
     /// It only reads: dropping it at any point leaves nothing behind.
+    #[doc(alias = "ttl")]
     pub async fn remain_time_to_live(&self) -> Result<Ttl> {
         let name = self.name().to_owned();
         let ttl: i64 = self

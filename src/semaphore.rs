@@ -50,6 +50,17 @@ const KIND: &str = "semaphore";
 /// # Ok(()) }
 /// ```
 ///
+/// # Counts and their types
+///
+/// The types say what each number can be: permits taken, given back or set
+/// are a `u32` (a count, never negative; at most Java's `int`, 2^31 − 1);
+/// [`add_permits`](Self::add_permits) takes an `i32` (a change, negative to
+/// take permits away, as Java's `addPermits(int)`); what is *read*
+/// ([`available_permits`](Self::available_permits),
+/// [`drain_permits`](Self::drain_permits)) is an `i64`, because the stored
+/// count is whatever any client left there, negative after a negative
+/// `addPermits`, or above 2^31 after many releases.
+///
 /// # Cancel safety
 ///
 /// Every future may be dropped at any await point. An acquire script already
