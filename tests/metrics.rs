@@ -174,7 +174,11 @@ async fn lock_unlock_contention_and_renewal_move_the_metrics() {
     );
 
     // A waiter holds a subscription while it waits, and leaves it after.
+    // (First the earlier waiters' UNSUBSCRIBE must have landed, or their
+    // subscription could be taken for the next one's.)
     let channel = lock.channel().to_owned();
+    wait_numsub(&fx.raw, &channel, 0).await;
+    assert_eq!(seen.gauge(SUBSCRIPTIONS, &[]), 0.0);
     let waiter = tokio::spawn({
         let contender = contender.clone();
         async move { contender.lock().await.unwrap().unlock().await.unwrap() }
