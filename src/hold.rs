@@ -216,9 +216,9 @@ impl Drop for RawHold {
 /// lasts: check the hold when the subscription is made and after every
 /// message, reconnect or lost connection, and mark it lost in the registry
 /// when its field is gone (which resolves [`watchdog::lost`]). Never
-/// resolves; its subscription ends when the hold is released. A failed
-/// subscribe or check is tried again after `retry_delay`: the renewal path
-/// still bounds how late a loss is noticed.
+/// resolves; its subscription ends when the hold is released, and it stops
+/// watching at shutdown. A failed subscribe or check is tried again after
+/// `retry_delay`: the renewal path still bounds how late a loss is noticed.
 async fn watch_channel(
     raw: RawLock,
     channel: String,
@@ -230,11 +230,15 @@ async fn watch_channel(
         let inner = raw.inner();
         let retry = inner.config.retry_delay.max(Duration::from_millis(1));
         loop {
+            // After shutdown the hub is gone: the lease path alone tells.
+            if inner.is_closing() {
+                return;
+            }
             let Ok(subscription) = inner.hub.watch(&channel).await else {
                 tokio::time::sleep(retry).await;
                 continue;
             };
-            loop {
+            while !inner.is_closing() {
                 let message = subscription.any_message();
                 tokio::pin!(message);
                 message.as_mut().enable();
