@@ -841,6 +841,30 @@ async fn force_unlock_wakes(s: &mut Scene, kind: &str) {
         format!("{kind}: java holds after rust's force unlock"),
     );
     s.java.ok("t2", &format!("unlock {jobj}")).await;
+
+    // Rust holds and awaits lost(); Java force-unlocks: kinds whose unlocks
+    // publish on one channel hear it at once (docs/PROTOCOL.md §2.6), not at
+    // the next renewal, 10 s away.
+    if matches!(kind, "lock" | "nrlock") {
+        let name = s.name("force-lost");
+        let jobj = format!("{kind}:{name}");
+        let guard = rust_lock(&s.fx.client, kind, &name).lock().await.unwrap();
+        let lost = tokio::spawn(guard.lost());
+        s.subscribed(&format!("redisson_lock__channel:{{{name}}}"), 1)
+            .await;
+        let forced = s.java.call("t2", &format!("forceunlock {jobj}")).await;
+        s.steps.eq(
+            forced.value.as_str(),
+            "true",
+            format!("{kind}: java forceUnlock of rust's hold"),
+        );
+        let lost = tokio::time::timeout(WAKE, lost).await;
+        s.steps.check(
+            lost.is_ok(),
+            format!("{kind}: rust's lost() within {WAKE:?} of java's forceUnlock"),
+        );
+        s.steps.check(guard.is_lost(), format!("{kind}: rust guard is lost"));
+    }
 }
 
 /// Fair lock: waiters of both sides queue in one list in arrival order and
