@@ -863,7 +863,8 @@ async fn force_unlock_wakes(s: &mut Scene, kind: &str) {
             lost.is_ok(),
             format!("{kind}: rust's lost() within {WAKE:?} of java's forceUnlock"),
         );
-        s.steps.check(guard.is_lost(), format!("{kind}: rust guard is lost"));
+        s.steps
+            .check(guard.is_lost(), format!("{kind}: rust guard is lost"));
     }
 }
 
