@@ -433,16 +433,5 @@ fn expect_acquired(acquired: Option<Acquired>) -> Result<Acquired> {
 /// A caller's lease: from one millisecond (PEXPIRE's unit) to
 /// [`MAX_DURATION`](crate::config::MAX_DURATION).
 pub(crate) fn fixed_lease(lease: Duration) -> Result<Lease> {
-    checked_lease(lease).map(Lease::Fixed)
-}
-
-/// `lease`, if it is from one millisecond to
-/// [`MAX_DURATION`](crate::config::MAX_DURATION).
-pub(crate) fn checked_lease(lease: Duration) -> Result<Duration> {
-    if lease < Duration::from_millis(1) || lease > crate::config::MAX_DURATION {
-        return Err(Error::InvalidArgument(format!(
-            "lease must be from 1 ms to 100 years, got {lease:?}"
-        )));
-    }
-    Ok(lease)
+    crate::watchdog::checked_lease(lease).map(Lease::Fixed)
 }
