@@ -131,7 +131,9 @@ impl<K: Kind> LockGuard<K> {
     /// A dropped future may or may not have set the new TTL; the hold's
     /// local lease is unchanged then, so `lost()` may fire early, never late.
     pub async fn extend(&mut self, lease: Duration) -> Result<()> {
-        self.hold.extend(crate::watchdog::checked_lease(lease)?).await
+        self.hold
+            .extend(crate::watchdog::checked_lease(lease)?)
+            .await
     }
 
     /// Release this hold.
