@@ -108,6 +108,11 @@ impl<K: Kind> LockGuard<K> {
     /// such call; on the wire it is its renewal (`PEXPIRE` if the owner's
     /// field is there).
     ///
+    /// On a read lock the renewal also sets the shared hash's TTL to `lease`,
+    /// as a watchdog renewal does: a lease shorter than another reader's
+    /// remaining time shortens that reader's hold too. Extend read holds
+    /// only to at least what other readers were given.
+    ///
     /// ```no_run
     /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
     /// use std::time::Duration;
