@@ -124,64 +124,44 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// Layers, read top-down: `blocking` over the kinds (`rlock`, `fair`,
-// `rwlock`, `spin`, `fenced`, each with its protocol, type and factory) and
-// the synchronizers (`semaphore`, `permit_semaphore`, `latch`, over the
-// `waiter` loop), `multi`, the typed `guard` over the untyped `hold`, the
-// generic `lock` handle, the `raw` acquire/release loop, the `client`, then
-// the `watchdog`, the pub/sub hub and the Redis command layer, which know no
-// lock kind.
-mod backoff;
+// Layers, read top-down, one folder each; a file imports only from its own
+// folder and the folders below it:
+// - `blocking`: the blocking API, a bridge over the async one;
+// - `kinds` (lock kinds, `MultiLock`) and `sync` (semaphores, count-down
+//   latch): each kind's protocol, type and factory;
+// - `engine`: what every kind shares (`Lock`, guards, holds, the acquire and
+//   wait loops);
+// - `client`: the `Client`, its registry of holds and the renewal task;
+// - `connection`: configuration, Redis commands, scripts, pub/sub;
+// - `base`: errors, owners, wire names, back-off, background work, telemetry.
+mod base;
 #[cfg(feature = "blocking")]
 #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
 mod client;
-mod config;
-mod detach;
-mod error;
-mod fair;
-mod fenced;
-mod guard;
-mod hold;
-mod kind;
-mod latch;
-mod latches;
-mod lock;
-mod multi;
-mod names;
-mod owner;
-mod permit_semaphore;
-mod pubsub;
-mod raw;
-mod redis;
-mod rlock;
-mod rwlock;
-mod script;
-mod semaphore;
-mod spin;
-mod telemetry;
-mod tls;
-mod waiter;
-mod watchdog;
+mod connection;
+mod engine;
+mod kinds;
+mod sync;
 
-pub use backoff::BackOff;
+pub use base::backoff::BackOff;
+pub use base::error::{Cause, Error, Result};
+pub use base::names::{NameMapper, PrefixMapper};
+pub use base::owner::Owner;
 pub use client::Client;
-pub use config::{Config, PubSubMode, MAX_DURATION};
-pub use error::{Cause, Error, Result};
-pub use fair::{Fair, FairLock, NonReentrantFair, NonReentrantFairLock};
-pub use fenced::{Fenced, FencedLock};
-pub use guard::LockGuard;
-pub use kind::{AnyKind, Kind, ReentrantKind};
-pub use latch::{CountDownLatch, LatchOpened};
-pub use lock::{Lock, Ttl};
-pub use multi::{MultiGuard, MultiLock};
-pub use names::{NameMapper, PrefixMapper};
-pub use owner::Owner;
-pub use permit_semaphore::{PermitExpirableSemaphore, PermitGuard, PermitId, PermitLease};
-pub use rlock::{NonReentrant, NonReentrantLock, RLock, Reentrant};
-pub use rwlock::{Read, ReadLock, ReadWriteLock, Write, WriteLock};
-pub use semaphore::{Semaphore, SemaphorePermit};
-pub use spin::{Spin, SpinLock};
+pub use connection::config::{Config, PubSubMode, MAX_DURATION};
+pub use engine::guard::LockGuard;
+pub use engine::kind::{AnyKind, Kind, ReentrantKind};
+pub use engine::lock::{Lock, Ttl};
+pub use kinds::fair::{Fair, FairLock, NonReentrantFair, NonReentrantFairLock};
+pub use kinds::fenced::{Fenced, FencedLock};
+pub use kinds::multi::{MultiGuard, MultiLock};
+pub use kinds::rlock::{NonReentrant, NonReentrantLock, RLock, Reentrant};
+pub use kinds::rwlock::{Read, ReadLock, ReadWriteLock, Write, WriteLock};
+pub use kinds::spin::{Spin, SpinLock};
+pub use sync::count_down_latch::{CountDownLatch, LatchOpened};
+pub use sync::permit_semaphore::{PermitExpirableSemaphore, PermitGuard, PermitId, PermitLease};
+pub use sync::semaphore::{Semaphore, SemaphorePermit};
 
 /// Re-export of the Redis client crate, for [`Config::redis`].
 pub use fred;

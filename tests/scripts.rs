@@ -5,7 +5,7 @@
 //! arguments, to show that the checks let them through.
 //!
 //! The scripts are run by plain EVAL, their bodies concatenated the way
-//! `src/script.rs` does it.
+//! `src/connection/script.rs` does it.
 mod common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -16,7 +16,7 @@ use fred::types::Message;
 use tokio::sync::broadcast;
 
 /// The files in `lua/`, concatenated in order, the rest run through
-/// `args.lua`'s `run_body` (as `script!` in src/script.rs).
+/// `args.lua`'s `run_body` (as `script!` in src/connection/script.rs).
 macro_rules! body {
     ("args.lua", $($file:literal),+) => {
         concat!(

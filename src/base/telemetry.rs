@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::Error;
+use crate::base::error::Error;
 
 /// Metric names, each documented in the README.
 #[cfg_attr(not(feature = "metrics"), allow(dead_code))]

@@ -20,15 +20,15 @@ use futures::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::base::detach::FinishOnDrop;
+use crate::base::error::{Error, Result};
+use crate::base::names::{prefix_name, suffix_name};
+use crate::base::telemetry::Acquisition;
 use crate::client::{Client, Inner};
-use crate::detach::FinishOnDrop;
-use crate::error::{Error, Result};
-use crate::names::{prefix_name, suffix_name};
-use crate::pubsub::Wake;
-use crate::script::{self, millis, ScriptCall};
-use crate::semaphore::{add_call, check_permits, integer, try_set_call};
-use crate::telemetry::Acquisition;
-use crate::waiter::{epoch_ms, wait_until, Outcome};
+use crate::connection::pubsub::Wake;
+use crate::connection::script::{self, millis, ScriptCall};
+use crate::engine::wait::{epoch_ms, wait_until, Outcome};
+use crate::sync::semaphore::{add_call, check_permits, integer, try_set_call};
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "permit_expirable_semaphore";
@@ -210,7 +210,7 @@ impl Client {
 
 /// A caller's lease: from 1 ms to [`MAX_DURATION`](crate::MAX_DURATION).
 fn check_lease(lease: Duration) -> Result<()> {
-    if lease < Duration::from_millis(1) || lease > crate::config::MAX_DURATION {
+    if lease < Duration::from_millis(1) || lease > crate::connection::config::MAX_DURATION {
         return Err(Error::InvalidArgument(format!(
             "lease must be from 1 ms to 100 years, got {lease:?}"
         )));
@@ -902,7 +902,7 @@ impl PermitGuard {
         lease: Option<Duration>,
         expires_at: Option<Instant>,
     ) -> PermitGuard {
-        crate::telemetry::held(KIND);
+        crate::base::telemetry::held(KIND);
         PermitGuard {
             semaphore,
             id,
@@ -916,7 +916,7 @@ impl PermitGuard {
     fn disarm(&mut self) -> bool {
         let armed = std::mem::replace(&mut self.armed, false);
         if armed {
-            crate::telemetry::unheld(KIND);
+            crate::base::telemetry::unheld(KIND);
         }
         armed
     }

@@ -2,7 +2,7 @@
 //! typed error (never plaintext for a `rediss` URL), and errors that never
 //! repeat a secret of the URL.
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// Parse `url` into fred's configuration.
 ///

@@ -14,13 +14,13 @@ use fred::interfaces::KeysInterface;
 use fred::types::Value;
 use tracing::Instrument;
 
+use crate::base::error::{Error, Result};
+use crate::base::telemetry::Acquisition;
 use crate::client::{Client, Inner};
-use crate::error::{Error, Result};
-use crate::pubsub::Wake;
-use crate::script::{self, ScriptCall};
-use crate::semaphore::{get_count, integer, parse_count};
-use crate::telemetry::Acquisition;
-use crate::waiter::{wait_until, Outcome};
+use crate::connection::pubsub::Wake;
+use crate::connection::script::{self, ScriptCall};
+use crate::engine::wait::{wait_until, Outcome};
+use crate::sync::semaphore::{get_count, integer, parse_count};
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "count_down_latch";
@@ -294,7 +294,7 @@ impl CountDownLatch {
     /// Run a latch script once (no retries: see each caller).
     async fn eval(
         &self,
-        script: &'static crate::script::Script,
+        script: &'static crate::connection::script::Script,
         args: impl Fn(&Inner) -> Vec<Value>,
     ) -> Result<Value> {
         let inner = self.inner();

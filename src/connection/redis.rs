@@ -12,11 +12,11 @@ use fred::types::{Key, Value};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::backoff::equal_jitter;
-use crate::config::Config;
-use crate::error::{Error, Result};
-use crate::latches::Latches;
-use crate::script::ScriptCall;
+use crate::base::backoff::equal_jitter;
+use crate::base::error::{Error, Result};
+use crate::connection::config::Config;
+use crate::connection::script::ScriptCall;
+use crate::connection::unlock_latches::Latches;
 
 /// Connect the command and the pub/sub connection of a client, both at
 /// once, within `config.timeout`. Relies on nothing but the outcome of each
@@ -183,7 +183,7 @@ impl Redis {
     ///
     /// If no other script is in flight, queued unlock latches of the
     /// script's node go first, as a `DEL` that fred writes in the same write
-    /// as the `EVALSHA` (see [`send_del`] and `latches.rs`).
+    /// as the `EVALSHA` (see [`send_del`] and `unlock_latches.rs`).
     pub(crate) async fn eval(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
         self.check_open()?;
         let call = build();
@@ -281,7 +281,7 @@ impl Redis {
                 fred::cmd!("WAIT"),
                 vec![
                     Value::from(replicas as i64),
-                    Value::from(crate::script::millis(wait)),
+                    Value::from(crate::connection::script::millis(wait)),
                 ],
             )
             .await
@@ -373,7 +373,7 @@ impl Redis {
 
     /// Delete an unlock latch soon, without waiting for it: carried by the
     /// next script, or at once in the background if the client is
-    /// `contended` (has waiters) or has other scripts in flight (`latches.rs`).
+    /// `contended` (has waiters) or has other scripts in flight (`unlock_latches.rs`).
     pub(crate) fn delete_later(&self, key: String, contended: bool) {
         self.latches.add(key, contended);
     }
@@ -443,7 +443,7 @@ fn send_del(client: &fred::clients::Client, keys: Vec<String>) {
 }
 
 /// Delete the unlock latches no script carried within
-/// [`WINDOW`](crate::latches::WINDOW), or at once those queued while the
+/// [`WINDOW`](crate::connection::unlock_latches::WINDOW), or at once those queued while the
 /// client had waiters or scripts in flight (docs/PROTOCOL.md §2.4), one
 /// `DEL` per batch (per hash slot on a cluster). Runs for the life of the
 /// client.

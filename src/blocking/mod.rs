@@ -21,14 +21,14 @@ use std::time::Duration;
 
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
+use crate::base::error::{Error, Result};
+use crate::base::owner::Owner;
 use crate::client::Client;
-use crate::config::Config;
-use crate::error::{Error, Result};
-use crate::guard::LockGuard;
-use crate::kind::Kind;
-use crate::lock::{Lock, Ttl};
-use crate::owner::Owner;
-use crate::rlock::Reentrant;
+use crate::connection::config::Config;
+use crate::engine::guard::LockGuard;
+use crate::engine::kind::Kind;
+use crate::engine::lock::{Lock, Ttl};
+use crate::kinds::rlock::Reentrant;
 
 impl Client {
     /// The blocking twin of this client, for threads outside any async
@@ -177,7 +177,7 @@ impl BlockingClient {
     /// # Errors
     ///
     /// [`Error::InvalidName`] for an empty name.
-    pub fn spin_lock(&self, name: &str) -> Result<BlockingLock<crate::spin::Spin>> {
+    pub fn spin_lock(&self, name: &str) -> Result<BlockingLock<crate::kinds::spin::Spin>> {
         Ok(self.wrap(self.client.spin_lock(name)?))
     }
 
@@ -186,7 +186,7 @@ impl BlockingClient {
     /// # Errors
     ///
     /// [`Error::InvalidName`] for an empty name.
-    pub fn fair_lock(&self, name: &str) -> Result<BlockingLock<crate::fair::Fair>> {
+    pub fn fair_lock(&self, name: &str) -> Result<BlockingLock<crate::kinds::fair::Fair>> {
         Ok(self.wrap(self.client.fair_lock(name)?))
     }
 
@@ -198,7 +198,7 @@ impl BlockingClient {
     pub fn non_reentrant_fair_lock(
         &self,
         name: &str,
-    ) -> Result<BlockingLock<crate::fair::NonReentrantFair>> {
+    ) -> Result<BlockingLock<crate::kinds::fair::NonReentrantFair>> {
         Ok(self.wrap(self.client.non_reentrant_fair_lock(name)?))
     }
 
@@ -210,7 +210,7 @@ impl BlockingClient {
     pub fn non_reentrant_lock(
         &self,
         name: &str,
-    ) -> Result<BlockingLock<crate::rlock::NonReentrant>> {
+    ) -> Result<BlockingLock<crate::kinds::rlock::NonReentrant>> {
         Ok(self.wrap(self.client.non_reentrant_lock(name)?))
     }
 
@@ -219,14 +219,14 @@ impl BlockingClient {
     /// # Errors
     ///
     /// [`Error::InvalidName`] for an empty name.
-    pub fn fenced_lock(&self, name: &str) -> Result<BlockingLock<crate::fenced::Fenced>> {
+    pub fn fenced_lock(&self, name: &str) -> Result<BlockingLock<crate::kinds::fenced::Fenced>> {
         Ok(self.wrap(self.client.fenced_lock(name)?))
     }
 
     /// The blocking form of a multi-lock or RedLock (its members may belong
     /// to other clients). Unlike single locks, its holds are not per thread:
     /// every acquisition takes fresh owners, so it never re-enters.
-    pub fn wrap_multi(&self, lock: crate::multi::MultiLock) -> BlockingMultiLock {
+    pub fn wrap_multi(&self, lock: crate::kinds::multi::MultiLock) -> BlockingMultiLock {
         BlockingMultiLock {
             lock,
             runtime: self.runtime.clone(),
@@ -245,8 +245,8 @@ impl BlockingClient {
         &self,
         name: &str,
     ) -> Result<(
-        BlockingLock<crate::rwlock::Read>,
-        BlockingLock<crate::rwlock::Write>,
+        BlockingLock<crate::kinds::rwlock::Read>,
+        BlockingLock<crate::kinds::rwlock::Write>,
     )> {
         let rw = self.client.read_write_lock(name)?;
         Ok((self.wrap(rw.read()), self.wrap(rw.write())))
@@ -465,13 +465,13 @@ impl<K: Kind> BlockingGuard<K> {
     }
 }
 
-impl BlockingGuard<crate::fenced::Fenced> {
+impl BlockingGuard<crate::kinds::fenced::Fenced> {
     /// The fencing token of this acquisition (see
     /// [`LockGuard::fencing_token`]).
     pub fn fencing_token(&self) -> i64 {
         self.guard
             .as_ref()
-            .map_or(0, LockGuard::<crate::fenced::Fenced>::fencing_token)
+            .map_or(0, LockGuard::<crate::kinds::fenced::Fenced>::fencing_token)
     }
 }
 
@@ -492,15 +492,15 @@ impl<K: Kind> Drop for BlockingGuard<K> {
     }
 }
 
-/// The blocking twin of a [`MultiLock`](crate::multi::MultiLock).
+/// The blocking twin of a [`MultiLock`](crate::kinds::multi::MultiLock).
 #[derive(Clone, Debug)]
 pub struct BlockingMultiLock {
-    lock: crate::multi::MultiLock,
+    lock: crate::kinds::multi::MultiLock,
     runtime: Arc<Driver>,
 }
 
 impl BlockingMultiLock {
-    fn guard(&self, guard: crate::multi::MultiGuard) -> BlockingMultiGuard {
+    fn guard(&self, guard: crate::kinds::multi::MultiGuard) -> BlockingMultiGuard {
         BlockingMultiGuard {
             guard: Some(guard),
             runtime: self.runtime.clone(),
@@ -520,7 +520,7 @@ impl BlockingMultiLock {
 
     /// Wait as long as it takes; every member lives at least `lease` after
     /// the acquisition completes (see
-    /// [`MultiLock::lock_with_lease`](crate::multi::MultiLock::lock_with_lease)).
+    /// [`MultiLock::lock_with_lease`](crate::kinds::multi::MultiLock::lock_with_lease)).
     ///
     /// # Errors
     ///
@@ -554,7 +554,7 @@ impl BlockingMultiLock {
         Ok(guard.map(|g| self.guard(g)))
     }
 
-    /// Acquire within `wait`; see [`MultiLock::try_lock_for`](crate::multi::MultiLock::try_lock_for).
+    /// Acquire within `wait`; see [`MultiLock::try_lock_for`](crate::kinds::multi::MultiLock::try_lock_for).
     ///
     /// # Errors
     ///
@@ -576,7 +576,7 @@ impl BlockingMultiLock {
 #[must_use = "dropping the guard releases the locks at once"]
 #[derive(Debug)]
 pub struct BlockingMultiGuard {
-    guard: Option<crate::multi::MultiGuard>,
+    guard: Option<crate::kinds::multi::MultiGuard>,
     runtime: Arc<Driver>,
 }
 
@@ -599,7 +599,7 @@ impl BlockingMultiGuard {
     pub fn is_lost(&self) -> bool {
         self.guard
             .as_ref()
-            .is_some_and(crate::multi::MultiGuard::is_lost)
+            .is_some_and(crate::kinds::multi::MultiGuard::is_lost)
     }
 
     /// Whether enough members are still held, per Redis.
@@ -683,13 +683,13 @@ impl BlockingClient {
 /// owned by threads: a permit may be released on any thread.
 #[derive(Clone, Debug)]
 pub struct BlockingSemaphore {
-    semaphore: crate::semaphore::Semaphore,
+    semaphore: crate::sync::semaphore::Semaphore,
     runtime: Arc<Driver>,
 }
 
 impl BlockingSemaphore {
     /// The async handle underneath.
-    pub fn as_async(&self) -> &crate::semaphore::Semaphore {
+    pub fn as_async(&self) -> &crate::sync::semaphore::Semaphore {
         &self.semaphore
     }
 
@@ -698,7 +698,7 @@ impl BlockingSemaphore {
         self.semaphore.name()
     }
 
-    fn permit(&self, permit: crate::semaphore::SemaphorePermit) -> BlockingSemaphorePermit {
+    fn permit(&self, permit: crate::sync::semaphore::SemaphorePermit) -> BlockingSemaphorePermit {
         BlockingSemaphorePermit {
             permit: Some(permit),
             runtime: self.runtime.clone(),
@@ -832,7 +832,7 @@ impl BlockingSemaphore {
 #[must_use = "dropping the permit releases it at once"]
 #[derive(Debug)]
 pub struct BlockingSemaphorePermit {
-    permit: Option<crate::semaphore::SemaphorePermit>,
+    permit: Option<crate::sync::semaphore::SemaphorePermit>,
     runtime: Arc<Driver>,
 }
 
@@ -841,7 +841,7 @@ impl BlockingSemaphorePermit {
     pub fn permits(&self) -> u32 {
         self.permit
             .as_ref()
-            .map_or(0, crate::semaphore::SemaphorePermit::permits)
+            .map_or(0, crate::sync::semaphore::SemaphorePermit::permits)
     }
 
     /// Give the permits back, reporting errors.
@@ -866,7 +866,7 @@ impl BlockingSemaphorePermit {
     }
 
     /// The async permit underneath.
-    pub fn as_async(&self) -> Option<&crate::semaphore::SemaphorePermit> {
+    pub fn as_async(&self) -> Option<&crate::sync::semaphore::SemaphorePermit> {
         self.permit.as_ref()
     }
 }
@@ -884,13 +884,13 @@ impl Drop for BlockingSemaphorePermit {
 /// [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore).
 #[derive(Clone, Debug)]
 pub struct BlockingPermitExpirableSemaphore {
-    semaphore: crate::permit_semaphore::PermitExpirableSemaphore,
+    semaphore: crate::sync::permit_semaphore::PermitExpirableSemaphore,
     runtime: Arc<Driver>,
 }
 
 impl BlockingPermitExpirableSemaphore {
     /// The async handle underneath.
-    pub fn as_async(&self) -> &crate::permit_semaphore::PermitExpirableSemaphore {
+    pub fn as_async(&self) -> &crate::sync::permit_semaphore::PermitExpirableSemaphore {
         &self.semaphore
     }
 
@@ -899,7 +899,7 @@ impl BlockingPermitExpirableSemaphore {
         self.semaphore.name()
     }
 
-    fn guard(&self, guard: crate::permit_semaphore::PermitGuard) -> BlockingPermitGuard {
+    fn guard(&self, guard: crate::sync::permit_semaphore::PermitGuard) -> BlockingPermitGuard {
         BlockingPermitGuard {
             id: guard.id(),
             lease: guard.lease(),
@@ -957,7 +957,7 @@ impl BlockingPermitExpirableSemaphore {
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
     /// (nothing is sent); else as
     /// [`PermitExpirableSemaphore::try_release`](crate::PermitExpirableSemaphore::try_release).
-    pub fn try_release(&self, id: &crate::permit_semaphore::PermitId) -> Result<bool> {
+    pub fn try_release(&self, id: &crate::sync::permit_semaphore::PermitId) -> Result<bool> {
         self.runtime.run(self.semaphore.try_release(id))?
     }
 
@@ -968,7 +968,7 @@ impl BlockingPermitExpirableSemaphore {
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
     /// (nothing is sent); else as
     /// [`PermitExpirableSemaphore::try_release_all`](crate::PermitExpirableSemaphore::try_release_all).
-    pub fn try_release_all(&self, ids: &[crate::permit_semaphore::PermitId]) -> Result<u32> {
+    pub fn try_release_all(&self, ids: &[crate::sync::permit_semaphore::PermitId]) -> Result<u32> {
         self.runtime.run(self.semaphore.try_release_all(ids))?
     }
 
@@ -981,7 +981,7 @@ impl BlockingPermitExpirableSemaphore {
     /// `](crate::PermitExpirableSemaphore::update_lease_time).
     pub fn update_lease_time(
         &self,
-        id: &crate::permit_semaphore::PermitId,
+        id: &crate::sync::permit_semaphore::PermitId,
         lease: Duration,
     ) -> Result<bool> {
         self.runtime
@@ -997,8 +997,8 @@ impl BlockingPermitExpirableSemaphore {
     /// [`PermitExpirableSemaphore::get_lease_time`](crate::PermitExpirableSemaphore::get_lease_time).
     pub fn get_lease_time(
         &self,
-        id: &crate::permit_semaphore::PermitId,
-    ) -> Result<Option<crate::permit_semaphore::PermitLease>> {
+        id: &crate::sync::permit_semaphore::PermitId,
+    ) -> Result<Option<crate::sync::permit_semaphore::PermitLease>> {
         self.runtime.run(self.semaphore.get_lease_time(id))?
     }
 
@@ -1075,15 +1075,15 @@ impl BlockingPermitExpirableSemaphore {
 #[must_use = "dropping the permit releases it at once"]
 #[derive(Debug)]
 pub struct BlockingPermitGuard {
-    id: crate::permit_semaphore::PermitId,
+    id: crate::sync::permit_semaphore::PermitId,
     lease: Option<Duration>,
-    guard: Option<crate::permit_semaphore::PermitGuard>,
+    guard: Option<crate::sync::permit_semaphore::PermitGuard>,
     runtime: Arc<Driver>,
 }
 
 impl BlockingPermitGuard {
     /// The permit's id (shown as Java shows it: 32 lowercase hex digits).
-    pub fn id(&self) -> crate::permit_semaphore::PermitId {
+    pub fn id(&self) -> crate::sync::permit_semaphore::PermitId {
         self.id
     }
 
@@ -1114,7 +1114,7 @@ impl BlockingPermitGuard {
     }
 
     /// The async guard underneath.
-    pub fn as_async(&self) -> Option<&crate::permit_semaphore::PermitGuard> {
+    pub fn as_async(&self) -> Option<&crate::sync::permit_semaphore::PermitGuard> {
         self.guard.as_ref()
     }
 }
@@ -1130,13 +1130,13 @@ impl Drop for BlockingPermitGuard {
 /// The blocking twin of a [`CountDownLatch`](crate::CountDownLatch).
 #[derive(Clone, Debug)]
 pub struct BlockingCountDownLatch {
-    latch: crate::latch::CountDownLatch,
+    latch: crate::sync::count_down_latch::CountDownLatch,
     runtime: Arc<Driver>,
 }
 
 impl BlockingCountDownLatch {
     /// The async handle underneath.
-    pub fn as_async(&self) -> &crate::latch::CountDownLatch {
+    pub fn as_async(&self) -> &crate::sync::count_down_latch::CountDownLatch {
         &self.latch
     }
 
@@ -1195,7 +1195,7 @@ impl BlockingCountDownLatch {
     /// [`Error::BlockingInAsync`] when called from inside an async runtime;
     /// else as
     /// [`CountDownLatch::await_zero`](crate::CountDownLatch::await_zero).
-    pub fn await_zero(&self) -> Result<crate::latch::LatchOpened> {
+    pub fn await_zero(&self) -> Result<crate::sync::count_down_latch::LatchOpened> {
         self.runtime.run(self.latch.await_zero())?
     }
 
@@ -1205,7 +1205,10 @@ impl BlockingCountDownLatch {
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime;
     /// else as [`CountDownLatch::await_for`](crate::CountDownLatch::await_for).
-    pub fn await_for(&self, wait: Duration) -> Result<Option<crate::latch::LatchOpened>> {
+    pub fn await_for(
+        &self,
+        wait: Duration,
+    ) -> Result<Option<crate::sync::count_down_latch::LatchOpened>> {
         self.runtime.run(self.latch.await_for(wait))?
     }
 }

@@ -19,15 +19,15 @@ use std::sync::Arc;
 
 use fred::types::{Key, Value};
 
+use crate::base::error::{Error, Result};
+use crate::base::names::{prefix_name, suffix_name, validate};
+use crate::client::holds::Renewal;
 use crate::client::{Client, Inner};
-use crate::error::{Error, Result};
-use crate::guard::LockGuard;
-use crate::kind::{sealed, Kind, ReentrantKind};
-use crate::lock::Lock;
-use crate::names::{prefix_name, suffix_name, validate};
-use crate::raw::{AttemptMode, Protocol, Waiting};
-use crate::script::{self, millis, ScriptCall};
-use crate::watchdog::Renewal;
+use crate::connection::script::{self, millis, ScriptCall};
+use crate::engine::guard::LockGuard;
+use crate::engine::kind::{sealed, Kind, ReentrantKind};
+use crate::engine::lock::Lock;
+use crate::engine::raw::{AttemptMode, Protocol, Waiting};
 
 /// The read half of a [`ReadWriteLock`] (Redisson's `readLock()`): shared
 /// among readers, excluded by a writer other than the reader itself.
@@ -335,7 +335,7 @@ impl Protocol for Write {
         &self.keys.name
     }
 
-    fn field(&self, inner: &Inner, owner: crate::owner::Owner) -> String {
+    fn field(&self, inner: &Inner, owner: crate::base::owner::Owner) -> String {
         write_field(&inner.field(owner))
     }
 

@@ -8,15 +8,15 @@ use fred::types::Value;
 
 use futures::FutureExt;
 
+use crate::base::detach::FinishOnDrop;
+use crate::base::error::{Error, Result};
+use crate::base::owner::Owner;
+use crate::client::holds::Lease;
 use crate::client::{Client, Inner};
-use crate::detach::FinishOnDrop;
-use crate::error::{Error, Result};
-use crate::guard::LockGuard;
-use crate::hold::RawHold;
-use crate::kind::{AnyKind, Kind};
-use crate::owner::Owner;
-use crate::raw::{release, Acquired, Patience, RawLock};
-use crate::watchdog::Lease;
+use crate::engine::guard::LockGuard;
+use crate::engine::hold::RawHold;
+use crate::engine::kind::{AnyKind, Kind};
+use crate::engine::raw::{release, Acquired, Patience, RawLock};
 
 /// A handle to one lock by name. Cheap to clone. The kind `K` decides the
 /// Redis layout and scripts, and what its guards can do; every kind shares
@@ -86,7 +86,7 @@ impl<K: Kind> Lock<K> {
     pub(crate) fn new(
         client: Client,
         kind: Arc<K>,
-        proto: Arc<dyn crate::raw::Protocol>,
+        proto: Arc<dyn crate::engine::raw::Protocol>,
     ) -> Lock<K> {
         Lock {
             raw: RawLock::new(client, proto),
@@ -206,7 +206,7 @@ impl<K: Kind> Lock<K> {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a lease below 1 ms or above
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION), before anything is sent; else
+    /// [`MAX_DURATION`](crate::connection::config::MAX_DURATION), before anything is sent; else
     /// as [`lock`](Self::lock).
     ///
     /// # Cancel safety
@@ -243,7 +243,7 @@ impl<K: Kind> Lock<K> {
     }
 
     /// Wait up to `wait` (zero: try once; above
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION): without a time limit). With
+    /// [`MAX_DURATION`](crate::connection::config::MAX_DURATION): without a time limit). With
     /// `lease` (1 ms to `MAX_DURATION`), the lock expires that long after
     /// acquisition; without, the watchdog keeps it while held.
     ///
@@ -431,7 +431,7 @@ fn expect_acquired(acquired: Option<Acquired>) -> Result<Acquired> {
 }
 
 /// A caller's lease: from one millisecond (PEXPIRE's unit) to
-/// [`MAX_DURATION`](crate::config::MAX_DURATION).
+/// [`MAX_DURATION`](crate::connection::config::MAX_DURATION).
 pub(crate) fn fixed_lease(lease: Duration) -> Result<Lease> {
-    crate::watchdog::checked_lease(lease).map(Lease::Fixed)
+    crate::client::holds::checked_lease(lease).map(Lease::Fixed)
 }

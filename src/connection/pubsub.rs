@@ -32,8 +32,8 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 
-use crate::config::PubSubMode;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::connection::config::PubSubMode;
 
 /// The pub/sub commands a client uses, resolved from its
 /// [`PubSubMode`] once at connect (docs/PROTOCOL.md §3.4).
@@ -250,7 +250,7 @@ impl Hub {
             (entry, first)
         };
         if first {
-            crate::telemetry::subscription(true);
+            crate::base::telemetry::subscription(true);
         }
         // From here on, dropping `subscription` (even by cancellation) leaves.
         let since = entry.messages.lock().0;
@@ -327,7 +327,7 @@ impl Drop for Subscription {
         *refs -= 1;
         if *refs == 0 {
             drop(refs);
-            crate::telemetry::subscription(false);
+            crate::base::telemetry::subscription(false);
             channels.remove(&self.channel);
             let _ = self.shared.ops.send(Op::Unsubscribe(self.channel.clone()));
         }

@@ -3,7 +3,7 @@
 //! Both rules only ask whether the name contains `{` anywhere, exactly as
 //! Redisson does, so derived names land in the lock's cluster slot.
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// `prefixName(P, N)`: `P:N` if `N` contains `{`, else `P:{N}`.
 pub(crate) fn prefix_name(prefix: &str, name: &str) -> String {

@@ -24,15 +24,15 @@ use std::sync::Arc;
 use fred::interfaces::KeysInterface;
 use fred::types::Value;
 
+use crate::base::error::{Error, Result};
+use crate::base::names::{prefix_name, LockKeys};
 use crate::client::{Client, Inner};
-use crate::error::{Error, Result};
-use crate::guard::LockGuard;
-use crate::kind::{sealed, Kind, ReentrantKind};
-use crate::lock::Lock;
-use crate::names::{prefix_name, LockKeys};
-use crate::raw::{Attempt, AttemptMode, Protocol, Waiting};
-use crate::rlock::{unlock_call, Reentrant};
-use crate::script::{self, ScriptCall};
+use crate::connection::script::{self, ScriptCall};
+use crate::engine::guard::LockGuard;
+use crate::engine::kind::{sealed, Kind, ReentrantKind};
+use crate::engine::lock::Lock;
+use crate::engine::raw::{Attempt, AttemptMode, Protocol, Waiting};
+use crate::kinds::rlock::{unlock_call, Reentrant};
 
 /// Redisson's fenced lock (`getFencedLock(name)`).
 pub type FencedLock = Lock<Fenced>;

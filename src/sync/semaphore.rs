@@ -20,14 +20,14 @@ use futures::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::base::detach::FinishOnDrop;
+use crate::base::error::{Error, Result};
+use crate::base::names::{latch_key, prefix_name};
+use crate::base::telemetry::Acquisition;
 use crate::client::{Client, Inner};
-use crate::detach::FinishOnDrop;
-use crate::error::{Error, Result};
-use crate::names::{latch_key, prefix_name};
-use crate::pubsub::Wake;
-use crate::script::{self, millis, ScriptCall};
-use crate::telemetry::Acquisition;
-use crate::waiter::{wait_until, Outcome};
+use crate::connection::pubsub::Wake;
+use crate::connection::script::{self, millis, ScriptCall};
+use crate::engine::wait::{wait_until, Outcome};
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "semaphore";
@@ -120,7 +120,7 @@ fn latch_ttl(inner: &Inner) -> Duration {
         .config
         .retry_span()
         .saturating_mul(2)
-        .min(crate::config::MAX_DURATION)
+        .min(crate::connection::config::MAX_DURATION)
 }
 
 /// Parse the integer text of a count key; anything else is the wrong type.
@@ -514,7 +514,7 @@ impl Semaphore {
     ///
     /// As [`try_set_permits`](Self::try_set_permits).
     pub async fn try_set_permits_with_ttl(&self, permits: u32, ttl: Duration) -> Result<bool> {
-        if ttl < Duration::from_millis(1) || ttl > crate::config::MAX_DURATION {
+        if ttl < Duration::from_millis(1) || ttl > crate::connection::config::MAX_DURATION {
             return Err(Error::InvalidArgument(format!(
                 "ttl must be from 1 ms to 100 years, got {ttl:?}"
             )));
@@ -699,7 +699,7 @@ pub struct SemaphorePermit {
 impl SemaphorePermit {
     fn new(semaphore: Semaphore, permits: u32, latch: Option<String>) -> SemaphorePermit {
         if latch.is_some() {
-            crate::telemetry::held(KIND);
+            crate::base::telemetry::held(KIND);
         }
         SemaphorePermit {
             semaphore,
@@ -738,7 +738,7 @@ impl SemaphorePermit {
         let Some(latch) = self.latch.take() else {
             return Ok(());
         };
-        crate::telemetry::unheld(KIND);
+        crate::base::telemetry::unheld(KIND);
         let (semaphore, permits) = (self.semaphore.clone(), self.permits);
         let call = async move {
             semaphore
@@ -758,7 +758,7 @@ impl SemaphorePermit {
     pub fn forget(mut self) {
         self.armed = false;
         if let Some(latch) = self.latch.take() {
-            crate::telemetry::unheld(KIND);
+            crate::base::telemetry::unheld(KIND);
             self.semaphore.inner().delete_latch_later(latch);
         }
     }
@@ -772,7 +772,7 @@ impl Drop for SemaphorePermit {
         let Some(latch) = self.latch.take() else {
             return;
         };
-        crate::telemetry::unheld(KIND);
+        crate::base::telemetry::unheld(KIND);
         let (semaphore, permits) = (self.semaphore.clone(), self.permits);
         let inner = semaphore.inner().clone();
         let until = Instant::now() + inner.config.retry_span();

@@ -5,10 +5,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::Result;
-use crate::hold::RawHold;
-use crate::kind::{AnyKind, Kind, ReentrantKind};
-use crate::owner::Owner;
+use crate::base::error::Result;
+use crate::base::owner::Owner;
+use crate::engine::hold::RawHold;
+use crate::engine::kind::{AnyKind, Kind, ReentrantKind};
 
 /// One hold of a lock of kind `K`. Release it with [`unlock`](Self::unlock)
 /// to learn whether that worked; a guard dropped without unlocking releases
@@ -137,7 +137,7 @@ impl<K: Kind> LockGuard<K> {
     /// local lease is unchanged then, so `lost()` may fire early, never late.
     pub async fn extend(&mut self, lease: Duration) -> Result<()> {
         self.hold
-            .extend(crate::watchdog::checked_lease(lease)?)
+            .extend(crate::client::holds::checked_lease(lease)?)
             .await
     }
 

@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use fred::types::Value;
 
-use crate::backoff::{BackOff, Backoff};
+use crate::base::backoff::{BackOff, Backoff};
+use crate::base::error::Result;
+use crate::base::names::LockKeys;
 use crate::client::{Client, Inner};
-use crate::error::Result;
-use crate::kind::{sealed, Kind, ReentrantKind};
-use crate::lock::Lock;
-use crate::names::LockKeys;
-use crate::raw::{AttemptMode, Protocol, Waiting};
-use crate::rlock::Reentrant;
-use crate::script::{self, millis, ScriptCall};
+use crate::connection::script::{self, millis, ScriptCall};
+use crate::engine::kind::{sealed, Kind, ReentrantKind};
+use crate::engine::lock::Lock;
+use crate::engine::raw::{AttemptMode, Protocol, Waiting};
+use crate::kinds::rlock::Reentrant;
 
 /// Redisson's spin lock (`getSpinLock(name)`).
 pub type SpinLock = Lock<Spin>;

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use fred::types::Value;
 
+use crate::base::error::{Result, NON_REENTRANT};
+use crate::base::names::LockKeys;
 use crate::client::{Client, Inner};
-use crate::error::{Result, NON_REENTRANT};
-use crate::kind::{sealed, Kind, ReentrantKind};
-use crate::lock::Lock;
-use crate::names::LockKeys;
-use crate::raw::{AttemptMode, Protocol, Waiting};
-use crate::script::{self, millis, ScriptCall};
+use crate::connection::script::{self, millis, ScriptCall};
+use crate::engine::kind::{sealed, Kind, ReentrantKind};
+use crate::engine::lock::Lock;
+use crate::engine::raw::{AttemptMode, Protocol, Waiting};
 
 /// Redisson's reentrant lock (`RLock`, `getLock(name)`).
 pub type RLock = Lock<Reentrant>;

@@ -20,13 +20,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fred::types::Value;
 
+use crate::base::error::{Error, Result, NON_REENTRANT};
+use crate::base::names::{prefix_name, LockKeys};
 use crate::client::{Client, Inner};
-use crate::error::{Error, Result, NON_REENTRANT};
-use crate::kind::{sealed, Kind, ReentrantKind};
-use crate::lock::Lock;
-use crate::names::{prefix_name, LockKeys};
-use crate::raw::{Attempt, AttemptMode, Protocol, Waiting};
-use crate::script::{self, millis, ScriptCall};
+use crate::connection::script::{self, millis, ScriptCall};
+use crate::engine::kind::{sealed, Kind, ReentrantKind};
+use crate::engine::lock::Lock;
+use crate::engine::raw::{Attempt, AttemptMode, Protocol, Waiting};
 
 /// Redisson's fair lock (`getFairLock(name)`).
 pub type FairLock = Lock<Fair>;

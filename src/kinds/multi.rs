@@ -31,13 +31,13 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::error::{Error, Result};
-use crate::guard::LockGuard;
-use crate::hold::RawHold;
-use crate::kind::{AnyKind, Kind};
-use crate::lock::Lock;
-use crate::raw::RawLock;
-use crate::watchdog::Lease;
+use crate::base::error::{Error, Result};
+use crate::client::holds::Lease;
+use crate::engine::guard::LockGuard;
+use crate::engine::hold::RawHold;
+use crate::engine::kind::{AnyKind, Kind};
+use crate::engine::lock::Lock;
+use crate::engine::raw::RawLock;
 
 /// Several locks acquired as one: all of them (multi-lock) or a majority
 /// (RedLock). Cheap to clone.
@@ -183,7 +183,7 @@ impl MultiLock {
     ///
     /// As [`lock`](Self::lock).
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<MultiGuard> {
-        crate::lock::fixed_lease(lease)?;
+        crate::engine::lock::fixed_lease(lease)?;
         // Redisson's rounds: a random wait below the lease, so contenders desynchronize.
         let base = self.base_wait();
         let (low, high) = if lease <= base {
@@ -194,7 +194,7 @@ impl MultiLock {
         let acquired = self.traced(None, async {
             loop {
                 let span = millis_u64(high.saturating_sub(low)).max(1);
-                let round = low + Duration::from_millis(crate::backoff::random_below(span));
+                let round = low + Duration::from_millis(crate::base::backoff::random_below(span));
                 if let Some(guard) = self.try_lock_within(round, Some(lease)).await? {
                     return Ok(Some(guard));
                 }
@@ -282,15 +282,18 @@ impl MultiLock {
     ) -> Result<Option<MultiGuard>> {
         let member_lease = match lease {
             Some(l) => {
-                crate::lock::fixed_lease(l)?;
-                Lease::Fixed(l.saturating_add(wait).min(crate::config::MAX_DURATION))
+                crate::engine::lock::fixed_lease(l)?;
+                Lease::Fixed(
+                    l.saturating_add(wait)
+                        .min(crate::connection::config::MAX_DURATION),
+                )
             }
             None => Lease::Watchdog,
         };
         // A wait too long to represent is no time limit.
         let deadline = Instant::now()
-            .checked_add(wait.min(crate::config::MAX_DURATION))
-            .unwrap_or_else(|| Instant::now() + crate::config::MAX_DURATION);
+            .checked_add(wait.min(crate::connection::config::MAX_DURATION))
+            .unwrap_or_else(|| Instant::now() + crate::connection::config::MAX_DURATION);
         loop {
             match self.round(wait, deadline, member_lease).await {
                 Round::Acquired(guards) => return Ok(Some(self.guard(guards))),

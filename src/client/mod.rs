@@ -1,5 +1,8 @@
 //! The client: connections, identity, and the command layer every lock uses.
 
+pub(crate) mod holds;
+pub(crate) mod renewal;
+
 use std::sync::Arc;
 
 use fred::interfaces::ClientLike;
@@ -8,13 +11,13 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use crate::config::Config;
-use crate::detach::Cleanups;
-use crate::error::Result;
-use crate::owner::Owner;
-use crate::pubsub::{Commands, Hub};
-use crate::redis::Redis;
-use crate::watchdog::{self, Holds};
+use crate::base::detach::Cleanups;
+use crate::base::error::Result;
+use crate::base::owner::Owner;
+use crate::connection::config::Config;
+use crate::connection::pubsub::{Commands, Hub};
+use crate::connection::redis::Redis;
+use holds::Holds;
 
 /// A connection to Redis shared by every lock taken through it: one fred
 /// client for commands, one connection for pub/sub, the lock watchdog, and a
@@ -78,19 +81,19 @@ impl Client {
         config.validate()?;
         // Dropped on any error below (or if this future is dropped), the
         // connections are closed in the background.
-        let connections = crate::redis::connect(&config).await?;
+        let connections = crate::connection::redis::connect(&config).await?;
         let commands =
             Commands::resolve(config.pubsub_mode, &connections.redis, config.timeout).await?;
         let (redis, subscriber) = connections.keep();
-        crate::telemetry::describe();
+        crate::base::telemetry::describe();
         let (redis, latch_task) = Redis::start(redis, &config);
         let holds = Arc::new(Holds::new(config.lock_watchdog_timeout));
         let (hub, mut tasks) = Hub::start(subscriber.clone(), commands, config.timeout);
         tasks.push(latch_task);
-        tasks.push(tokio::spawn(crate::redis::watch_connection(
+        tasks.push(tokio::spawn(crate::connection::redis::watch_connection(
             redis.client.clone(),
         )));
-        let watchdog = tokio::spawn(watchdog::run(
+        let watchdog = tokio::spawn(renewal::run(
             holds.clone(),
             redis.clone(),
             config.lock_watchdog_batch_size,
@@ -144,12 +147,12 @@ impl Client {
     /// `name` as Redis sees it: through the configured
     /// [`NameMapper`](crate::NameMapper), if any, and checked.
     pub(crate) fn map_name(&self, name: &str) -> Result<String> {
-        crate::names::validate(name)?;
+        crate::base::names::validate(name)?;
         let mapped = match &self.inner.config.name_mapper {
             Some(mapper) => mapper.map(name),
             None => return Ok(name.to_owned()),
         };
-        crate::names::validate(&mapped)?;
+        crate::base::names::validate(&mapped)?;
         Ok(mapped)
     }
 
@@ -213,7 +216,7 @@ impl std::fmt::Debug for Client {
 impl Inner {
     /// Delete an unlock latch once its unlock has answered (docs/PROTOCOL.md
     /// §2.4): at once in the background while this client has waiters, else
-    /// with the next script if one comes soon (`latches.rs`).
+    /// with the next script if one comes soon (`unlock_latches.rs`).
     pub(crate) fn delete_latch_later(&self, latch: String) {
         self.redis.delete_later(latch, self.hub.has_waiters());
     }

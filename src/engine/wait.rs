@@ -16,10 +16,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::backoff::equal_jitter;
+use crate::base::backoff::equal_jitter;
+use crate::base::error::{Error, Result};
 use crate::client::Inner;
-use crate::error::{Error, Result};
-use crate::pubsub::{Subscription, Wake};
+use crate::connection::pubsub::{Subscription, Wake};
 
 /// What one attempt found.
 pub(crate) enum Outcome<T> {
@@ -51,7 +51,7 @@ async fn sleep_until_deadline(pause: Duration, deadline: Option<Instant>) {
 
 /// Run `attempt` until it is ready, waking on `channel` (messages handled
 /// per `wake`). `wait`: `Some(0)` tries once; `None` (or a wait above
-/// [`MAX_DURATION`](crate::config::MAX_DURATION)) waits without a time limit;
+/// [`MAX_DURATION`](crate::connection::config::MAX_DURATION)) waits without a time limit;
 /// else up to that long. `Ok(None)` when the time ran out.
 ///
 /// Transient errors (of an attempt or of subscribing) do not end a bounded
@@ -75,7 +75,7 @@ where
     Fut: Future<Output = Result<Outcome<T>>>,
 {
     let start = Instant::now();
-    let wait = wait.filter(|w| *w <= crate::config::MAX_DURATION);
+    let wait = wait.filter(|w| *w <= crate::connection::config::MAX_DURATION);
     let once = wait.is_some_and(|w| w.is_zero());
     let deadline = wait.and_then(|w| start.checked_add(w));
     let expired = || deadline.is_some_and(|d| Instant::now() >= d);
@@ -98,7 +98,7 @@ where
     let mut subscription: Option<Subscription> = None;
     // The wait span: from the first busy attempt to the end, entered while
     // subscribing and sleeping.
-    let mut wait = crate::telemetry::WaitSpan::default();
+    let mut wait = crate::base::telemetry::WaitSpan::default();
     loop {
         if inner.is_closing() {
             return Err(Error::Closed);

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-use crate::names::NameMapper;
+use crate::base::error::{Error, Result};
+use crate::base::names::NameMapper;
 
 /// The longest lease, timeout or other duration this crate sends to Redis:
 /// 100 years (of 365.25 days). Longer leases and settings are refused with
@@ -202,7 +202,7 @@ impl Config {
     /// The message never repeats the URL's password or sentinel password.
     pub fn from_url(url: &str) -> Result<Config> {
         // The URL is not repeated in errors: it may carry a password.
-        let redis = crate::tls::parse_url(url)?;
+        let redis = crate::connection::tls::parse_url(url)?;
         Ok(Config {
             redis,
             ..Config::default()

@@ -17,14 +17,14 @@ use futures::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::backoff::equal_jitter;
+use crate::base::backoff::equal_jitter;
+use crate::base::detach::FinishOnDrop;
+use crate::base::error::{Error, Result};
+use crate::base::owner::Owner;
+use crate::base::telemetry::Acquisition;
+use crate::client::holds::{Lease, Renewal};
 use crate::client::{Client, Inner};
-use crate::detach::FinishOnDrop;
-use crate::error::{Error, Result};
-use crate::owner::Owner;
-use crate::script::ScriptCall;
-use crate::telemetry::Acquisition;
-use crate::watchdog::{Lease, Renewal};
+use crate::connection::script::ScriptCall;
 
 /// What one acquire attempt found.
 #[derive(Debug, Clone, Copy)]
@@ -75,7 +75,7 @@ pub(crate) struct Acquired {
     pub owner: Owner,
     pub field: String,
     pub lease: Lease,
-    pub status: tokio::sync::watch::Receiver<crate::watchdog::Status>,
+    pub status: tokio::sync::watch::Receiver<crate::client::holds::Status>,
     /// The fencing token, for a fenced lock.
     pub token: Option<i64>,
 }
@@ -94,7 +94,7 @@ pub(crate) enum Waiting {
     /// Subscribe to this channel; unlocks publish on it.
     Channel(String),
     /// No messages: sleep per this back-off between attempts (spin lock).
-    Backoff(crate::backoff::Backoff),
+    Backoff(crate::base::backoff::Backoff),
 }
 
 /// The Redis side of one lock type.
@@ -154,7 +154,11 @@ pub(crate) trait Protocol: Send + Sync + 'static {
 
     /// Whether anyone holds the lock; replies 1 or 0.
     fn is_locked(&self) -> ScriptCall {
-        ScriptCall::new(&crate::script::IS_LOCKED, &[self.name()], Vec::new())
+        ScriptCall::new(
+            &crate::connection::script::IS_LOCKED,
+            &[self.name()],
+            Vec::new(),
+        )
     }
 
     /// The forced unlock script; replies 1 if something was unlocked.
@@ -169,7 +173,7 @@ pub(crate) trait Protocol: Send + Sync + 'static {
 /// Renewal of a hash held by one field (RLock, fair, write, spin, fenced):
 /// `HEXISTS N field` then `PEXPIRE N`; `KEYS = N…`, `ARGV = lease, field…`.
 pub(crate) static HASH_RENEWAL: Renewal = Renewal {
-    script: &crate::script::RENEW,
+    script: &crate::connection::script::RENEW,
     append: |name, field, keys, args| {
         keys.push(Key::from(name));
         args.push(Value::from(field));
@@ -221,7 +225,7 @@ impl RawLock {
     /// The acquire loop (docs/PROTOCOL.md §2.8): try; subscribe; then try again
     /// and wait for a message, the holder's TTL or the deadline, whichever
     /// comes first. `wait == None` (or a wait above
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) waits without a time limit.
+    /// [`MAX_DURATION`](crate::connection::config::MAX_DURATION)) waits without a time limit.
     ///
     /// Transient failures do not end a bounded wait while time remains: an
     /// attempt whose outcome is unknown is undone (released once, which is
@@ -236,7 +240,7 @@ impl RawLock {
         lease: Lease,
     ) -> Result<Option<Acquired>> {
         let start = Instant::now();
-        let wait = wait.filter(|w| *w <= crate::config::MAX_DURATION);
+        let wait = wait.filter(|w| *w <= crate::connection::config::MAX_DURATION);
         let deadline = wait.and_then(|w| start.checked_add(w));
         let owner = self.owner.unwrap_or_else(Owner::generate);
         let field = self.proto.field(self.inner(), owner);
@@ -331,7 +335,7 @@ impl RawLock {
         let mut next_in_line = NEXT_IN_LINE_FIRST;
         // The wait span: from the first busy attempt to the end, entered
         // while subscribing and sleeping.
-        let mut wait = crate::telemetry::WaitSpan::default();
+        let mut wait = crate::base::telemetry::WaitSpan::default();
         loop {
             if self.inner().is_closing() {
                 return Err(Error::Closed);
@@ -373,7 +377,7 @@ impl RawLock {
             }
             let notified = subscription
                 .as_ref()
-                .map(crate::pubsub::Subscription::notified);
+                .map(crate::connection::pubsub::Subscription::notified);
             tokio::pin!(notified);
             if let Some(n) = notified.as_mut().as_pin_mut() {
                 n.enable();
@@ -475,7 +479,8 @@ impl RawLock {
         step: Step,
     ) -> Result<(Attempt, Instant), Failure> {
         let inner = self.inner().clone();
-        let lease_ms = crate::script::millis(lease.duration(inner.config.lock_watchdog_timeout));
+        let lease_ms =
+            crate::connection::script::millis(lease.duration(inner.config.lock_watchdog_timeout));
         let sent_at = Instant::now();
         let fut = {
             let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.to_owned());
@@ -765,9 +770,9 @@ async fn release_now(
         // so no renewal scheduled before the unlock can run after it.
         inner.holds.wait_for_run(run).await;
     }
-    let latch = crate::names::latch_key(proto.latch_prefix());
+    let latch = crate::base::names::latch_key(proto.latch_prefix());
     let lease = registry.lease.unwrap_or(inner.config.lock_watchdog_timeout);
-    let lease_ms = crate::script::millis(lease);
+    let lease_ms = crate::connection::script::millis(lease);
     let unlock = || {
         inner
             .redis

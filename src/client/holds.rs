@@ -1,16 +1,14 @@
-//! Local record of held locks, and the watchdog that renews them in batches
-//! (docs/PROTOCOL.md §2.6).
+//! The client's registry of its holds (docs/PROTOCOL.md §2.6).
 //!
 //! Every successful acquisition is recorded as a hold of `(name, owner)` with
-//! a count; every unlock attempt takes one away. Holds without an explicit
-//! lease are renewed every third of `lock_watchdog_timeout` by one script call
-//! per `lock_watchdog_batch_size` locks. A hold's status is published on a
-//! `watch` channel so guards can learn the lock was lost: renewal found it
+//! a count; every unlock attempt takes one away. A hold's status is published
+//! on a `watch` channel so guards can learn the lock was lost: renewal found it
 //! gone, renewal could not reach Redis before the lease ran out, a forced
-//! unlock, or (for explicit leases) the lease deadline passed.
+//! unlock, or (for explicit leases) the lease deadline passed. Holds without
+//! an explicit lease are renewed by the watchdog task (`renewal`), which asks
+//! this registry what to renew and tells it what each renewal found.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use fred::types::{Key, Value};
@@ -18,17 +16,15 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::error::Error;
-use crate::redis::Redis;
-use crate::script::Script;
-use crate::script::ScriptCall;
-use crate::telemetry::{self, LostReason};
-use tracing::Instrument;
+use crate::base::error::Error;
+use crate::base::telemetry::{self, LostReason};
+use crate::connection::script::Script;
+use crate::connection::script::ScriptCall;
 
 /// `lease`, if it is from one millisecond (PEXPIRE's unit) to
-/// [`MAX_DURATION`](crate::config::MAX_DURATION).
+/// [`MAX_DURATION`](crate::connection::config::MAX_DURATION).
 pub(crate) fn checked_lease(lease: Duration) -> Result<Duration, Error> {
-    if lease < Duration::from_millis(1) || lease > crate::config::MAX_DURATION {
+    if lease < Duration::from_millis(1) || lease > crate::connection::config::MAX_DURATION {
         return Err(Error::InvalidArgument(format!(
             "lease must be from 1 ms to 100 years, got {lease:?}"
         )));
@@ -159,7 +155,7 @@ pub(crate) struct Holds {
     map: Mutex<HoldMap>,
     finished_run: watch::Sender<u64>,
     /// `lock_watchdog_timeout`: the lease of watchdog holds.
-    watchdog: Duration,
+    pub(super) watchdog: Duration,
 }
 
 /// What an unlock needs to know from the registry.
@@ -350,7 +346,11 @@ impl Holds {
     /// Grouped by renewal kind, so each group is renewed by its own script,
     /// and on a cluster also by hash slot, since one script may only touch
     /// keys of one slot (docs/PROTOCOL.md §2.6).
-    fn begin_run(&self, run: u64, by_slot: bool) -> HashMap<(usize, u16), (Renewal, Vec<HoldKey>)> {
+    pub(super) fn begin_run(
+        &self,
+        run: u64,
+        by_slot: bool,
+    ) -> HashMap<(usize, u16), (Renewal, Vec<HoldKey>)> {
         let now = Instant::now();
         let mut map = self.map.lock();
         let mut groups: HashMap<(usize, u16), (Renewal, Vec<HoldKey>)> = HashMap::new();
@@ -386,7 +386,7 @@ impl Holds {
 
     /// The earliest time any hold of `batch` stops being certain: a
     /// renewal of the batch must not run past it.
-    fn batch_valid_until(&self, batch: &[HoldKey]) -> Option<Instant> {
+    pub(super) fn batch_valid_until(&self, batch: &[HoldKey]) -> Option<Instant> {
         let mut map = self.map.lock();
         let mut earliest: Option<Instant> = None;
         for (name, field) in batch {
@@ -400,7 +400,7 @@ impl Holds {
 
     /// Apply the outcome of renewing `batch`, sent at `sent_at`; what
     /// became of its holds.
-    fn apply(
+    pub(super) fn apply(
         &self,
         run: u64,
         batch: &[HoldKey],
@@ -458,7 +458,7 @@ impl Holds {
         tally
     }
 
-    fn finish_run(&self, run: u64) {
+    pub(super) fn finish_run(&self, run: u64) {
         let mut map = self.map.lock();
         for (_, hold) in map.values_mut().flatten() {
             if hold.in_run.is_some_and(|r| r <= run) {
@@ -479,10 +479,10 @@ impl Holds {
 
 /// What one renewal batch did to its holds.
 #[derive(Default)]
-struct Tally {
-    renewed: u64,
-    failed: u64,
-    lost: u64,
+pub(super) struct Tally {
+    pub(super) renewed: u64,
+    pub(super) failed: u64,
+    pub(super) lost: u64,
 }
 
 /// Mark `hold` lost for `reason`; whether it was not already.
@@ -522,80 +522,4 @@ pub(crate) async fn lost(mut status: watch::Receiver<Status>) {
 /// Whether `status` says lost right now.
 pub(crate) fn is_lost(status: &watch::Receiver<Status>) -> bool {
     status.borrow().is_lost_at(Instant::now())
-}
-
-/// The watchdog task: renew every watchdog hold every `lease / 3`, in
-/// batches of `batch_size` (of one hash slot each when `by_slot`). A batch
-/// whose renewal fails is tried again after `retry_delay` (at most a
-/// period), and no renewal call is allowed to run past the time its holds
-/// stop being certain: a hold is lost then, not one reply timeout later.
-pub(crate) async fn run(
-    holds: Arc<Holds>,
-    redis: Redis,
-    batch_size: usize,
-    retry_delay: Duration,
-    by_slot: bool,
-) {
-    let lease = holds.watchdog;
-    let period = lease / 3;
-    let retry = retry_delay.clamp(
-        Duration::from_millis(1),
-        period.max(Duration::from_millis(1)),
-    );
-    let lease_ms = Value::Integer(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
-    let mut run = 0u64;
-    let mut pause = period;
-    loop {
-        tokio::time::sleep(pause).await;
-        run += 1;
-        pause = period;
-        for (renewal, in_run) in holds.begin_run(run, by_slot).into_values() {
-            for batch in in_run.chunks(batch_size) {
-                let Some(valid_until) = holds.batch_valid_until(batch) else {
-                    continue;
-                };
-                let span = tracing::debug_span!(
-                    "redisson_lock.renew",
-                    holds = batch.len(),
-                    outcome = tracing::field::Empty,
-                    renewed = tracing::field::Empty,
-                    lost = tracing::field::Empty,
-                    error = tracing::field::Empty,
-                );
-                let sent_at = Instant::now();
-                let call = redis.eval(|| renewal.call(batch, lease_ms.clone()));
-                let outcome = match tokio::time::timeout_at(valid_until, call)
-                    .instrument(span.clone())
-                    .await
-                {
-                    Ok(reply) => reply.and_then(|reply| parse_renewed(reply, batch.len())),
-                    Err(_) => Err(Error::Timeout(valid_until.duration_since(sent_at))),
-                };
-                if outcome.is_err() {
-                    pause = retry;
-                }
-                let tally = span.in_scope(|| holds.apply(run, batch, &outcome, sent_at));
-                span.record("renewed", tally.renewed);
-                span.record("lost", tally.lost);
-                match &outcome {
-                    Err(e) => span
-                        .record("outcome", "failed")
-                        .record("error", tracing::field::display(e)),
-                    Ok(_) if tally.lost > 0 => span.record("outcome", "lost"),
-                    Ok(_) => span.record("outcome", "renewed"),
-                };
-            }
-        }
-        holds.finish_run(run);
-    }
-}
-
-pub(crate) fn parse_renewed(reply: Value, expected: usize) -> Result<Vec<bool>, Error> {
-    match reply {
-        Value::Array(items) if items.len() == expected => Ok(items
-            .into_iter()
-            .map(|v| matches!(v, Value::Integer(1)))
-            .collect()),
-        other => Err(Error::Protocol(format!("renewal replied {other:?}"))),
-    }
 }

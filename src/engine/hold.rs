@@ -7,11 +7,12 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::sync::watch;
 
-use crate::detach::FinishOnDrop;
-use crate::error::{Error, Result};
-use crate::owner::Owner;
-use crate::raw::{release, Acquired, Patience, RawLock};
-use crate::watchdog::{self, Lease, Status};
+use crate::base::detach::FinishOnDrop;
+use crate::base::error::{Error, Result};
+use crate::base::owner::Owner;
+use crate::client::holds::{self, Lease, Status};
+use crate::client::renewal;
+use crate::engine::raw::{release, Acquired, Patience, RawLock};
 
 /// One hold: the lock, its owner field, its lease, and what the registry
 /// says of it. Unless unlocked or forgotten, dropping it releases the hold
@@ -130,7 +131,7 @@ impl RawHold {
         }
         let renewal = self.raw.proto.renewal();
         let hold = [(self.raw.name().to_owned(), self.field.clone())];
-        let lease_ms = fred::types::Value::Integer(crate::script::millis(lease));
+        let lease_ms = fred::types::Value::Integer(crate::connection::script::millis(lease));
         let sent_at = tokio::time::Instant::now();
         let reply = inner
             .redis
@@ -138,7 +139,7 @@ impl RawHold {
                 inner.redis.eval(|| renewal.call(&hold, lease_ms.clone()))
             })
             .await?;
-        let extended = watchdog::parse_renewed(reply, 1)?.first() == Some(&true)
+        let extended = renewal::parse_renewed(reply, 1)?.first() == Some(&true)
             && inner
                 .holds
                 .extended(self.raw.name(), &self.field, &self.status, lease, sent_at);
@@ -158,12 +159,12 @@ impl RawHold {
         self.raw.is_held(&self.field).await
     }
 
-    /// Resolves once the hold is lost (see [`watchdog::lost`]). Where the
+    /// Resolves once the hold is lost (see [`holds::lost`]). Where the
     /// lock has a release channel, the hold is also re-checked at once
     /// whenever anything is published there, so a forced unlock by another
     /// client is noticed within a round trip, not at the next renewal.
     pub(crate) fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        let lost = watchdog::lost(self.status.clone());
+        let lost = holds::lost(self.status.clone());
         let watch = self.raw.proto.release_channel().map(|channel| {
             watch_channel(
                 self.raw.clone(),
@@ -186,7 +187,7 @@ impl RawHold {
     }
 
     pub(crate) fn is_lost(&self) -> bool {
-        watchdog::is_lost(&self.status)
+        holds::is_lost(&self.status)
     }
 }
 
@@ -215,7 +216,7 @@ impl Drop for RawHold {
 /// Watch the lock's release `channel` while the hold observed by `status`
 /// lasts: check the hold when the subscription is made and after every
 /// message, reconnect or lost connection, and mark it lost in the registry
-/// when its field is gone (which resolves [`watchdog::lost`]). Never
+/// when its field is gone (which resolves [`holds::lost`]). Never
 /// resolves; its subscription ends when the hold is released, and it stops
 /// watching at shutdown. A failed subscribe or check is tried again after
 /// `retry_delay`: the renewal path still bounds how late a loss is noticed.

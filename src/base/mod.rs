@@ -1,0 +1,10 @@
+//! Types and helpers every layer uses and that know no lock kind and no
+//! connection: errors, owners, wire names (key and channel layout), back-off,
+//! background work that outlives its caller, and telemetry.
+
+pub(crate) mod backoff;
+pub(crate) mod detach;
+pub(crate) mod error;
+pub(crate) mod names;
+pub(crate) mod owner;
+pub(crate) mod telemetry;

@@ -1,0 +1,10 @@
+//! The lock engine, the same for every kind: the kinds as types, the generic
+//! [`Lock`](crate::Lock) handle, the typed guard over the untyped hold, the
+//! acquire/release loop and the wait loop the synchronizers share.
+
+pub(crate) mod guard;
+pub(crate) mod hold;
+pub(crate) mod kind;
+pub(crate) mod lock;
+pub(crate) mod raw;
+pub(crate) mod wait;
