@@ -200,15 +200,11 @@ impl Hub {
         self.shared.waiters.load(Ordering::Relaxed) > 0
     }
 
-    /// Join `channel`, waiting until the server confirmed the subscription
-    /// (at most the command timeout).
-    pub(crate) async fn subscribe(&self, channel: &str) -> Result<Subscription> {
-        self.subscribe_with(channel, Wake::Lock).await
-    }
-
-    /// [`subscribe`](Self::subscribe), waking waiters per `wake` (if this is
-    /// the channel's first local subscriber; later ones share its policy).
-    pub(crate) async fn subscribe_with(&self, channel: &str, wake: Wake) -> Result<Subscription> {
+    /// Join `channel` as a waiter, waiting until the server confirmed the
+    /// subscription (at most the command timeout); messages wake waiters per
+    /// `wake` (if this is the channel's first local subscriber; later ones
+    /// share its policy).
+    pub(crate) async fn subscribe(&self, channel: &str, wake: Wake) -> Result<Subscription> {
         self.join(channel, wake, false).await
     }
 

@@ -17,14 +17,15 @@ use futures::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::base::backoff::equal_jitter;
 use crate::base::detach::FinishOnDrop;
 use crate::base::error::{Error, Result};
 use crate::base::owner::Owner;
 use crate::base::telemetry::Acquisition;
 use crate::client::holds::{Lease, Renewal};
 use crate::client::{Client, Inner};
+use crate::connection::pubsub::Wake;
 use crate::connection::script::ScriptCall;
+use crate::engine::wait::{self, Deadline, Outcome};
 
 /// What one acquire attempt found.
 #[derive(Debug, Clone, Copy)]
@@ -50,17 +51,6 @@ pub(crate) enum AttemptMode {
     /// Part of a wait of this long (`None`: no time limit); a fair lock
     /// enqueues with it.
     Waiting { wait: Option<Duration> },
-}
-
-/// Sleep `pause`, or until `deadline` if that comes first.
-async fn sleep_until_deadline(pause: Duration, deadline: Option<Instant>) {
-    let wake = Instant::now().checked_add(pause);
-    match (wake, deadline) {
-        (Some(w), Some(d)) => tokio::time::sleep_until(w.min(d)).await,
-        (Some(w), None) => tokio::time::sleep_until(w).await,
-        (None, Some(d)) => tokio::time::sleep_until(d).await,
-        (None, None) => std::future::pending().await,
-    }
 }
 
 /// The steps of one acquisition, taken in turn; the slot holds the error of
@@ -240,8 +230,8 @@ impl RawLock {
         lease: Lease,
     ) -> Result<Option<Acquired>> {
         let start = Instant::now();
+        let deadline = Deadline::after(start, wait);
         let wait = wait.filter(|w| *w <= crate::connection::config::MAX_DURATION);
-        let deadline = wait.and_then(|w| start.checked_add(w));
         let owner = self.owner.unwrap_or_else(Owner::generate);
         let field = self.proto.field(self.inner(), owner);
         // Redisson's fair-lock thread-wait time: the caller's wait, else the default.
@@ -276,7 +266,7 @@ impl RawLock {
         field: &str,
         lease: Lease,
         mode: AttemptMode,
-        deadline: Option<Instant>,
+        deadline: Deadline,
     ) -> Result<Option<Acquired>> {
         // Every Redis step of this acquisition (attempts, undoing an attempt
         // with an unknown outcome, leaving the queue) runs in this order,
@@ -306,161 +296,22 @@ impl RawLock {
         field: &str,
         lease: Lease,
         mode: AttemptMode,
-        deadline: Option<Instant>,
+        deadline: Deadline,
         order: &Steps,
     ) -> Result<Option<Acquired>> {
-        let config = &self.inner().config;
-        // Never wait longer than one watchdog period without re-checking: a
-        // message can be lost (reconnect gap, PUBLISH/SPUBLISH mismatch).
-        let cap = config.lock_watchdog_timeout;
-        let retry_delay = config.retry_delay.max(Duration::from_millis(1));
-        let expired = || deadline.is_some_and(|d| Instant::now() >= d);
-        // What ends the wait if its time runs out: nothing (`Ok(None)`) or
-        // the transient error of the last attempt.
-        let mut last_error: Option<Error> = None;
-        let out_of_time = |last_error: Option<Error>| match last_error {
-            Some(e) => Err(e),
-            None => Ok(None),
+        let mut attempts = LockAttempts {
+            lock: self,
+            owner,
+            field,
+            lease,
+            mode,
+            deadline,
+            order,
+            waiting: None,
+            next_in_line: NEXT_IN_LINE_FIRST,
         };
-        // Since when every step has failed, for a wait without a time limit,
-        // which gives up once that lasts longer than the retry budget.
-        let mut failing_since: Option<Instant> = None;
-        let budget = config.retry_span();
-        let gives_up = |failing_since: &mut Option<Instant>| {
-            deadline.is_none() && failing_since.get_or_insert_with(Instant::now).elapsed() > budget
-        };
-        // How to wait, once the first attempt found the lock busy.
-        let mut waiting: Option<Waiting> = None;
-        let mut subscription = None;
-        let mut next_in_line = NEXT_IN_LINE_FIRST;
-        // The wait span: from the first busy attempt to the end, entered
-        // while subscribing and sleeping.
-        let mut wait = crate::base::telemetry::WaitSpan::default();
-        loop {
-            if self.inner().is_closing() {
-                return Err(Error::Closed);
-            }
-            // Subscribe (once, after the first busy attempt) before trying
-            // again, so that no unlock published before the subscription
-            // was active is missed.
-            if let (Some(Waiting::Channel(channel)), None) = (&waiting, &subscription) {
-                let subscribing = self
-                    .inner()
-                    .hub
-                    .subscribe(channel)
-                    .instrument(wait.span.clone());
-                let subscribed = match deadline {
-                    None => subscribing.await,
-                    Some(d) => match tokio::time::timeout_at(d, subscribing).await {
-                        Ok(subscribed) => subscribed,
-                        Err(_) => return out_of_time(last_error),
-                    },
-                };
-                match subscribed {
-                    Ok(s) => subscription = Some(s),
-                    Err(e) if e.is_transient() => {
-                        if gives_up(&mut failing_since) {
-                            return Err(e);
-                        }
-                        tracing::debug!(lock = self.name(), error = %e, "subscribing failed, retrying");
-                        last_error = Some(e);
-                        if expired() {
-                            return out_of_time(last_error);
-                        }
-                        sleep_until_deadline(equal_jitter(retry_delay), deadline)
-                            .instrument(wait.span.clone())
-                            .await;
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            let notified = subscription
-                .as_ref()
-                .map(crate::connection::pubsub::Subscription::notified);
-            tokio::pin!(notified);
-            if let Some(n) = notified.as_mut().as_pin_mut() {
-                n.enable();
-            }
-            // The previous attempt's undo, if any, must land first; if it
-            // could not, whether this owner holds is unknown: stop here.
-            let mut step = match deadline {
-                None => order.clone().lock_owned().await,
-                Some(d) => match tokio::time::timeout_at(d, order.clone().lock_owned()).await {
-                    Ok(step) => step,
-                    Err(_) => return out_of_time(last_error),
-                },
-            };
-            if let Some(e) = step.take() {
-                return Err(e);
-            }
-            wait.attempts += 1;
-            let attempt = self.attempt(field, lease, mode, step).await;
-            if matches!(attempt, Ok((Attempt::Busy(_) | Attempt::NextInLine(_), _)))
-                && wait.span.is_none()
-                && !matches!(mode, AttemptMode::Once)
-            {
-                wait.span = tracing::debug_span!(
-                    "redisson_lock.wait",
-                    lock = self.name(),
-                    attempts = tracing::field::Empty
-                );
-            }
-            let pause = match attempt {
-                Ok((Attempt::Acquired { token }, sent_at)) => {
-                    return Ok(Some(self.acquired(owner, field, lease, sent_at, token)))
-                }
-                Ok((Attempt::Busy(ttl), _)) => {
-                    failing_since = None;
-                    last_error = None;
-                    next_in_line = NEXT_IN_LINE_FIRST;
-                    match waiting.get_or_insert_with(|| self.proto.waiting(field)) {
-                        Waiting::Backoff(b) => b.next_delay(),
-                        Waiting::Channel(_) => {
-                            u64::try_from(ttl).map_or(cap, Duration::from_millis)
-                        }
-                    }
-                }
-                Ok((Attempt::NextInLine(ms), _)) => {
-                    failing_since = None;
-                    last_error = None;
-                    waiting.get_or_insert_with(|| self.proto.waiting(field));
-                    let pause = u64::try_from(ms)
-                        .map_or(cap, Duration::from_millis)
-                        .min(next_in_line);
-                    next_in_line = next_in_line.saturating_mul(2);
-                    pause
-                }
-                Err(Failure::Retryable(e)) => {
-                    if gives_up(&mut failing_since) {
-                        return Err(e);
-                    }
-                    tracing::debug!(lock = self.name(), error = %e, "acquire attempt failed, retrying");
-                    last_error = Some(e);
-                    equal_jitter(retry_delay)
-                }
-                Err(Failure::Final(e)) => return Err(e),
-            };
-            if matches!(mode, AttemptMode::Once) || expired() {
-                return out_of_time(last_error);
-            }
-            if subscription.is_none() && matches!(waiting, Some(Waiting::Channel(_))) {
-                continue; // subscribe first, then try again at once
-            }
-            let pause = pause.min(cap);
-            let sleep = async {
-                match notified.as_pin_mut() {
-                    Some(n) => {
-                        tokio::select! {
-                            _ = n => {}
-                            _ = sleep_until_deadline(pause, deadline) => {}
-                        }
-                    }
-                    None => sleep_until_deadline(pause, deadline).await,
-                }
-            };
-            sleep.instrument(wait.span.clone()).await;
-        }
+        let done = wait::wait(self.inner(), self.name(), deadline, &mut attempts).await?;
+        Ok(done.map(|done| done.value))
     }
 
     /// One run of the acquire script, with the time it was sent, holding
@@ -613,6 +464,78 @@ impl RawLock {
             inner.holds.lose_all(self.name());
         }
         Ok(unlocked)
+    }
+}
+
+/// One acquisition's attempts, as the wait loop drives them: each waits
+/// for the acquisition's previous step (an undo) to land, runs the acquire
+/// script, and turns its answer into how long to wait.
+struct LockAttempts<'a> {
+    lock: &'a RawLock,
+    owner: Owner,
+    field: &'a str,
+    lease: Lease,
+    mode: AttemptMode,
+    deadline: Deadline,
+    order: &'a Steps,
+    /// How this waiter learns it may try again, once busy.
+    waiting: Option<Waiting>,
+    /// The next re-check after [`Attempt::NextInLine`].
+    next_in_line: Duration,
+}
+
+impl wait::Attempts for LockAttempts<'_> {
+    type Value = Acquired;
+
+    async fn attempt(&mut self) -> Result<Outcome<Acquired>> {
+        // The previous attempt's undo, if any, must land first; if it could
+        // not, whether this owner holds is unknown: stop here.
+        let Some(mut step) = self.deadline.run(self.order.clone().lock_owned()).await else {
+            return Ok(Outcome::OutOfTime);
+        };
+        if let Some(e) = step.take() {
+            return Err(e);
+        }
+        let (lock, field) = (self.lock, self.field);
+        Ok(
+            match lock.attempt(field, self.lease, self.mode, step).await {
+                Ok((Attempt::Acquired { token }, sent_at)) => {
+                    Outcome::Ready(lock.acquired(self.owner, field, self.lease, sent_at, token))
+                }
+                Ok((Attempt::Busy(ttl), _)) => {
+                    self.next_in_line = NEXT_IN_LINE_FIRST;
+                    match self
+                        .waiting
+                        .get_or_insert_with(|| lock.proto.waiting(field))
+                    {
+                        Waiting::Backoff(b) => Outcome::Busy(Some(b.next_delay())),
+                        Waiting::Channel(_) => {
+                            Outcome::Busy(u64::try_from(ttl).ok().map(Duration::from_millis))
+                        }
+                    }
+                }
+                Ok((Attempt::NextInLine(ms), _)) => {
+                    let pause = u64::try_from(ms).map_or(self.next_in_line, |ms| {
+                        Duration::from_millis(ms).min(self.next_in_line)
+                    });
+                    self.next_in_line = self.next_in_line.saturating_mul(2);
+                    Outcome::Busy(Some(pause))
+                }
+                Err(Failure::Retryable(e)) => Outcome::Failed(e),
+                Err(Failure::Final(e)) => return Err(e),
+            },
+        )
+    }
+
+    fn channel(&mut self) -> Option<(String, Wake)> {
+        let (lock, field) = (self.lock, self.field);
+        match self
+            .waiting
+            .get_or_insert_with(|| lock.proto.waiting(field))
+        {
+            Waiting::Channel(channel) => Some((channel.clone(), Wake::Lock)),
+            Waiting::Backoff(_) => None,
+        }
     }
 }
 

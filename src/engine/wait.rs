@@ -1,13 +1,13 @@
-//! The wait loop of the synchronizers (semaphores, count-down latch): try;
-//! after a busy answer subscribe to the channel; then try again and sleep
-//! until a message, the bound the attempt reported (the nearest permit
-//! expiry), the safety cap or the deadline, whichever comes first
-//! (docs/PROTOCOL.md §7, §3). The lock's loop in `raw` does the same with owners
-//! and queues; this one knows neither.
+//! The one wait loop, for every lock kind and synchronizer: try; after a
+//! busy answer subscribe to the channel; then try again and sleep until a
+//! message, the bound the attempt reported (the holder's TTL, the nearest
+//! permit expiry), the safety cap or the deadline, whichever comes first
+//! (docs/PROTOCOL.md §2.8, §7.4). It knows no owner, queue or permit: what
+//! differs between kinds is in their [`Attempts`].
 //!
 //! An attempt is responsible for its own cancellation safety and for undoing
-//! an outcome it cannot know (see `semaphore` and `permit_semaphore`): this
-//! loop only decides when to try again.
+//! an outcome it cannot know (see `raw`, `semaphore` and
+//! `permit_semaphore`): this loop only decides when to try again.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -28,6 +28,11 @@ pub(crate) enum Outcome<T> {
     /// Not yet. Try again after a message, or after at most this long
     /// (`None`: only the safety cap bounds the wait).
     Busy(Option<Duration>),
+    /// A transient failure, undone if it needed undoing: try again after
+    /// `retry_delay` (with jitter) while time remains.
+    Failed(Error),
+    /// The time ran out before the attempt could be made.
+    OutOfTime,
 }
 
 /// A successful wait: the attempt's value, and the code of the last message
@@ -38,63 +43,94 @@ pub(crate) struct Done<T> {
     pub last_message: Option<i64>,
 }
 
-/// Sleep `pause`, or until `deadline` if that comes first.
-async fn sleep_until_deadline(pause: Duration, deadline: Option<Instant>) {
-    let wake = Instant::now().checked_add(pause);
-    match (wake, deadline) {
-        (Some(w), Some(d)) => tokio::time::sleep_until(w.min(d)).await,
-        (Some(w), None) => tokio::time::sleep_until(w).await,
-        (None, Some(d)) => tokio::time::sleep_until(d).await,
-        (None, None) => std::future::pending().await,
+/// One waiter's attempts: what the wait loop drives.
+pub(crate) trait Attempts: Send {
+    /// What a successful attempt gives.
+    type Value: Send;
+
+    /// Try once. `Err` ends the wait with that error.
+    fn attempt(&mut self) -> impl Future<Output = Result<Outcome<Self::Value>>> + Send;
+
+    /// Asked once, after the first busy attempt: the channel to subscribe to
+    /// and how its messages wake waiters; `None` for a waiter woken by no
+    /// message (it sleeps the pauses its attempts report).
+    fn channel(&mut self) -> Option<(String, Wake)>;
+}
+
+/// How long a waiter may wait.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Deadline {
+    /// `None`: no time limit.
+    pub at: Option<Instant>,
+    /// Try once, never wait.
+    pub once: bool,
+}
+
+impl Deadline {
+    /// A wait of `wait` from `start`: `Some(0)` tries once; `None` (or a
+    /// wait above [`MAX_DURATION`](crate::connection::config::MAX_DURATION))
+    /// has no time limit.
+    pub(crate) fn after(start: Instant, wait: Option<Duration>) -> Deadline {
+        let wait = wait.filter(|w| *w <= crate::connection::config::MAX_DURATION);
+        Deadline {
+            at: wait.and_then(|w| start.checked_add(w)),
+            once: wait.is_some_and(|w| w.is_zero()),
+        }
+    }
+
+    fn expired(self) -> bool {
+        self.at.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Sleep `pause`, or until the deadline if that comes first.
+    async fn sleep(self, pause: Duration) {
+        match (Instant::now().checked_add(pause), self.at) {
+            (Some(w), Some(d)) => tokio::time::sleep_until(w.min(d)).await,
+            (Some(w), None) => tokio::time::sleep_until(w).await,
+            (None, Some(d)) => tokio::time::sleep_until(d).await,
+            (None, None) => std::future::pending().await,
+        }
+    }
+
+    /// `fut`, or `None` once the deadline passes.
+    pub(crate) async fn run<F: Future>(self, fut: F) -> Option<F::Output> {
+        match self.at {
+            None => Some(fut.await),
+            Some(d) => tokio::time::timeout_at(d, fut).await.ok(),
+        }
     }
 }
 
-/// Run `attempt` until it is ready, waking on `channel` (messages handled
-/// per `wake`). `wait`: `Some(0)` tries once; `None` (or a wait above
-/// [`MAX_DURATION`](crate::connection::config::MAX_DURATION)) waits without a time limit;
-/// else up to that long. `Ok(None)` when the time ran out.
+/// Run `attempts` until one is ready, for every lock kind and synchronizer
+/// (docs/PROTOCOL.md §2.8, §7.4): try; after the first busy attempt
+/// subscribe to its channel, then try again at once, so that no message
+/// published in between is missed; then sleep until a message, the pause
+/// the attempt reported, the safety cap or the deadline, whichever comes
+/// first. `Ok(None)` when the time ran out.
 ///
-/// Transient errors (of an attempt or of subscribing) do not end a bounded
+/// Transient failures (of an attempt or of subscribing) do not end a bounded
 /// wait while time remains: it tries again after `retry_delay` (with
 /// jitter), and ends with the last transient error if its deadline passes
 /// while failing. A wait without a time limit ends with it once everything
-/// has failed for longer than the retry budget. Every sleep is capped at
+/// has failed for longer than the retry budget (`(timeout + retry_delay) ×
+/// retry_attempts`, 16 s by default). Every sleep is capped at
 /// `lock_watchdog_timeout`, so a lost message (reconnect gap,
 /// PUBLISH/SPUBLISH mismatch) costs at most that much. At shutdown the
 /// waiter is woken and ends with [`Error::Closed`].
-pub(crate) async fn wait_until<T, F, Fut>(
+pub(crate) async fn wait<A: Attempts>(
     inner: &Arc<Inner>,
     name: &str,
-    channel: &str,
-    wake: Wake,
-    wait: Option<Duration>,
-    mut attempt: F,
-) -> Result<Option<Done<T>>>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Outcome<T>>>,
-{
-    let start = Instant::now();
-    let wait = wait.filter(|w| *w <= crate::connection::config::MAX_DURATION);
-    let once = wait.is_some_and(|w| w.is_zero());
-    let deadline = wait.and_then(|w| start.checked_add(w));
-    let expired = || deadline.is_some_and(|d| Instant::now() >= d);
+    deadline: Deadline,
+    attempts: &mut A,
+) -> Result<Option<Done<A::Value>>> {
     let config = &inner.config;
     let cap = config.lock_watchdog_timeout;
     let retry_delay = config.retry_delay.max(Duration::from_millis(1));
     let budget = config.retry_span();
-    let mut last_error: Option<Error> = None;
-    let out_of_time = |last_error: Option<Error>| match last_error {
-        Some(e) => Err(e),
-        None => Ok(None),
-    };
-    let mut failing_since: Option<Instant> = None;
-    let gives_up = |failing_since: &mut Option<Instant>| {
-        deadline.is_none() && failing_since.get_or_insert_with(Instant::now).elapsed() > budget
-    };
-    // Subscribed once an attempt found it busy: an uncontended call is one
-    // round trip.
-    let mut busy = false;
+    let mut failures = Failures::default();
+    // After the first busy attempt: the channel to subscribe to, if any. An
+    // uncontended call is one round trip.
+    let mut channel: Option<Option<(String, Wake)>> = None;
     let mut subscription: Option<Subscription> = None;
     // The wait span: from the first busy attempt to the end, entered while
     // subscribing and sleeping.
@@ -103,37 +139,23 @@ where
         if inner.is_closing() {
             return Err(Error::Closed);
         }
-        // Subscribe before trying again, so that no message published
-        // between that attempt and the wait is missed.
-        if busy && subscription.is_none() {
-            let subscribing = inner
-                .hub
-                .subscribe_with(channel, wake)
-                .instrument(wait.span.clone());
-            let subscribed = match deadline {
-                None => subscribing.await,
-                Some(d) => match tokio::time::timeout_at(d, subscribing).await {
-                    Ok(subscribed) => subscribed,
-                    Err(_) => return out_of_time(last_error),
-                },
-            };
-            match subscribed {
-                Ok(s) => subscription = Some(s),
-                Err(e) if e.is_transient() => {
-                    if gives_up(&mut failing_since) {
-                        return Err(e);
+        if let (Some(Some((to, wake))), None) = (&channel, &subscription) {
+            let subscribing = inner.hub.subscribe(to, *wake).instrument(wait.span.clone());
+            match deadline.run(subscribing).await {
+                None => return failures.out_of_time(),
+                Some(Ok(s)) => subscription = Some(s),
+                Some(Err(e)) if e.is_transient() => {
+                    failures.record(e, name, deadline, budget)?;
+                    if deadline.expired() {
+                        return failures.out_of_time();
                     }
-                    tracing::debug!(lock = name, error = %e, "subscribing failed, retrying");
-                    last_error = Some(e);
-                    if expired() {
-                        return out_of_time(last_error);
-                    }
-                    sleep_until_deadline(equal_jitter(retry_delay), deadline)
+                    deadline
+                        .sleep(equal_jitter(retry_delay))
                         .instrument(wait.span.clone())
                         .await;
                     continue;
                 }
-                Err(e) => return Err(e),
+                Some(Err(e)) => return Err(e),
             }
         }
         let notified = subscription.as_ref().map(Subscription::notified);
@@ -142,42 +164,36 @@ where
             n.enable();
         }
         wait.attempts += 1;
-        let outcome = attempt().await;
-        if matches!(outcome, Ok(Outcome::Busy(_))) && wait.span.is_none() && !once {
-            wait.span = tracing::debug_span!(
-                "redisson_lock.wait",
-                lock = name,
-                attempts = tracing::field::Empty
-            );
-        }
-        let pause = match outcome {
-            Ok(Outcome::Ready(value)) => {
+        let pause = match attempts.attempt().await? {
+            Outcome::Ready(value) => {
                 let last_message = subscription.as_ref().and_then(Subscription::last_message);
                 return Ok(Some(Done {
                     value,
                     last_message,
                 }));
             }
-            Ok(Outcome::Busy(bound)) => {
-                busy = true;
-                failing_since = None;
-                last_error = None;
+            Outcome::Busy(bound) => {
+                if wait.span.is_none() && !deadline.once {
+                    wait.span = tracing::debug_span!(
+                        "redisson_lock.wait",
+                        lock = name,
+                        attempts = tracing::field::Empty
+                    );
+                }
+                failures = Failures::default();
+                channel.get_or_insert_with(|| attempts.channel());
                 bound.unwrap_or(cap)
             }
-            Err(e) if e.is_transient() => {
-                if gives_up(&mut failing_since) {
-                    return Err(e);
-                }
-                tracing::debug!(lock = name, error = %e, "attempt failed, retrying");
-                last_error = Some(e);
+            Outcome::Failed(e) => {
+                failures.record(e, name, deadline, budget)?;
                 equal_jitter(retry_delay)
             }
-            Err(e) => return Err(e),
+            Outcome::OutOfTime => return failures.out_of_time(),
         };
-        if once || expired() {
-            return out_of_time(last_error);
+        if deadline.once || deadline.expired() {
+            return failures.out_of_time();
         }
-        if busy && subscription.is_none() {
+        if subscription.is_none() && matches!(channel, Some(Some(_))) {
             continue; // subscribe first, then try again at once
         }
         let pause = pause.min(cap);
@@ -186,14 +202,90 @@ where
                 Some(n) => {
                     tokio::select! {
                         _ = n => {}
-                        _ = sleep_until_deadline(pause, deadline) => {}
+                        _ = deadline.sleep(pause) => {}
                     }
                 }
-                None => sleep_until_deadline(pause, deadline).await,
+                None => deadline.sleep(pause).await,
             }
         };
         sleep.instrument(wait.span.clone()).await;
     }
+}
+
+/// A wait's transient failures: since when every step has failed, and the
+/// last error, which ends the wait if its time runs out while failing.
+#[derive(Default)]
+struct Failures {
+    since: Option<Instant>,
+    last: Option<Error>,
+}
+
+impl Failures {
+    /// Note the transient failure `e`; `Err(e)` when the wait must end with
+    /// it: it has no time limit and everything has failed for longer than
+    /// the retry `budget`.
+    fn record(&mut self, e: Error, name: &str, deadline: Deadline, budget: Duration) -> Result<()> {
+        if deadline.at.is_none() && self.since.get_or_insert_with(Instant::now).elapsed() > budget {
+            return Err(e);
+        }
+        tracing::debug!(lock = name, error = %e, "attempt failed, retrying");
+        self.last = Some(e);
+        Ok(())
+    }
+
+    /// How a wait whose time ran out ends: `Ok(None)`, or the last
+    /// transient error if it was failing.
+    fn out_of_time<T>(self) -> Result<Option<T>> {
+        self.last.map_or(Ok(None), Err)
+    }
+}
+
+/// [`wait`] for a synchronizer: `attempt` is a closure whose transient
+/// errors are tried again, woken by `channel` per `wake`.
+pub(crate) async fn wait_until<T, F, Fut>(
+    inner: &Arc<Inner>,
+    name: &str,
+    channel: &str,
+    wake: Wake,
+    wait: Option<Duration>,
+    attempt: F,
+) -> Result<Option<Done<T>>>
+where
+    T: Send,
+    F: FnMut() -> Fut + Send,
+    Fut: Future<Output = Result<Outcome<T>>> + Send,
+{
+    struct Closure<'a, F> {
+        attempt: F,
+        channel: &'a str,
+        wake: Wake,
+    }
+    impl<T: Send, F, Fut> Attempts for Closure<'_, F>
+    where
+        F: FnMut() -> Fut + Send,
+        Fut: Future<Output = Result<Outcome<T>>> + Send,
+    {
+        type Value = T;
+        fn attempt(&mut self) -> impl Future<Output = Result<Outcome<T>>> + Send {
+            let attempt = (self.attempt)();
+            async move {
+                match attempt.await {
+                    Err(e) if e.is_transient() => Ok(Outcome::Failed(e)),
+                    outcome => outcome,
+                }
+            }
+        }
+        fn channel(&mut self) -> Option<(String, Wake)> {
+            Some((self.channel.to_owned(), self.wake))
+        }
+    }
+    let deadline = Deadline::after(Instant::now(), wait);
+    let mut attempts = Closure {
+        attempt,
+        channel,
+        wake,
+    };
+    self::wait(inner, name, deadline, &mut attempts).await
 }
 
 /// Milliseconds since the Unix epoch on this client's clock: the `now` the
