@@ -13,10 +13,10 @@ use uuid::Uuid;
 
 use crate::base::detach::Cleanups;
 use crate::base::error::Result;
-use crate::base::owner::Owner;
 use crate::connection::config::Config;
 use crate::connection::pubsub::{Commands, Hub};
 use crate::connection::redis::Redis;
+use crate::connection::script::ScriptEnv;
 use holds::Holds;
 
 /// A connection to Redis shared by every lock taken through it: one fred
@@ -42,11 +42,11 @@ pub struct Client {
 
 pub(crate) struct Inner {
     id: Uuid,
-    id_text: String,
     pub(crate) config: Config,
     pub(crate) redis: Redis,
     pub(crate) hub: Hub,
-    publish: &'static str,
+    /// What script calls take from this client.
+    pub(crate) env: ScriptEnv,
     pub(crate) holds: Arc<Holds>,
     pub(crate) runtime: Handle,
     /// Background work finishing what callers started (releases, queue
@@ -101,14 +101,14 @@ impl Client {
             config.redis.server.is_clustered(),
         ));
         let id = Uuid::new_v4();
+        let env = ScriptEnv::new(&config, id.hyphenated().to_string(), commands.publish());
         Ok(Client {
             inner: Arc::new(Inner {
                 id,
-                id_text: id.hyphenated().to_string(),
                 config,
                 redis,
                 hub,
-                publish: commands.publish(),
+                env,
                 holds,
                 runtime: Handle::current(),
                 cleanups: Cleanups::new(Handle::current()),
@@ -224,16 +224,6 @@ impl Inner {
     /// Whether the client is shutting down (or shut down).
     pub(crate) fn is_closing(&self) -> bool {
         *self.closing.borrow()
-    }
-
-    /// The hash field of `owner`: `<clientId>:<ownerId>`.
-    pub(crate) fn field(&self, owner: Owner) -> String {
-        format!("{}:{}", self.id_text, owner)
-    }
-
-    /// `PUBLISH`, `SPUBLISH` or `BOTH`, as configured and resolved at connect.
-    pub(crate) fn publish_command(&self) -> &'static str {
-        self.publish
     }
 }
 

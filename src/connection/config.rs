@@ -313,19 +313,4 @@ impl Config {
             .saturating_mul(self.retry_attempts.max(1))
             .max(Duration::from_millis(1))
     }
-
-    /// TTL of the unlock idempotency latch of a hold with `lease`: long
-    /// enough to cover every resend of one unlock (docs/PROTOCOL.md §2.4), both
-    /// an awaited one (the first try and `retry_attempts` more, each up to
-    /// `timeout` after a pause up to `retry_delay`) and a background one
-    /// (resent until the lease could have ended, the last reply up to
-    /// `timeout` later). At most [`MAX_DURATION`].
-    pub(crate) fn latch_ttl(&self, lease: Duration) -> Duration {
-        let awaited = self
-            .timeout
-            .saturating_add(self.retry_delay)
-            .saturating_mul(self.retry_attempts.saturating_add(1));
-        let background = lease.saturating_add(self.timeout);
-        awaited.max(background).min(MAX_DURATION)
-    }
 }

@@ -127,7 +127,7 @@ impl<K: Kind> Lock<K> {
     /// The hash field this client writes for `owner` on this lock.
     #[doc(hidden)]
     pub fn owner_field(&self, owner: Owner) -> String {
-        self.raw.proto.field(self.inner(), owner)
+        self.raw.proto.field(&self.inner().env, owner)
     }
 
     /// Wait as long as it takes; the watchdog keeps the lock while held.
@@ -304,7 +304,7 @@ impl<K: Kind> Lock<K> {
                 "unlock without a guard needs a handle with an owner (with_owner)".into(),
             ));
         };
-        let field = self.raw.proto.field(self.inner(), owner);
+        let field = self.raw.proto.field(&self.inner().env, owner);
         let (inner, proto) = (self.inner().clone(), self.raw.proto.clone());
         // Dropping this future part-way still completes the unlock.
         let call = async move {

@@ -19,12 +19,13 @@ use tracing::Instrument;
 
 use crate::base::detach::FinishOnDrop;
 use crate::base::error::{Error, Result};
+use crate::base::names::LockKeys;
 use crate::base::owner::Owner;
 use crate::base::telemetry::Acquisition;
 use crate::client::holds::{Lease, Renewal};
 use crate::client::{Client, Inner};
 use crate::connection::pubsub::Wake;
-use crate::connection::script::ScriptCall;
+use crate::connection::script::{ScriptCall, ScriptEnv};
 use crate::engine::wait::{self, Deadline, Outcome};
 
 /// What one acquire attempt found.
@@ -93,16 +94,22 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     /// name of the client method that makes it (`lock`, `fair_lock`, …).
     fn kind(&self) -> &'static str;
 
+    /// The lock's keys and channel.
+    fn keys(&self) -> &LockKeys;
+
     /// The lock's name (`N`).
-    fn name(&self) -> &str;
+    fn name(&self) -> &str {
+        &self.keys().name
+    }
 
     /// The owner field for `owner`: `<clientId>:<ownerId>`, plus any suffix.
-    fn field(&self, inner: &Inner, owner: Owner) -> String {
-        inner.field(owner)
+    fn field(&self, env: &ScriptEnv, owner: Owner) -> String {
+        env.field(owner)
     }
 
     /// The acquire script for `field` with a lease of `lease_ms`.
-    fn acquire(&self, inner: &Inner, field: &str, lease_ms: i64, mode: AttemptMode) -> ScriptCall;
+    fn acquire(&self, env: &ScriptEnv, field: &str, lease_ms: i64, mode: AttemptMode)
+        -> ScriptCall;
 
     /// Read the acquire script's reply (nil: acquired; integer: busy TTL).
     fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
@@ -113,29 +120,33 @@ pub(crate) trait Protocol: Send + Sync + 'static {
         }
     }
 
-    /// How a waiter with `field` waits.
-    fn waiting(&self, field: &str) -> Waiting;
+    /// How a waiter with `field` waits: by default on the lock's channel.
+    fn waiting(&self, _field: &str) -> Waiting {
+        Waiting::Channel(self.keys().channel.clone())
+    }
 
     /// The channel on which every release and forced unlock of this lock
     /// publishes, which a holder may watch to learn at once that its hold is
     /// gone; `None` where there is none (the fair lock publishes to its next
     /// waiter only, the spin lock not at all).
     fn release_channel(&self) -> Option<&str> {
-        None
+        Some(&self.keys().channel)
     }
 
     /// The unlock script: one hold of `field` away, latch at `latch`.
-    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall;
+    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall;
 
     /// The prefix of this lock's unlock latch keys.
-    fn latch_prefix(&self) -> &str;
+    fn latch_prefix(&self) -> &str {
+        &self.keys().latch_prefix
+    }
 
     /// Cleanup when a waiter that waited `wait` (`None`: without a time
     /// limit) gives up (fair lock: leave the queue), and how long trying it
     /// is worth in the background.
     fn gave_up(
         &self,
-        _inner: &Inner,
+        _env: &ScriptEnv,
         _field: &str,
         _wait: Option<Duration>,
     ) -> Option<(ScriptCall, Duration)> {
@@ -152,7 +163,7 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     }
 
     /// The forced unlock script; replies 1 if something was unlocked.
-    fn force_unlock(&self, inner: &Inner) -> ScriptCall;
+    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall;
 
     /// How the watchdog renews a hold of this lock.
     fn renewal(&self) -> Renewal {
@@ -233,7 +244,7 @@ impl RawLock {
         let deadline = Deadline::after(start, wait);
         let wait = wait.filter(|w| *w <= crate::connection::config::MAX_DURATION);
         let owner = self.owner.unwrap_or_else(Owner::generate);
-        let field = self.proto.field(self.inner(), owner);
+        let field = self.proto.field(&self.inner().env, owner);
         // Redisson's fair-lock thread-wait time: the caller's wait, else the default.
         let mode = match wait {
             Some(w) if w.is_zero() => AttemptMode::Once,
@@ -336,7 +347,7 @@ impl RawLock {
         let fut = {
             let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.to_owned());
             async move {
-                let build = || proto.acquire(&inner, &field, lease_ms, mode);
+                let build = || proto.acquire(&inner.env, &field, lease_ms, mode);
                 let reply = inner.redis.eval(build).await;
                 (reply.and_then(|reply| proto.parse_acquire(reply)), step)
             }
@@ -456,7 +467,7 @@ impl RawLock {
         let reply = inner
             .redis
             .retrying(self.name(), || {
-                inner.redis.eval(|| self.proto.force_unlock(inner))
+                inner.redis.eval(|| self.proto.force_unlock(&inner.env))
             })
             .await?;
         let unlocked = matches!(reply, Value::Integer(1));
@@ -560,17 +571,16 @@ struct Pending {
 impl GiveUp {
     fn new(lock: &RawLock, field: &str, mode: AttemptMode, order: &Steps) -> GiveUp {
         let pending = match mode {
-            AttemptMode::Waiting { wait } => {
-                lock.proto
-                    .gave_up(lock.inner(), field, wait)
-                    .map(|(call, patience)| Pending {
-                        inner: lock.inner().clone(),
-                        proto: lock.proto.clone(),
-                        call,
-                        order: order.clone(),
-                        patience,
-                    })
-            }
+            AttemptMode::Waiting { wait } => lock
+                .proto
+                .gave_up(&lock.inner().env, field, wait)
+                .map(|(call, patience)| Pending {
+                    inner: lock.inner().clone(),
+                    proto: lock.proto.clone(),
+                    call,
+                    order: order.clone(),
+                    patience,
+                }),
             AttemptMode::Once => None,
         };
         GiveUp { pending }
@@ -699,7 +709,7 @@ async fn release_now(
     let unlock = || {
         inner
             .redis
-            .eval(|| proto.release(inner, field, lease_ms, &latch))
+            .eval(|| proto.release(&inner.env, field, lease_ms, &latch))
     };
     let name = proto.name();
     let reply = match patience {

@@ -22,7 +22,8 @@ use fred::types::Value;
 
 use crate::base::error::{Error, Result, NON_REENTRANT};
 use crate::base::names::{prefix_name, LockKeys};
-use crate::client::{Client, Inner};
+use crate::client::Client;
+use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, millis, ScriptCall};
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
@@ -133,8 +134,8 @@ fair_accessors!(NonReentrantFair, f => f.fair);
 
 /// Redisson's thread-wait time: the caller's wait, else
 /// `fair_lock_wait_timeout` for a wait without a time limit.
-fn thread_wait(inner: &Inner, wait: Option<Duration>) -> Duration {
-    wait.unwrap_or(inner.config.fair_lock_wait_timeout)
+fn thread_wait(env: &ScriptEnv, wait: Option<Duration>) -> Duration {
+    wait.unwrap_or(env.fair_wait())
 }
 
 /// The caller's wall clock in epoch milliseconds, as Redisson's `now`.
@@ -153,15 +154,25 @@ impl Protocol for Fair {
         }
     }
 
-    fn name(&self) -> &str {
-        &self.lock.name
+    fn keys(&self) -> &LockKeys {
+        &self.lock
     }
 
-    fn acquire(&self, inner: &Inner, field: &str, lease_ms: i64, mode: AttemptMode) -> ScriptCall {
+    fn release_channel(&self) -> Option<&str> {
+        None
+    }
+
+    fn acquire(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        mode: AttemptMode,
+    ) -> ScriptCall {
         // Trying once shifts deadlines by the default wait, as Redisson's tryLock() does.
         let (wait, queue) = match mode {
-            AttemptMode::Once => (inner.config.fair_lock_wait_timeout, "0"),
-            AttemptMode::Waiting { wait } => (thread_wait(inner, wait), "1"),
+            AttemptMode::Once => (env.fair_wait(), "0"),
+            AttemptMode::Waiting { wait } => (thread_wait(env, wait), "1"),
         };
         let mut args = vec![
             Value::Integer(lease_ms),
@@ -192,7 +203,7 @@ impl Protocol for Fair {
         Waiting::Channel(format!("{}:{field}", self.lock.channel))
     }
 
-    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
             &script::FAIR_UNLOCK,
             &[
@@ -207,18 +218,10 @@ impl Protocol for Fair {
                 Value::Integer(lease_ms),
                 Value::from(field),
                 Value::Integer(now_ms()),
-                Value::from(inner.publish_command()),
-                Value::Integer(millis(
-                    inner
-                        .config
-                        .latch_ttl(std::time::Duration::from_millis(lease_ms.unsigned_abs())),
-                )),
+                env.publish(),
+                env.latch_ttl_ms(lease_ms),
             ],
         )
-    }
-
-    fn latch_prefix(&self) -> &str {
-        &self.lock.latch_prefix
     }
 
     /// Leave the queue, shifting the others' deadlines by the wait this
@@ -227,11 +230,11 @@ impl Protocol for Fair {
     /// purge the entry once it reaches the head).
     fn gave_up(
         &self,
-        inner: &Inner,
+        env: &ScriptEnv,
         field: &str,
         wait: Option<Duration>,
     ) -> Option<(ScriptCall, Duration)> {
-        let wait = thread_wait(inner, wait);
+        let wait = thread_wait(env, wait);
         let call = ScriptCall::new(
             &script::FAIR_LEAVE,
             &[
@@ -243,13 +246,13 @@ impl Protocol for Fair {
             vec![
                 Value::from(field),
                 Value::Integer(millis(wait)),
-                Value::from(inner.publish_command()),
+                env.publish(),
             ],
         );
-        Some((call, wait.max(inner.config.fair_lock_wait_timeout)))
+        Some((call, wait.max(env.fair_wait())))
     }
 
-    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
+    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
         ScriptCall::new(
             &script::FAIR_FORCE_UNLOCK,
             &[
@@ -258,11 +261,7 @@ impl Protocol for Fair {
                 &self.timeouts,
                 &self.lock.channel,
             ],
-            vec![
-                Value::from("0"),
-                Value::Integer(now_ms()),
-                Value::from(inner.publish_command()),
-            ],
+            vec![Value::from("0"), Value::Integer(now_ms()), env.publish()],
         )
     }
 }
@@ -272,40 +271,45 @@ impl Protocol for NonReentrantFair {
         self.fair.kind()
     }
 
-    fn name(&self) -> &str {
-        self.fair.name()
+    fn keys(&self) -> &LockKeys {
+        &self.fair.lock
     }
 
-    fn acquire(&self, inner: &Inner, field: &str, lease_ms: i64, mode: AttemptMode) -> ScriptCall {
-        self.fair.acquire(inner, field, lease_ms, mode)
+    fn release_channel(&self) -> Option<&str> {
+        None
+    }
+
+    fn acquire(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        mode: AttemptMode,
+    ) -> ScriptCall {
+        self.fair.acquire(env, field, lease_ms, mode)
     }
 
     fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
         self.fair.parse_acquire(reply)
     }
 
-    fn waiting(&self, field: &str) -> Waiting {
-        self.fair.waiting(field)
-    }
-
-    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        self.fair.release(inner, field, lease_ms, latch)
-    }
-
-    fn latch_prefix(&self) -> &str {
-        self.fair.latch_prefix()
+    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+        self.fair.release(env, field, lease_ms, latch)
     }
 
     fn gave_up(
         &self,
-        inner: &Inner,
+        env: &ScriptEnv,
         field: &str,
         wait: Option<Duration>,
     ) -> Option<(ScriptCall, Duration)> {
-        self.fair.gave_up(inner, field, wait)
+        self.fair.gave_up(env, field, wait)
     }
 
-    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
-        self.fair.force_unlock(inner)
+    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
+        self.fair.force_unlock(env)
+    }
+    fn waiting(&self, field: &str) -> Waiting {
+        self.fair.waiting(field)
     }
 }

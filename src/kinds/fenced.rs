@@ -26,12 +26,13 @@ use fred::types::Value;
 
 use crate::base::error::{Error, Result};
 use crate::base::names::{prefix_name, LockKeys};
-use crate::client::{Client, Inner};
+use crate::client::Client;
+use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, ScriptCall};
 use crate::engine::guard::LockGuard;
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
-use crate::engine::raw::{Attempt, AttemptMode, Protocol, Waiting};
+use crate::engine::raw::{Attempt, AttemptMode, Protocol};
 use crate::kinds::rlock::{unlock_call, Reentrant};
 
 /// Redisson's fenced lock (`getFencedLock(name)`).
@@ -114,13 +115,13 @@ impl Protocol for Fenced {
         "fenced_lock"
     }
 
-    fn name(&self) -> &str {
-        self.rlock.name()
+    fn keys(&self) -> &LockKeys {
+        &self.rlock.keys
     }
 
     fn acquire(
         &self,
-        _inner: &Inner,
+        _env: &ScriptEnv,
         field: &str,
         lease_ms: i64,
         _mode: AttemptMode,
@@ -149,23 +150,11 @@ impl Protocol for Fenced {
         Err(Error::Protocol(format!("fenced lock replied {reply:?}")))
     }
 
-    fn waiting(&self, field: &str) -> Waiting {
-        self.rlock.waiting(field)
+    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+        unlock_call(env, &self.rlock.keys, field, lease_ms, latch)
     }
 
-    fn release_channel(&self) -> Option<&str> {
-        self.rlock.release_channel()
-    }
-
-    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        unlock_call(inner, &self.rlock.keys, field, lease_ms, latch)
-    }
-
-    fn latch_prefix(&self) -> &str {
-        self.rlock.latch_prefix()
-    }
-
-    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
-        self.rlock.force_unlock(inner)
+    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
+        self.rlock.force_unlock(env)
     }
 }

@@ -7,11 +7,12 @@ use fred::types::Value;
 
 use crate::base::error::{Result, NON_REENTRANT};
 use crate::base::names::LockKeys;
-use crate::client::{Client, Inner};
-use crate::connection::script::{self, millis, ScriptCall};
+use crate::client::Client;
+use crate::connection::script::ScriptEnv;
+use crate::connection::script::{self, ScriptCall};
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
-use crate::engine::raw::{AttemptMode, Protocol, Waiting};
+use crate::engine::raw::{AttemptMode, Protocol};
 
 /// Redisson's reentrant lock (`RLock`, `getLock(name)`).
 pub type RLock = Lock<Reentrant>;
@@ -85,13 +86,13 @@ impl Protocol for Reentrant {
         "lock"
     }
 
-    fn name(&self) -> &str {
-        &self.keys.name
+    fn keys(&self) -> &LockKeys {
+        &self.keys
     }
 
     fn acquire(
         &self,
-        _inner: &Inner,
+        _env: &ScriptEnv,
         field: &str,
         lease_ms: i64,
         _mode: AttemptMode,
@@ -103,27 +104,15 @@ impl Protocol for Reentrant {
         )
     }
 
-    fn waiting(&self, _field: &str) -> Waiting {
-        Waiting::Channel(self.keys.channel.clone())
+    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+        unlock_call(env, &self.keys, field, lease_ms, latch)
     }
 
-    fn release_channel(&self) -> Option<&str> {
-        Some(&self.keys.channel)
-    }
-
-    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        unlock_call(inner, &self.keys, field, lease_ms, latch)
-    }
-
-    fn latch_prefix(&self) -> &str {
-        &self.keys.latch_prefix
-    }
-
-    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
+    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
         ScriptCall::new(
             &script::FORCE_UNLOCK,
             &[&self.keys.name, &self.keys.channel],
-            vec![Value::from("0"), Value::from(inner.publish_command())],
+            vec![Value::from("0"), env.publish()],
         )
     }
 }
@@ -133,40 +122,34 @@ impl Protocol for NonReentrant {
         "non_reentrant_lock"
     }
 
-    fn name(&self) -> &str {
-        self.rlock.name()
+    fn keys(&self) -> &LockKeys {
+        &self.rlock.keys
     }
 
-    fn acquire(&self, inner: &Inner, field: &str, lease_ms: i64, mode: AttemptMode) -> ScriptCall {
-        let mut call = self.rlock.acquire(inner, field, lease_ms, mode);
+    fn acquire(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        mode: AttemptMode,
+    ) -> ScriptCall {
+        let mut call = self.rlock.acquire(env, field, lease_ms, mode);
         call.args.push(Value::from(NON_REENTRANT));
         call
     }
 
-    fn waiting(&self, field: &str) -> Waiting {
-        self.rlock.waiting(field)
+    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+        self.rlock.release(env, field, lease_ms, latch)
     }
 
-    fn release_channel(&self) -> Option<&str> {
-        self.rlock.release_channel()
-    }
-
-    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        self.rlock.release(inner, field, lease_ms, latch)
-    }
-
-    fn latch_prefix(&self) -> &str {
-        self.rlock.latch_prefix()
-    }
-
-    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
-        self.rlock.force_unlock(inner)
+    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
+        self.rlock.force_unlock(env)
     }
 }
 
 /// The RLock unlock script call (shared by the kinds with RLock's layout).
 pub(crate) fn unlock_call(
-    inner: &Inner,
+    env: &ScriptEnv,
     keys: &LockKeys,
     field: &str,
     lease_ms: i64,
@@ -179,12 +162,74 @@ pub(crate) fn unlock_call(
             Value::from("0"),
             Value::Integer(lease_ms),
             Value::from(field),
-            Value::from(inner.publish_command()),
-            Value::Integer(millis(
-                inner
-                    .config
-                    .latch_ttl(std::time::Duration::from_millis(lease_ms.unsigned_abs())),
-            )),
+            env.publish(),
+            env.latch_ttl_ms(lease_ms),
         ],
     )
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::base::owner::Owner;
+    use crate::connection::config::Config;
+
+    pub(crate) fn env() -> ScriptEnv {
+        ScriptEnv::new(&Config::default(), "c".to_owned(), "PUBLISH")
+    }
+
+    pub(crate) fn keys(call: &ScriptCall) -> Vec<&str> {
+        call.keys.iter().filter_map(|k| k.as_str()).collect()
+    }
+
+    // docs/PROTOCOL.md §2.2, §2.3, §2.4, §2.5: the calls' keys and arguments,
+    // without a server.
+    #[test]
+    fn rlock_calls() -> Result<()> {
+        let env = env();
+        let lock = Reentrant {
+            keys: LockKeys::new("orders")?,
+        };
+        let field = lock.field(&env, Owner::new(7));
+        assert_eq!(field, "c:7");
+        let acquire = lock.acquire(&env, &field, 30_000, AttemptMode::Once);
+        assert_eq!(keys(&acquire), ["orders"]);
+        assert_eq!(acquire.args, [Value::Integer(30_000), Value::from("c:7")]);
+        let release = lock.release(&env, &field, 30_000, "latch");
+        assert_eq!(
+            keys(&release),
+            ["orders", "redisson_lock__channel:{orders}", "latch"]
+        );
+        // The latch outlives a background resend: lease + timeout (§2.4).
+        assert_eq!(
+            release.args,
+            [
+                Value::from("0"),
+                Value::Integer(30_000),
+                Value::from("c:7"),
+                Value::from("PUBLISH"),
+                Value::Integer(33_000),
+            ]
+        );
+        let force = lock.force_unlock(&env);
+        assert_eq!(keys(&force), ["orders", "redisson_lock__channel:{orders}"]);
+        assert_eq!(force.args, [Value::from("0"), Value::from("PUBLISH")]);
+        assert_eq!(
+            lock.release_channel(),
+            Some("redisson_lock__channel:{orders}")
+        );
+        assert_eq!(lock.latch_prefix(), "redisson_unlock_latch:{orders}");
+
+        let non_reentrant = NonReentrant { rlock: lock };
+        let acquire = non_reentrant.acquire(&env, &field, 30_000, AttemptMode::Once);
+        assert_eq!(
+            acquire.args,
+            [
+                Value::Integer(30_000),
+                Value::from("c:7"),
+                Value::from(NON_REENTRANT)
+            ]
+        );
+        Ok(())
+    }
 }

@@ -20,14 +20,15 @@ use std::sync::Arc;
 use fred::types::{Key, Value};
 
 use crate::base::error::{Error, Result};
-use crate::base::names::{prefix_name, suffix_name, validate};
+use crate::base::names::{prefix_name, suffix_name, LockKeys};
 use crate::client::holds::Renewal;
-use crate::client::{Client, Inner};
-use crate::connection::script::{self, millis, ScriptCall};
+use crate::client::Client;
+use crate::connection::script::ScriptEnv;
+use crate::connection::script::{self, ScriptCall};
 use crate::engine::guard::LockGuard;
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
-use crate::engine::raw::{AttemptMode, Protocol, Waiting};
+use crate::engine::raw::{AttemptMode, Protocol};
 
 /// The read half of a [`ReadWriteLock`] (Redisson's `readLock()`): shared
 /// among readers, excluded by a writer other than the reader itself.
@@ -81,13 +82,13 @@ impl Client {
 impl ReadWriteLock {
     /// The lock's name (the Redis key of its hash).
     pub fn name(&self) -> &str {
-        &self.keys.name
+        &self.keys.lock.name
     }
 
     /// The channel both halves publish on (`redisson_rwlock:{N}`).
     #[doc(hidden)]
     pub fn channel(&self) -> &str {
-        &self.keys.channel
+        &self.keys.lock.channel
     }
 
     /// The read half.
@@ -132,7 +133,7 @@ impl ReadLock {
     /// The channel read and write releases are published on (`redisson_rwlock:{N}`).
     #[doc(hidden)]
     pub fn channel(&self) -> &str {
-        &self.kind.keys.channel
+        &self.kind.keys.lock.channel
     }
 }
 
@@ -140,7 +141,7 @@ impl WriteLock {
     /// The channel read and write releases are published on (`redisson_rwlock:{N}`).
     #[doc(hidden)]
     pub fn channel(&self) -> &str {
-        &self.kind.keys.channel
+        &self.kind.keys.lock.channel
     }
 }
 
@@ -199,30 +200,25 @@ impl LockGuard<Write> {
 /// The names derived from `N` (docs/PROTOCOL.md §5.1, §1.4).
 #[derive(Debug)]
 struct RwKeys {
-    /// `N`, the hash.
-    name: String,
-    /// `redisson_rwlock:{N}`.
-    channel: String,
-    /// `redisson_unlock_latch:{N}`, to which `:<requestId>` is appended.
-    latch_prefix: String,
+    /// `N`, the hash; its channel `redisson_rwlock:{N}`; its latches.
+    lock: LockKeys,
     /// `{N}` (or `N` if it contains `{`): the start of every timeout key.
     key_prefix: String,
 }
 
 impl RwKeys {
     fn new(name: &str) -> Result<RwKeys> {
-        validate(name)?;
+        let mut lock = LockKeys::new(name)?;
+        lock.channel = prefix_name("redisson_rwlock", name);
         Ok(RwKeys {
-            name: name.to_owned(),
-            channel: prefix_name("redisson_rwlock", name),
-            latch_prefix: prefix_name("redisson_unlock_latch", name),
+            lock,
             key_prefix: key_prefix(name),
         })
     }
 
     /// `sfx(N, field) + ":rwlock_timeout"`; the read count `:<k>` follows.
     fn timeout_prefix(&self, field: &str) -> String {
-        format!("{}:rwlock_timeout", suffix_name(&self.name, field))
+        format!("{}:rwlock_timeout", suffix_name(&self.lock.name, field))
     }
 }
 
@@ -241,20 +237,20 @@ impl Protocol for Read {
         "read_lock"
     }
 
-    fn name(&self) -> &str {
-        &self.keys.name
+    fn keys(&self) -> &LockKeys {
+        &self.keys.lock
     }
 
     fn acquire(
         &self,
-        _inner: &Inner,
+        _env: &ScriptEnv,
         field: &str,
         lease_ms: i64,
         _mode: AttemptMode,
     ) -> ScriptCall {
         ScriptCall::new(
             &script::RW_READ_LOCK,
-            &[&self.keys.name, &self.keys.timeout_prefix(field)],
+            &[&self.keys.lock.name, &self.keys.timeout_prefix(field)],
             vec![
                 Value::Integer(lease_ms),
                 Value::from(field),
@@ -263,20 +259,12 @@ impl Protocol for Read {
         )
     }
 
-    fn waiting(&self, _field: &str) -> Waiting {
-        Waiting::Channel(self.keys.channel.clone())
-    }
-
-    fn release_channel(&self) -> Option<&str> {
-        Some(&self.keys.channel)
-    }
-
-    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
             &script::RW_READ_UNLOCK,
             &[
-                &self.keys.name,
-                &self.keys.channel,
+                &self.keys.lock.name,
+                &self.keys.lock.channel,
                 &self.keys.timeout_prefix(field),
                 &self.keys.key_prefix,
                 latch,
@@ -284,29 +272,25 @@ impl Protocol for Read {
             vec![
                 Value::from("0"),
                 Value::from(field),
-                Value::from(inner.publish_command()),
-                Value::Integer(millis(
-                    inner
-                        .config
-                        .latch_ttl(std::time::Duration::from_millis(lease_ms.unsigned_abs())),
-                )),
+                env.publish(),
+                env.latch_ttl_ms(lease_ms),
             ],
         )
     }
 
-    fn latch_prefix(&self) -> &str {
-        &self.keys.latch_prefix
-    }
-
     fn is_locked(&self) -> ScriptCall {
-        ScriptCall::new(&script::RW_READ_IS_LOCKED, &[&self.keys.name], Vec::new())
+        ScriptCall::new(
+            &script::RW_READ_IS_LOCKED,
+            &[&self.keys.lock.name],
+            Vec::new(),
+        )
     }
 
-    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
+    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
         ScriptCall::new(
             &script::RW_READ_FORCE_UNLOCK,
-            &[&self.keys.name, &self.keys.channel],
-            vec![Value::from("0"), Value::from(inner.publish_command())],
+            &[&self.keys.lock.name, &self.keys.lock.channel],
+            vec![Value::from("0"), env.publish()],
         )
     }
 
@@ -331,67 +315,55 @@ impl Protocol for Write {
         "write_lock"
     }
 
-    fn name(&self) -> &str {
-        &self.keys.name
+    fn keys(&self) -> &LockKeys {
+        &self.keys.lock
     }
 
-    fn field(&self, inner: &Inner, owner: crate::base::owner::Owner) -> String {
-        write_field(&inner.field(owner))
+    fn field(&self, env: &ScriptEnv, owner: crate::base::owner::Owner) -> String {
+        write_field(&env.field(owner))
     }
 
     fn acquire(
         &self,
-        _inner: &Inner,
+        _env: &ScriptEnv,
         field: &str,
         lease_ms: i64,
         _mode: AttemptMode,
     ) -> ScriptCall {
         ScriptCall::new(
             &script::RW_WRITE_LOCK,
-            &[&self.keys.name],
+            &[&self.keys.lock.name],
             vec![Value::Integer(lease_ms), Value::from(field)],
         )
     }
 
-    fn waiting(&self, _field: &str) -> Waiting {
-        Waiting::Channel(self.keys.channel.clone())
-    }
-
-    fn release_channel(&self) -> Option<&str> {
-        Some(&self.keys.channel)
-    }
-
-    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
             &script::RW_WRITE_UNLOCK,
-            &[&self.keys.name, &self.keys.channel, latch],
+            &[&self.keys.lock.name, &self.keys.lock.channel, latch],
             vec![
                 Value::from("1"),
                 Value::Integer(lease_ms),
                 Value::from(field),
-                Value::from(inner.publish_command()),
-                Value::Integer(millis(
-                    inner
-                        .config
-                        .latch_ttl(std::time::Duration::from_millis(lease_ms.unsigned_abs())),
-                )),
+                env.publish(),
+                env.latch_ttl_ms(lease_ms),
             ],
         )
     }
 
-    fn latch_prefix(&self) -> &str {
-        &self.keys.latch_prefix
-    }
-
     fn is_locked(&self) -> ScriptCall {
-        ScriptCall::new(&script::RW_WRITE_IS_LOCKED, &[&self.keys.name], Vec::new())
+        ScriptCall::new(
+            &script::RW_WRITE_IS_LOCKED,
+            &[&self.keys.lock.name],
+            Vec::new(),
+        )
     }
 
-    fn force_unlock(&self, inner: &Inner) -> ScriptCall {
+    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
         ScriptCall::new(
             &script::RW_WRITE_FORCE_UNLOCK,
-            &[&self.keys.name, &self.keys.channel],
-            vec![Value::from("1"), Value::from(inner.publish_command())],
+            &[&self.keys.lock.name, &self.keys.lock.channel],
+            vec![Value::from("1"), env.publish()],
         )
     }
 }
@@ -404,17 +376,19 @@ fn write_field(field: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::owner::Owner;
+    use crate::kinds::rlock::tests::{env, keys};
 
     #[test]
     fn names_follow_the_brace_rule() {
         let keys = RwKeys::new("orders").unwrap();
-        assert_eq!(keys.channel, "redisson_rwlock:{orders}");
-        assert_eq!(keys.latch_prefix, "redisson_unlock_latch:{orders}");
+        assert_eq!(keys.lock.channel, "redisson_rwlock:{orders}");
+        assert_eq!(keys.lock.latch_prefix, "redisson_unlock_latch:{orders}");
         assert_eq!(keys.key_prefix, "{orders}");
         assert_eq!(keys.timeout_prefix("u:57"), "{orders}:u:57:rwlock_timeout");
 
         let keys = RwKeys::new("{shop}:orders").unwrap();
-        assert_eq!(keys.channel, "redisson_rwlock:{shop}:orders");
+        assert_eq!(keys.lock.channel, "redisson_rwlock:{shop}:orders");
         assert_eq!(keys.key_prefix, "{shop}:orders");
         assert_eq!(
             keys.timeout_prefix("u:57"),
@@ -425,5 +399,42 @@ mod tests {
     #[test]
     fn empty_name_is_refused() {
         assert!(RwKeys::new("").is_err());
+    }
+
+    // docs/PROTOCOL.md §5: the read and write halves' calls, without a server.
+    #[test]
+    fn read_write_calls() -> Result<()> {
+        let env = env();
+        let keys_of = Arc::new(RwKeys::new("doc")?);
+        let (read, write) = (
+            Read {
+                keys: keys_of.clone(),
+            },
+            Write { keys: keys_of },
+        );
+        let owner = Owner::new(3);
+        assert_eq!(read.field(&env, owner), "c:3");
+        assert_eq!(write.field(&env, owner), "c:3:write");
+        let release = read.release(&env, "c:3", 30_000, "latch");
+        assert_eq!(
+            keys(&release),
+            [
+                "doc",
+                "redisson_rwlock:{doc}",
+                "{doc}:c:3:rwlock_timeout",
+                "{doc}",
+                "latch"
+            ]
+        );
+        assert_eq!(
+            release.args[..3],
+            [Value::from("0"), Value::from("c:3"), Value::from("PUBLISH")]
+        );
+        let release = write.release(&env, "c:3:write", 30_000, "latch");
+        assert_eq!(keys(&release), ["doc", "redisson_rwlock:{doc}", "latch"]);
+        assert_eq!(release.args[0], Value::from("1"));
+        assert_eq!(read.release_channel(), Some("redisson_rwlock:{doc}"));
+        assert_eq!(write.latch_prefix(), "redisson_unlock_latch:{doc}");
+        Ok(())
     }
 }

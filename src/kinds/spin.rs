@@ -9,8 +9,9 @@ use fred::types::Value;
 use crate::base::backoff::{BackOff, Backoff};
 use crate::base::error::Result;
 use crate::base::names::LockKeys;
-use crate::client::{Client, Inner};
-use crate::connection::script::{self, millis, ScriptCall};
+use crate::client::Client;
+use crate::connection::script::ScriptEnv;
+use crate::connection::script::{self, ScriptCall};
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
 use crate::engine::raw::{AttemptMode, Protocol, Waiting};
@@ -63,39 +64,41 @@ impl Protocol for Spin {
         "spin_lock"
     }
 
-    fn name(&self) -> &str {
-        self.rlock.name()
+    fn keys(&self) -> &LockKeys {
+        &self.rlock.keys
     }
 
-    fn acquire(&self, inner: &Inner, field: &str, lease_ms: i64, mode: AttemptMode) -> ScriptCall {
-        self.rlock.acquire(inner, field, lease_ms, mode)
+    fn release_channel(&self) -> Option<&str> {
+        None
+    }
+
+    fn acquire(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        mode: AttemptMode,
+    ) -> ScriptCall {
+        self.rlock.acquire(env, field, lease_ms, mode)
     }
 
     fn waiting(&self, _field: &str) -> Waiting {
         Waiting::Backoff(Backoff::new(self.backoff))
     }
 
-    fn release(&self, inner: &Inner, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
             &script::SPIN_UNLOCK,
             &[self.name(), latch],
             vec![
                 Value::Integer(lease_ms),
                 Value::from(field),
-                Value::Integer(millis(
-                    inner
-                        .config
-                        .latch_ttl(std::time::Duration::from_millis(lease_ms.unsigned_abs())),
-                )),
+                env.latch_ttl_ms(lease_ms),
             ],
         )
     }
 
-    fn latch_prefix(&self) -> &str {
-        self.rlock.latch_prefix()
-    }
-
-    fn force_unlock(&self, _inner: &Inner) -> ScriptCall {
+    fn force_unlock(&self, _env: &ScriptEnv) -> ScriptCall {
         ScriptCall::new(&script::DELETE, &[self.name()], Vec::new())
     }
 }

@@ -136,11 +136,7 @@ impl CountDownLatch {
         let count = i64::try_from(count).unwrap_or(i64::MAX);
         let reply = self
             .eval(&script::LATCH_TRY_SET, |inner| {
-                vec![
-                    Value::from("1"),
-                    Value::Integer(count),
-                    Value::from(inner.publish_command()),
-                ]
+                vec![Value::from("1"), Value::Integer(count), inner.env.publish()]
             })
             .await?;
         Ok(integer(reply, "latch trySetCount")? == 1)
@@ -161,7 +157,7 @@ impl CountDownLatch {
     /// A dropped future may or may not have counted down.
     pub async fn count_down(&self) -> Result<()> {
         self.eval(&script::LATCH_COUNT_DOWN, |inner| {
-            vec![Value::from("0"), Value::from(inner.publish_command())]
+            vec![Value::from("0"), inner.env.publish()]
         })
         .await
         .map(drop)
@@ -197,7 +193,7 @@ impl CountDownLatch {
     pub async fn delete(&self) -> Result<bool> {
         let reply = self
             .eval(&script::LATCH_DELETE, |inner| {
-                vec![Value::from("1"), Value::from(inner.publish_command())]
+                vec![Value::from("1"), inner.env.publish()]
             })
             .await?;
         Ok(integer(reply, "latch delete")? == 1)

@@ -379,7 +379,7 @@ impl PermitExpirableSemaphore {
                             Value::Integer(expiry),
                             Value::Integer(now),
                             Value::Integer(NEVER_EXPIRES),
-                            Value::from(inner.publish_command()),
+                            inner.env.publish(),
                             id.value(),
                         ],
                     )
@@ -462,7 +462,7 @@ impl PermitExpirableSemaphore {
                         id.value(),
                         Value::Integer(1),
                         Value::Integer(epoch_ms()),
-                        Value::from(inner.publish_command()),
+                        inner.env.publish(),
                     ],
                 )
             })
@@ -544,7 +544,7 @@ impl PermitExpirableSemaphore {
                     let mut args = vec![
                         Value::Integer(count.into()),
                         Value::Integer(epoch_ms()),
-                        Value::from(inner.publish_command()),
+                        inner.env.publish(),
                     ];
                     args.extend(ids.iter().map(PermitId::value));
                     ScriptCall::new(
@@ -590,7 +590,7 @@ impl PermitExpirableSemaphore {
                             id.value(),
                             Value::Integer(now.saturating_add(millis(lease))),
                             Value::Integer(now),
-                            Value::from(inner.publish_command()),
+                            inner.env.publish(),
                         ],
                     )
                 })
@@ -626,7 +626,7 @@ impl PermitExpirableSemaphore {
                             id.value(),
                             Value::Integer(NEVER_EXPIRES),
                             Value::Integer(epoch_ms()),
-                            Value::from(inner.publish_command()),
+                            inner.env.publish(),
                         ],
                     )
                 })
@@ -652,10 +652,7 @@ impl PermitExpirableSemaphore {
                     ScriptCall::new(
                         &script::PES_COUNTS,
                         &[&shared.name, &shared.timeouts, &shared.channel],
-                        vec![
-                            Value::Integer(epoch_ms()),
-                            Value::from(inner.publish_command()),
-                        ],
+                        vec![Value::Integer(epoch_ms()), inner.env.publish()],
                     )
                 })
             })
@@ -741,10 +738,7 @@ impl PermitExpirableSemaphore {
                     ScriptCall::new(
                         &script::PES_SET_PERMITS,
                         &[&shared.name, &shared.channel, &shared.timeouts],
-                        vec![
-                            Value::Integer(permits.into()),
-                            Value::from(inner.publish_command()),
-                        ],
+                        vec![Value::Integer(permits.into()), inner.env.publish()],
                     )
                 })
             })

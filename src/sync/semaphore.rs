@@ -369,7 +369,7 @@ impl Semaphore {
                     &[&self.shared.name, &self.shared.channel, latch],
                     vec![
                         Value::Integer(permits.into()),
-                        Value::from(inner.publish_command()),
+                        inner.env.publish(),
                         Value::Integer(ttl),
                         Value::from(match mode {
                             Mode::Release => "0",
@@ -459,10 +459,7 @@ impl Semaphore {
                 ScriptCall::new(
                     &script::SEMAPHORE_RELEASE_IF_EXISTS,
                     &[&self.shared.name, &self.shared.channel],
-                    vec![
-                        Value::Integer(permits.into()),
-                        Value::from(inner.publish_command()),
-                    ],
+                    vec![Value::Integer(permits.into()), inner.env.publish()],
                 )
             })
             .await?;
@@ -603,10 +600,7 @@ pub(crate) async fn try_set_call(
     let reply = inner
         .redis
         .eval(|| {
-            let mut args = vec![
-                Value::Integer(permits.into()),
-                Value::from(inner.publish_command()),
-            ];
+            let mut args = vec![Value::Integer(permits.into()), inner.env.publish()];
             if let Some(ttl) = ttl {
                 args.push(Value::Integer(millis(ttl)));
             }
@@ -633,7 +627,7 @@ pub(crate) async fn add_call(
                 &[name, channel],
                 vec![
                     Value::Integer(permits.into()),
-                    Value::from(inner.publish_command()),
+                    inner.env.publish(),
                     Value::from(if expirable { "1" } else { "0" }),
                 ],
             )
