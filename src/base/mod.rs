@@ -8,3 +8,4 @@ pub(crate) mod error;
 pub(crate) mod names;
 pub(crate) mod owner;
 pub(crate) mod telemetry;
+pub(crate) mod time;

@@ -21,17 +21,6 @@ use crate::base::telemetry::{self, LostReason};
 use crate::connection::script::Script;
 use crate::connection::script::ScriptCall;
 
-/// `lease`, if it is from one millisecond (PEXPIRE's unit) to
-/// [`MAX_DURATION`](crate::connection::config::MAX_DURATION).
-pub(crate) fn checked_lease(lease: Duration) -> Result<Duration, Error> {
-    if lease < Duration::from_millis(1) || lease > crate::connection::config::MAX_DURATION {
-        return Err(Error::InvalidArgument(format!(
-            "lease must be from 1 ms to 100 years, got {lease:?}"
-        )));
-    }
-    Ok(lease)
-}
-
 /// How a hold's TTL is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Lease {

@@ -5,15 +5,7 @@ use std::time::Duration;
 
 use crate::base::error::{Error, Result};
 use crate::base::names::NameMapper;
-
-/// The longest lease, timeout or other duration this crate sends to Redis:
-/// 100 years (of 365.25 days). Longer leases and settings are refused with
-/// [`Error::InvalidArgument`] or [`Error::Config`] before anything is
-/// written; a longer *wait* simply means waiting without a time limit.
-///
-/// The bound keeps every TTL and fair-lock deadline the scripts compute
-/// (now + wait + lease) exact in Lua's doubles and inside Redis's expiry range.
-pub const MAX_DURATION: Duration = Duration::from_millis(3_155_760_000_000);
+use crate::base::time::MAX_DURATION;
 
 /// Which pub/sub commands carry unlock messages (Redisson's
 /// `shardedSubscriptionMode`). Redis delivers `SPUBLISH` only to

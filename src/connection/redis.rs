@@ -148,6 +148,18 @@ pub(crate) struct Redis {
         std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<String, (usize, Instant)>>>,
 }
 
+/// How long an idempotent call (a release, an undo, leaving a queue)
+/// keeps trying after transient errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Patience {
+    /// `retry_attempts` times: someone awaits the answer.
+    Attempts,
+    /// Until then: nobody awaits it (a dropped guard, a cancelled call),
+    /// and after then it cannot matter any more (the hold's lease, the
+    /// permit latch's life).
+    Until(Instant),
+}
+
 impl Redis {
     /// The command layer over `client`, and its latch-deleting task.
     pub(crate) fn start(client: fred::clients::Client, config: &Config) -> (Redis, JoinHandle<()>) {
@@ -322,6 +334,24 @@ impl Redis {
         let pause = self.retry_delay.max(Duration::from_millis(10));
         self.retry(name, op, pause, |_, pause| Instant::now() + pause < until)
             .await
+    }
+
+    /// Run an idempotent operation on `name` with `patience`:
+    /// [`retrying`](Self::retrying) or [`persisting`](Self::persisting).
+    pub(crate) async fn patiently<T, F, Fut>(
+        &self,
+        name: &str,
+        patience: Patience,
+        op: F,
+    ) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        match patience {
+            Patience::Attempts => self.retrying(name, op).await,
+            Patience::Until(until) => self.persisting(name, until, op).await,
+        }
     }
 
     /// Run `op`; while it fails with a transient error and `again(tries so

@@ -7,7 +7,8 @@ use std::time::Duration;
 use fred::types::{Key, Value};
 
 use crate::base::owner::Owner;
-use crate::connection::config::{Config, MAX_DURATION};
+use crate::base::time::MAX_DURATION;
+use crate::connection::config::Config;
 
 /// One embedded script and its SHA1.
 pub(crate) struct Script {

@@ -137,7 +137,7 @@ impl<K: Kind> LockGuard<K> {
     /// local lease is unchanged then, so `lost()` may fire early, never late.
     pub async fn extend(&mut self, lease: Duration) -> Result<()> {
         self.hold
-            .extend(crate::client::holds::checked_lease(lease)?)
+            .extend(crate::base::time::checked("lease", lease)?)
             .await
     }
 

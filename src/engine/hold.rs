@@ -4,67 +4,121 @@
 use std::future::Future;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::sync::watch;
 
-use crate::base::detach::FinishOnDrop;
+use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::owner::Owner;
 use crate::client::holds::{self, Lease, Status};
 use crate::client::renewal;
-use crate::engine::raw::{release, Acquired, Patience, RawLock};
+use crate::engine::armed::{Armed, GiveBack};
+use crate::engine::raw::{release, until_expiry, Acquired, Patience, RawLock};
 
 /// One hold: the lock, its owner field, its lease, and what the registry
 /// says of it. Unless unlocked or forgotten, dropping it releases the hold
 /// in the background.
-pub(crate) struct RawHold {
+pub(crate) struct RawHold(Armed<Hold>);
+
+/// What a [`RawHold`] holds.
+pub(crate) struct Hold {
     raw: RawLock,
     owner: Owner,
     field: String,
     lease: Lease,
     status: watch::Receiver<Status>,
     token: Option<i64>,
-    armed: bool,
+}
+
+impl GiveBack for Hold {
+    type Output = ();
+
+    fn cleanups(&self) -> &Cleanups {
+        &self.raw.inner().cleanups
+    }
+
+    fn give_back(&self) -> BoxFuture<'static, Result<()>> {
+        let (raw, field) = (self.raw.clone(), self.field.clone());
+        async move {
+            release(raw.inner(), raw.proto.as_ref(), &field, Patience::Attempts)
+                .await
+                .map(drop)
+        }
+        .boxed()
+    }
+
+    fn give_back_later(&self) -> BoxFuture<'static, ()> {
+        let (raw, field) = (self.raw.clone(), self.field.clone());
+        let patience = until_expiry(raw.inner(), self.lease);
+        async move {
+            match release(raw.inner(), raw.proto.as_ref(), &field, patience).await {
+                Ok(_) => {}
+                // Its lease ran out, or it was lost and reported so: normal.
+                Err(Error::NotHeld { .. }) => {
+                    tracing::debug!(lock = raw.name(), "dropped guard's hold was already gone");
+                }
+                Err(e) => {
+                    tracing::warn!(lock = raw.name(), error = %e, "background unlock of a dropped guard failed");
+                }
+            }
+        }
+        .boxed()
+    }
+
+    /// Kept in Redis without unlocking, and no longer renewed: it ends when
+    /// its lease runs out.
+    fn kept(&self) {
+        let _ = self
+            .raw
+            .inner()
+            .holds
+            .released(self.raw.name(), &self.field);
+    }
 }
 
 impl RawHold {
     pub(crate) fn new(raw: &RawLock, acquired: Acquired) -> RawHold {
-        RawHold {
+        RawHold(Armed::new(Hold {
             raw: raw.with_owner(acquired.owner),
             owner: acquired.owner,
             field: acquired.field,
             lease: acquired.lease,
             status: acquired.status,
             token: acquired.token,
-            armed: true,
-        }
+        }))
+    }
+
+    fn held(&self) -> &Hold {
+        self.0.get()
     }
 
     pub(crate) fn raw(&self) -> &RawLock {
-        &self.raw
+        &self.held().raw
     }
 
     pub(crate) fn owner(&self) -> Owner {
-        self.owner
+        self.held().owner
     }
 
     pub(crate) fn field(&self) -> &str {
-        &self.field
+        &self.held().field
     }
 
     pub(crate) fn token(&self) -> Option<i64> {
-        self.token
+        self.held().token
     }
 
     pub(crate) fn lease(&self) -> Option<Duration> {
-        match self.lease {
+        match self.held().lease {
             Lease::Fixed(d) => Some(d),
             Lease::Watchdog => None,
         }
     }
 
     pub(crate) fn expires_at(&self) -> Option<std::time::Instant> {
-        self.status
+        self.held()
+            .status
             .borrow()
             .expires
             .map(tokio::time::Instant::into_std)
@@ -72,29 +126,14 @@ impl RawHold {
 
     /// Release this hold; dropping the future part-way still completes it
     /// in the background.
-    pub(crate) async fn unlock(mut self) -> Result<()> {
-        self.armed = false;
-        let (raw, field) = (self.raw.clone(), self.field.clone());
-        let call = async move {
-            release(raw.inner(), raw.proto.as_ref(), &field, Patience::Attempts)
-                .await
-                .map(drop)
-        };
-        FinishOnDrop::new(self.raw.inner().cleanups.clone(), call, |_| {
-            async {}.boxed()
-        })
-        .await
+    pub(crate) async fn unlock(self) -> Result<()> {
+        self.0.release().await
     }
 
     /// Keep the hold in Redis without unlocking it and stop renewing it:
     /// it ends when its lease runs out.
-    pub(crate) fn forget(mut self) {
-        self.armed = false;
-        let _ = self
-            .raw
-            .inner()
-            .holds
-            .released(self.raw.name(), &self.field);
+    pub(crate) fn forget(self) {
+        self.0.forget();
     }
 
     /// Take the lock again with the same owner: try once, never wait. A
@@ -102,14 +141,19 @@ impl RawHold {
     /// afresh (the acquire script would take a free lock).
     pub(crate) async fn reenter(&self) -> Result<RawHold> {
         let not_held = || Error::NotHeld {
-            name: self.raw.name().to_owned(),
-            owner: self.field.clone(),
+            name: self.held().raw.name().to_owned(),
+            owner: self.held().field.clone(),
         };
-        if self.is_lost() || !self.raw.is_held(&self.field).await? {
+        if self.is_lost() || !self.held().raw.is_held(&self.held().field).await? {
             return Err(not_held());
         }
-        match self.raw.acquire(Some(Duration::ZERO), self.lease).await? {
-            Some(acquired) => Ok(RawHold::new(&self.raw, acquired)),
+        match self
+            .held()
+            .raw
+            .acquire(Some(Duration::ZERO), self.held().lease)
+            .await?
+        {
+            Some(acquired) => Ok(RawHold::new(&self.held().raw, acquired)),
             None => Err(not_held()),
         }
     }
@@ -119,44 +163,55 @@ impl RawHold {
     /// from then on it has that explicit lease and is not renewed.
     pub(crate) async fn extend(&mut self, lease: Duration) -> Result<()> {
         let not_held = || Error::NotHeld {
-            name: self.raw.name().to_owned(),
-            owner: self.field.clone(),
+            name: self.held().raw.name().to_owned(),
+            owner: self.held().field.clone(),
         };
         if self.is_lost() {
             return Err(not_held());
         }
-        let inner = self.raw.inner().clone();
-        if let Some(run) = inner.holds.in_run(self.raw.name(), &self.field) {
+        let inner = self.held().raw.inner().clone();
+        if let Some(run) = inner
+            .holds
+            .in_run(self.held().raw.name(), &self.held().field)
+        {
             inner.holds.wait_for_run(run).await;
         }
-        let renewal = self.raw.proto.renewal();
-        let hold = [(self.raw.name().to_owned(), self.field.clone())];
+        let renewal = self.held().raw.proto.renewal();
+        let hold = [(self.held().raw.name().to_owned(), self.held().field.clone())];
         let lease_ms = fred::types::Value::Integer(crate::connection::script::millis(lease));
         let sent_at = tokio::time::Instant::now();
         let reply = inner
             .redis
-            .retrying(self.raw.name(), || {
+            .retrying(self.held().raw.name(), || {
                 inner.redis.eval(|| renewal.call(&hold, lease_ms.clone()))
             })
             .await?;
         let extended = renewal::parse_renewed(reply, 1)?.first() == Some(&true)
-            && inner
-                .holds
-                .extended(self.raw.name(), &self.field, &self.status, lease, sent_at);
+            && inner.holds.extended(
+                self.held().raw.name(),
+                &self.held().field,
+                &self.held().status,
+                lease,
+                sent_at,
+            );
         if !extended {
-            inner.holds.lose(self.raw.name(), &self.field, &self.status);
+            inner.holds.lose(
+                self.held().raw.name(),
+                &self.held().field,
+                &self.held().status,
+            );
             return Err(not_held());
         }
-        self.lease = Lease::Fixed(lease);
+        self.0.get_mut().lease = Lease::Fixed(lease);
         Ok(())
     }
 
     pub(crate) async fn hold_count(&self) -> Result<u32> {
-        self.raw.hold_count(&self.field).await
+        self.held().raw.hold_count(&self.held().field).await
     }
 
     pub(crate) async fn is_held(&self) -> Result<bool> {
-        self.raw.is_held(&self.field).await
+        self.held().raw.is_held(&self.held().field).await
     }
 
     /// Resolves once the hold is lost (see [`holds::lost`]). Where the
@@ -164,13 +219,13 @@ impl RawHold {
     /// whenever anything is published there, so a forced unlock by another
     /// client is noticed within a round trip, not at the next renewal.
     pub(crate) fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        let lost = holds::lost(self.status.clone());
-        let watch = self.raw.proto.release_channel().map(|channel| {
+        let lost = holds::lost(self.held().status.clone());
+        let watch = self.held().raw.proto.release_channel().map(|channel| {
             watch_channel(
-                self.raw.clone(),
+                self.held().raw.clone(),
                 channel.to_owned(),
-                self.field.clone(),
-                self.status.clone(),
+                self.held().field.clone(),
+                self.held().status.clone(),
             )
         });
         async move {
@@ -187,29 +242,7 @@ impl RawHold {
     }
 
     pub(crate) fn is_lost(&self) -> bool {
-        holds::is_lost(&self.status)
-    }
-}
-
-impl Drop for RawHold {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let (raw, field) = (self.raw.clone(), self.field.clone());
-        self.raw.inner().cleanups.spawn(async move {
-            let patience = Patience::UntilExpiry;
-            match release(raw.inner(), raw.proto.as_ref(), &field, patience).await {
-                Ok(_) => {}
-                // Its lease ran out, or it was lost and reported so: normal.
-                Err(Error::NotHeld { .. }) => {
-                    tracing::debug!(lock = raw.name(), "dropped guard's hold was already gone");
-                }
-                Err(e) => {
-                    tracing::warn!(lock = raw.name(), error = %e, "background unlock of a dropped guard failed");
-                }
-            }
-        });
+        holds::is_lost(&self.held().status)
     }
 }
 

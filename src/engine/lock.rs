@@ -206,7 +206,7 @@ impl<K: Kind> Lock<K> {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a lease below 1 ms or above
-    /// [`MAX_DURATION`](crate::connection::config::MAX_DURATION), before anything is sent; else
+    /// [`MAX_DURATION`](crate::base::time::MAX_DURATION), before anything is sent; else
     /// as [`lock`](Self::lock).
     ///
     /// # Cancel safety
@@ -243,7 +243,7 @@ impl<K: Kind> Lock<K> {
     }
 
     /// Wait up to `wait` (zero: try once; above
-    /// [`MAX_DURATION`](crate::connection::config::MAX_DURATION): without a time limit). With
+    /// [`MAX_DURATION`](crate::base::time::MAX_DURATION): without a time limit). With
     /// `lease` (1 ms to `MAX_DURATION`), the lock expires that long after
     /// acquisition; without, the watchdog keeps it while held.
     ///
@@ -431,7 +431,7 @@ fn expect_acquired(acquired: Option<Acquired>) -> Result<Acquired> {
 }
 
 /// A caller's lease: from one millisecond (PEXPIRE's unit) to
-/// [`MAX_DURATION`](crate::connection::config::MAX_DURATION).
+/// [`MAX_DURATION`](crate::base::time::MAX_DURATION).
 pub(crate) fn fixed_lease(lease: Duration) -> Result<Lease> {
-    crate::client::holds::checked_lease(lease).map(Lease::Fixed)
+    crate::base::time::checked("lease", lease).map(Lease::Fixed)
 }

@@ -2,6 +2,7 @@
 //! [`Lock`](crate::Lock) handle, the typed guard over the untyped hold, the
 //! acquire/release loop and the wait loop the synchronizers share.
 
+pub(crate) mod armed;
 pub(crate) mod guard;
 pub(crate) mod hold;
 pub(crate) mod kind;

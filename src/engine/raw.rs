@@ -25,6 +25,7 @@ use crate::base::telemetry::Acquisition;
 use crate::client::holds::{Lease, Renewal};
 use crate::client::{Client, Inner};
 use crate::connection::pubsub::Wake;
+pub(crate) use crate::connection::redis::Patience;
 use crate::connection::script::{ScriptCall, ScriptEnv};
 use crate::engine::wait::{self, Deadline, Outcome};
 
@@ -226,7 +227,7 @@ impl RawLock {
     /// The acquire loop (docs/PROTOCOL.md §2.8): try; subscribe; then try again
     /// and wait for a message, the holder's TTL or the deadline, whichever
     /// comes first. `wait == None` (or a wait above
-    /// [`MAX_DURATION`](crate::connection::config::MAX_DURATION)) waits without a time limit.
+    /// [`MAX_DURATION`](crate::base::time::MAX_DURATION)) waits without a time limit.
     ///
     /// Transient failures do not end a bounded wait while time remains: an
     /// attempt whose outcome is unknown is undone (released once, which is
@@ -242,7 +243,7 @@ impl RawLock {
     ) -> Result<Option<Acquired>> {
         let start = Instant::now();
         let deadline = Deadline::after(start, wait);
-        let wait = wait.filter(|w| *w <= crate::connection::config::MAX_DURATION);
+        let wait = wait.filter(|w| *w <= crate::base::time::MAX_DURATION);
         let owner = self.owner.unwrap_or_else(Owner::generate);
         let field = self.proto.field(&self.inner().env, owner);
         // Redisson's fair-lock thread-wait time: the caller's wait, else the default.
@@ -364,7 +365,7 @@ impl RawLock {
                         Err(e) if undoable(&e, &inner, proto.name(), &field) => {}
                         _ => return,
                     }
-                    if let Err(e) = release(&inner, proto.as_ref(), &field, Patience::UntilExpiry).await {
+                    if let Err(e) = release(&inner, proto.as_ref(), &field, until_expiry(&inner, lease)).await {
                         tracing::warn!(lock = proto.name(), error = %e, "releasing a lock acquired by a cancelled call failed");
                     }
                     drop(step);
@@ -649,16 +650,6 @@ pub(crate) enum Unlocked {
     Released,
 }
 
-/// How long an unlock keeps trying after transient errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Patience {
-    /// `retry_attempts` times: someone awaits the answer.
-    Attempts,
-    /// Until the hold's lease has run out, when Redis releases it anyway:
-    /// nobody awaits it (a dropped guard, a cancelled acquisition).
-    UntilExpiry,
-}
-
 /// Take one hold of `field` away: the unlock script with a fresh latch id,
 /// retried with that same id after transient errors, then the latch deleted.
 pub(crate) async fn release(
@@ -672,7 +663,7 @@ pub(crate) async fn release(
         lock = proto.name(),
         kind = proto.kind(),
         owner = field,
-        background = patience == Patience::UntilExpiry,
+        background = patience != Patience::Attempts,
         outcome = tracing::field::Empty,
         error = tracing::field::Empty,
     );
@@ -712,13 +703,7 @@ async fn release_now(
             .eval(|| proto.release(&inner.env, field, lease_ms, &latch))
     };
     let name = proto.name();
-    let reply = match patience {
-        Patience::Attempts => inner.redis.retrying(name, unlock).await,
-        Patience::UntilExpiry => {
-            let until = Instant::now() + lease;
-            inner.redis.persisting(name, until, unlock).await
-        }
-    }?;
+    let reply = inner.redis.patiently(name, patience, unlock).await?;
     inner.delete_latch_later(latch);
     match reply {
         Value::Null => Err(Error::NotHeld {
@@ -739,4 +724,11 @@ fn undoable(e: &Error, inner: &Inner, name: &str, field: &str) -> bool {
         Error::NotReplicated { .. } => true,
         e => e.is_transient() && inner.holds.count(name, field) == 0,
     }
+}
+
+/// How long a release nobody awaits keeps trying: until a hold with
+/// `lease`, taken or renewed now at the latest, has run out, when Redis
+/// releases it anyway.
+pub(crate) fn until_expiry(inner: &Inner, lease: Lease) -> Patience {
+    Patience::Until(Instant::now() + lease.duration(inner.config.lock_watchdog_timeout))
 }

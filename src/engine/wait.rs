@@ -68,10 +68,10 @@ pub(crate) struct Deadline {
 
 impl Deadline {
     /// A wait of `wait` from `start`: `Some(0)` tries once; `None` (or a
-    /// wait above [`MAX_DURATION`](crate::connection::config::MAX_DURATION))
+    /// wait above [`MAX_DURATION`](crate::base::time::MAX_DURATION))
     /// has no time limit.
     pub(crate) fn after(start: Instant, wait: Option<Duration>) -> Deadline {
-        let wait = wait.filter(|w| *w <= crate::connection::config::MAX_DURATION);
+        let wait = wait.filter(|w| *w <= crate::base::time::MAX_DURATION);
         Deadline {
             at: wait.and_then(|w| start.checked_add(w)),
             once: wait.is_some_and(|w| w.is_zero()),
@@ -286,13 +286,4 @@ where
         wake,
     };
     self::wait(inner, name, deadline, &mut attempts).await
-}
-
-/// Milliseconds since the Unix epoch on this client's clock: the `now` the
-/// permit-expirable semaphore's scripts take (at least 1).
-pub(crate) fn epoch_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .max(1)
 }

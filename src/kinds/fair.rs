@@ -16,12 +16,13 @@
 //! costs at most a deadline.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use fred::types::Value;
 
 use crate::base::error::{Error, Result, NON_REENTRANT};
 use crate::base::names::{prefix_name, LockKeys};
+use crate::base::time::epoch_ms;
 use crate::client::Client;
 use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, millis, ScriptCall};
@@ -138,13 +139,6 @@ fn thread_wait(env: &ScriptEnv, wait: Option<Duration>) -> Duration {
     wait.unwrap_or(env.fair_wait())
 }
 
-/// The caller's wall clock in epoch milliseconds, as Redisson's `now`.
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, millis)
-}
-
 impl Protocol for Fair {
     fn kind(&self) -> &'static str {
         if self.reentrant {
@@ -178,7 +172,7 @@ impl Protocol for Fair {
             Value::Integer(lease_ms),
             Value::from(field),
             Value::Integer(millis(wait)),
-            Value::Integer(now_ms()),
+            Value::Integer(epoch_ms()),
             Value::from(queue),
         ];
         if !self.reentrant {
@@ -217,7 +211,7 @@ impl Protocol for Fair {
                 Value::from("0"),
                 Value::Integer(lease_ms),
                 Value::from(field),
-                Value::Integer(now_ms()),
+                Value::Integer(epoch_ms()),
                 env.publish(),
                 env.latch_ttl_ms(lease_ms),
             ],
@@ -261,7 +255,7 @@ impl Protocol for Fair {
                 &self.timeouts,
                 &self.lock.channel,
             ],
-            vec![Value::from("0"), Value::Integer(now_ms()), env.publish()],
+            vec![Value::from("0"), Value::Integer(epoch_ms()), env.publish()],
         )
     }
 }

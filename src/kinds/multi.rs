@@ -283,17 +283,14 @@ impl MultiLock {
         let member_lease = match lease {
             Some(l) => {
                 crate::engine::lock::fixed_lease(l)?;
-                Lease::Fixed(
-                    l.saturating_add(wait)
-                        .min(crate::connection::config::MAX_DURATION),
-                )
+                Lease::Fixed(l.saturating_add(wait).min(crate::base::time::MAX_DURATION))
             }
             None => Lease::Watchdog,
         };
         // A wait too long to represent is no time limit.
         let deadline = Instant::now()
-            .checked_add(wait.min(crate::connection::config::MAX_DURATION))
-            .unwrap_or_else(|| Instant::now() + crate::connection::config::MAX_DURATION);
+            .checked_add(wait.min(crate::base::time::MAX_DURATION))
+            .unwrap_or_else(|| Instant::now() + crate::base::time::MAX_DURATION);
         loop {
             match self.round(wait, deadline, member_lease).await {
                 Round::Acquired(guards) => return Ok(Some(self.guard(guards))),

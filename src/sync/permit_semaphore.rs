@@ -16,18 +16,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fred::types::Value;
+use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::base::detach::FinishOnDrop;
+use crate::base::detach::{Cleanups, FinishOnDrop};
 use crate::base::error::{Error, Result};
 use crate::base::names::{prefix_name, suffix_name};
 use crate::base::telemetry::Acquisition;
+use crate::base::time::epoch_ms;
 use crate::client::{Client, Inner};
 use crate::connection::pubsub::Wake;
 use crate::connection::script::{self, millis, ScriptCall};
-use crate::engine::wait::{epoch_ms, wait_until, Outcome};
+use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
+use crate::engine::wait::{wait_until, Outcome};
 use crate::sync::semaphore::{add_call, check_permits, integer, try_set_call};
 
 /// The `kind` of spans and metrics.
@@ -208,16 +211,6 @@ impl Client {
     }
 }
 
-/// A caller's lease: from 1 ms to [`MAX_DURATION`](crate::MAX_DURATION).
-fn check_lease(lease: Duration) -> Result<()> {
-    if lease < Duration::from_millis(1) || lease > crate::connection::config::MAX_DURATION {
-        return Err(Error::InvalidArgument(format!(
-            "lease must be from 1 ms to 100 years, got {lease:?}"
-        )));
-    }
-    Ok(())
-}
-
 /// Whether a release found the permit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Released {
@@ -328,7 +321,7 @@ impl PermitExpirableSemaphore {
         lease: Option<Duration>,
     ) -> Result<Option<PermitGuard>> {
         if let Some(lease) = lease {
-            check_lease(lease)?;
+            crate::base::time::checked("lease", lease)?;
         }
         let span = tracing::debug_span!(
             "redisson_lock.acquire",
@@ -388,45 +381,34 @@ impl PermitExpirableSemaphore {
                 parse_acquire(reply)
             }
         };
-        let orphan = {
+        let undo = {
             let semaphore = self.clone();
-            move |outcome: Result<Option<i64>>| {
-                async move {
-                    match outcome {
-                        Ok(None) => {}
-                        Err(e) if e.is_transient() => {}
-                        _ => return,
-                    }
-                    semaphore.give_back(id, patience).await;
+            move |left: Leftover<'_, Option<i64>>| match left {
+                // Busy: it took nothing.
+                Leftover::Done(Some(_)) => None,
+                // Released by its id, which is harmless if it took nothing.
+                Leftover::Done(None) | Leftover::Unknown => {
+                    Some(async move { semaphore.give_back(id, patience).await }.boxed())
                 }
-                .boxed()
             }
         };
-        match FinishOnDrop::new(inner.cleanups.clone(), fut, orphan).await {
-            Ok(None) => Ok(Outcome::Ready(PermitGuard::new(
+        Ok(match unlosable(&inner.cleanups, fut, undo).await? {
+            None => Outcome::Ready(PermitGuard::new(
                 self.clone(),
                 id,
                 lease,
                 lease.and_then(|l| sent_at.checked_add(l)),
-            ))),
-            Ok(Some(earliest)) => {
+            )),
+            Some(earliest) => {
                 // Sleep until the earliest permit expires (its score is on
                 // the acquiring client's clock; ours is the best guess).
                 let bound = (earliest >= 0).then(|| {
                     let ms = earliest.saturating_sub(now).saturating_add(1).max(1);
                     Duration::from_millis(u64::try_from(ms).unwrap_or(1))
                 });
-                Ok(Outcome::Busy(bound))
+                Outcome::Busy(bound)
             }
-            Err(e) if e.is_transient() => {
-                let semaphore = self.clone();
-                inner.cleanups.spawn(async move {
-                    semaphore.give_back(id, patience).await;
-                });
-                Err(e)
-            }
-            Err(e) => Err(e),
-        }
+        })
     }
 
     /// Release `id` in the background, trying until `until`.
@@ -575,7 +557,7 @@ impl PermitExpirableSemaphore {
     ///
     /// A dropped future may or may not have run; running it again is harmless.
     pub async fn update_lease_time(&self, id: &PermitId, lease: Duration) -> Result<bool> {
-        check_lease(lease)?;
+        crate::base::time::checked("lease", lease)?;
         let inner = self.inner();
         let shared = &self.shared;
         let reply = inner
@@ -824,23 +806,54 @@ impl fmt::Debug for PermitExpirableSemaphore {
 /// it); [`forget`](Self::forget) keeps it taken until its lease runs out (or
 /// until someone releases its id).
 #[must_use = "dropping the permit releases it at once"]
-pub struct PermitGuard {
+pub struct PermitGuard(Armed<Permit>);
+
+/// What a [`PermitGuard`] holds.
+struct Permit {
     semaphore: PermitExpirableSemaphore,
     id: PermitId,
     lease: Option<Duration>,
     expires_at: Option<Instant>,
-    armed: bool,
+}
+
+impl GiveBack for Permit {
+    type Output = bool;
+
+    fn cleanups(&self) -> &Cleanups {
+        &self.semaphore.inner().cleanups
+    }
+
+    fn give_back(&self) -> BoxFuture<'static, Result<bool>> {
+        crate::base::telemetry::unheld(KIND);
+        let (semaphore, id) = (self.semaphore.clone(), self.id);
+        async move { Ok(semaphore.release_retrying(id).await? == Released::Yes) }.boxed()
+    }
+
+    fn give_back_later(&self) -> BoxFuture<'static, ()> {
+        crate::base::telemetry::unheld(KIND);
+        let (semaphore, id) = (self.semaphore.clone(), self.id);
+        // After its lease the permit comes back by itself.
+        let mut until = Instant::now() + semaphore.inner().config.retry_span();
+        if let Some(expiry) = self.expires_at {
+            until = until.min(expiry);
+        }
+        async move { semaphore.give_back(id, until).await }.boxed()
+    }
+
+    fn kept(&self) {
+        crate::base::telemetry::unheld(KIND);
+    }
 }
 
 impl PermitGuard {
     /// The permit's id (shown as Java shows it: 32 lowercase hex digits).
     pub fn id(&self) -> PermitId {
-        self.id
+        self.0.get().id
     }
 
     /// The lease it was taken with (`None`: it never expires).
     pub fn lease(&self) -> Option<Duration> {
-        self.lease
+        self.0.get().lease
     }
 
     /// When the lease runs out, measured from when the acquire command was
@@ -849,12 +862,12 @@ impl PermitGuard {
     /// [`update_lease_time`](PermitExpirableSemaphore::update_lease_time)
     /// is not reflected here.
     pub fn expires_at(&self) -> Option<std::time::Instant> {
-        self.expires_at.map(Instant::into_std)
+        self.0.get().expires_at.map(Instant::into_std)
     }
 
     /// The semaphore the permit belongs to.
     pub fn semaphore(&self) -> &PermitExpirableSemaphore {
-        &self.semaphore
+        &self.0.get().semaphore
     }
 
     /// Give the permit back: `true` if it was still taken (its lease ran);
@@ -872,22 +885,15 @@ impl PermitGuard {
     ///
     /// Dropping the future part-way still completes the release in the
     /// background.
-    pub async fn release(mut self) -> Result<bool> {
-        self.disarm();
-        let (semaphore, id) = (self.semaphore.clone(), self.id);
-        let call = async move { semaphore.release_retrying(id).await };
-        let released = FinishOnDrop::new(self.semaphore.inner().cleanups.clone(), call, |_| {
-            async {}.boxed()
-        })
-        .await?;
-        Ok(released == Released::Yes)
+    pub async fn release(self) -> Result<bool> {
+        self.0.release().await
     }
 
     /// Keep the permit taken without releasing it: it comes back when its
     /// lease runs out, or when someone releases its id (keep
     /// [`id`](Self::id)). No command is sent.
-    pub fn forget(mut self) {
-        self.disarm();
+    pub fn forget(self) {
+        self.0.forget();
     }
 
     fn new(
@@ -897,49 +903,21 @@ impl PermitGuard {
         expires_at: Option<Instant>,
     ) -> PermitGuard {
         crate::base::telemetry::held(KIND);
-        PermitGuard {
+        PermitGuard(Armed::new(Permit {
             semaphore,
             id,
             lease,
             expires_at,
-            armed: true,
-        }
-    }
-
-    /// Stop releasing on drop; whether it still would have.
-    fn disarm(&mut self) -> bool {
-        let armed = std::mem::replace(&mut self.armed, false);
-        if armed {
-            crate::base::telemetry::unheld(KIND);
-        }
-        armed
-    }
-}
-
-impl Drop for PermitGuard {
-    fn drop(&mut self) {
-        if !self.disarm() {
-            return;
-        }
-        let (semaphore, id) = (self.semaphore.clone(), self.id);
-        let inner = semaphore.inner().clone();
-        // After its lease the permit comes back by itself.
-        let mut until = Instant::now() + inner.config.retry_span();
-        if let Some(expiry) = self.expires_at {
-            until = until.min(expiry);
-        }
-        inner.cleanups.spawn(async move {
-            semaphore.give_back(id, until).await;
-        });
+        }))
     }
 }
 
 impl fmt::Debug for PermitGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PermitGuard")
-            .field("semaphore", &self.semaphore.shared.name)
-            .field("id", &self.id)
-            .field("lease", &self.lease)
+            .field("semaphore", &self.0.get().semaphore.shared.name)
+            .field("id", &self.0.get().id)
+            .field("lease", &self.0.get().lease)
             .finish()
     }
 }

@@ -16,17 +16,20 @@ use std::time::Duration;
 
 use fred::interfaces::KeysInterface;
 use fred::types::Value;
+use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::base::detach::FinishOnDrop;
+use crate::base::detach::{Cleanups, FinishOnDrop};
 use crate::base::error::{Error, Result};
 use crate::base::names::{latch_key, prefix_name};
 use crate::base::telemetry::Acquisition;
 use crate::client::{Client, Inner};
 use crate::connection::pubsub::Wake;
+use crate::connection::redis::Patience;
 use crate::connection::script::{self, millis, ScriptCall};
+use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
 use crate::engine::wait::{wait_until, Outcome};
 
 /// The `kind` of spans and metrics.
@@ -120,7 +123,7 @@ fn latch_ttl(inner: &Inner) -> Duration {
         .config
         .retry_span()
         .saturating_mul(2)
-        .min(crate::connection::config::MAX_DURATION)
+        .min(crate::base::time::MAX_DURATION)
 }
 
 /// Parse the integer text of a count key; anything else is the wrong type.
@@ -280,43 +283,29 @@ impl Semaphore {
                 Ok::<bool, Error>(integer(reply, "semaphore acquire")? == 1)
             }
         };
-        let orphan = {
+        let undo = {
             let (semaphore, latch) = (self.clone(), latch.clone());
-            move |outcome: Result<bool>| {
-                async move {
-                    let mode = match outcome {
-                        Ok(true) => Mode::Release,
-                        Err(e) if e.is_transient() => Mode::Undo,
-                        _ => return,
-                    };
-                    let until = sent_at + semaphore.inner().config.retry_span();
-                    semaphore
-                        .give_back(permits, &latch, mode, Retry::Until(until))
-                        .await;
-                }
-                .boxed()
+            move |left: Leftover<'_, bool>| {
+                let mode = match left {
+                    Leftover::Done(true) => Mode::Release,
+                    Leftover::Done(false) => return None,
+                    Leftover::Unknown => Mode::Undo,
+                };
+                let until = sent_at + semaphore.inner().config.retry_span();
+                Some(
+                    async move {
+                        semaphore
+                            .give_back(permits, &latch, mode, Patience::Until(until))
+                            .await;
+                    }
+                    .boxed(),
+                )
             }
         };
-        let outcome = FinishOnDrop::new(inner.cleanups.clone(), fut, orphan).await;
-        match outcome {
-            Ok(true) => Ok(Outcome::Ready(SemaphorePermit::new(
-                self.clone(),
-                permits,
-                Some(latch),
-            ))),
-            Ok(false) => Ok(Outcome::Busy(None)),
-            Err(e) if e.is_transient() => {
-                let semaphore = self.clone();
-                let until = sent_at + inner.config.retry_span();
-                inner.cleanups.spawn(async move {
-                    semaphore
-                        .give_back(permits, &latch, Mode::Undo, Retry::Until(until))
-                        .await;
-                });
-                Err(e)
-            }
-            Err(e) => Err(e),
-        }
+        Ok(match unlosable(&inner.cleanups, fut, undo).await? {
+            true => Outcome::Ready(SemaphorePermit::new(self.clone(), permits, Some(latch))),
+            false => Outcome::Busy(None),
+        })
     }
 
     /// Run the release script for `latch` (retried with the same latch, so
@@ -326,7 +315,7 @@ impl Semaphore {
         permits: u32,
         latch: &str,
         mode: Mode,
-        retry: Retry,
+        patience: Patience,
     ) -> Result<Option<i64>> {
         let span = tracing::debug_span!(
             "redisson_lock.release",
@@ -334,12 +323,12 @@ impl Semaphore {
             kind = KIND,
             permits,
             undo = matches!(mode, Mode::Undo),
-            background = matches!(retry, Retry::Until(_)),
+            background = patience != Patience::Attempts,
             outcome = tracing::field::Empty,
             error = tracing::field::Empty,
         );
         let released = self
-            .release_in_span(permits, latch, mode, retry)
+            .release_in_span(permits, latch, mode, patience)
             .instrument(span.clone())
             .await;
         match &released {
@@ -358,7 +347,7 @@ impl Semaphore {
         permits: u32,
         latch: &str,
         mode: Mode,
-        retry: Retry,
+        patience: Patience,
     ) -> Result<Option<i64>> {
         let inner = self.inner();
         let ttl = millis(latch_ttl(inner));
@@ -379,10 +368,10 @@ impl Semaphore {
                 )
             })
         };
-        let reply = match retry {
-            Retry::Attempts => inner.redis.retrying(self.name(), release).await,
-            Retry::Until(until) => inner.redis.persisting(self.name(), until, release).await,
-        }?;
+        let reply = inner
+            .redis
+            .patiently(self.name(), patience, release)
+            .await?;
         inner.delete_latch_later(latch.to_owned());
         match reply {
             Value::Null => Ok(None),
@@ -394,8 +383,8 @@ impl Semaphore {
     }
 
     /// Give permits back in the background, logging a failure.
-    async fn give_back(&self, permits: u32, latch: &str, mode: Mode, retry: Retry) {
-        if let Err(e) = self.release_with(permits, latch, mode, retry).await {
+    async fn give_back(&self, permits: u32, latch: &str, mode: Mode, patience: Patience) {
+        if let Err(e) = self.release_with(permits, latch, mode, patience).await {
             tracing::warn!(lock = self.name(), error = %e, permits, "giving permits back failed");
         }
     }
@@ -427,7 +416,7 @@ impl Semaphore {
         let call = async move {
             let latch = latch_key(&semaphore.shared.latch_prefix);
             semaphore
-                .release_with(permits, &latch, Mode::Release, Retry::Attempts)
+                .release_with(permits, &latch, Mode::Release, Patience::Attempts)
                 .await
                 .map(drop)
         };
@@ -511,11 +500,7 @@ impl Semaphore {
     ///
     /// As [`try_set_permits`](Self::try_set_permits).
     pub async fn try_set_permits_with_ttl(&self, permits: u32, ttl: Duration) -> Result<bool> {
-        if ttl < Duration::from_millis(1) || ttl > crate::connection::config::MAX_DURATION {
-            return Err(Error::InvalidArgument(format!(
-                "ttl must be from 1 ms to 100 years, got {ttl:?}"
-            )));
-        }
+        crate::base::time::checked("ttl", ttl)?;
         self.try_set(permits, Some(ttl)).await
     }
 
@@ -658,16 +643,6 @@ enum Mode {
     Undo,
 }
 
-/// How long a release keeps trying after transient errors.
-#[derive(Clone, Copy, Debug)]
-enum Retry {
-    /// `retry_attempts` times: someone awaits the answer.
-    Attempts,
-    /// Until then: nobody awaits it (a dropped permit or acquisition). Within
-    /// one retry budget of the acquisition, so the latch outlives every try.
-    Until(Instant),
-}
-
 impl std::fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Semaphore")
@@ -682,12 +657,60 @@ impl std::fmt::Debug for Semaphore {
 /// through `tracing`; [`Client::shutdown`](crate::Client::shutdown) waits for
 /// it); [`forget`](Self::forget) keeps them taken.
 #[must_use = "dropping the permit releases it at once"]
-pub struct SemaphorePermit {
+pub struct SemaphorePermit(Armed<Permits>);
+
+/// What a [`SemaphorePermit`] holds.
+struct Permits {
     semaphore: Semaphore,
     permits: u32,
     /// The acquisition's permit latch (`None` for zero permits).
     latch: Option<String>,
-    armed: bool,
+}
+
+impl GiveBack for Permits {
+    type Output = ();
+
+    fn cleanups(&self) -> &Cleanups {
+        &self.semaphore.inner().cleanups
+    }
+
+    fn give_back(&self) -> BoxFuture<'static, Result<()>> {
+        let Some(latch) = self.latch.clone() else {
+            return async { Ok(()) }.boxed();
+        };
+        crate::base::telemetry::unheld(KIND);
+        let (semaphore, permits) = (self.semaphore.clone(), self.permits);
+        async move {
+            semaphore
+                .release_with(permits, &latch, Mode::Release, Patience::Attempts)
+                .await
+                .map(drop)
+        }
+        .boxed()
+    }
+
+    fn give_back_later(&self) -> BoxFuture<'static, ()> {
+        let Some(latch) = self.latch.clone() else {
+            return async {}.boxed();
+        };
+        crate::base::telemetry::unheld(KIND);
+        let (semaphore, permits) = (self.semaphore.clone(), self.permits);
+        let until = Instant::now() + semaphore.inner().config.retry_span();
+        async move {
+            semaphore
+                .give_back(permits, &latch, Mode::Release, Patience::Until(until))
+                .await;
+        }
+        .boxed()
+    }
+
+    /// Only the acquisition's permit latch is deleted.
+    fn kept(&self) {
+        if let Some(latch) = self.latch.clone() {
+            crate::base::telemetry::unheld(KIND);
+            self.semaphore.inner().delete_latch_later(latch);
+        }
+    }
 }
 
 impl SemaphorePermit {
@@ -695,22 +718,21 @@ impl SemaphorePermit {
         if latch.is_some() {
             crate::base::telemetry::held(KIND);
         }
-        SemaphorePermit {
+        SemaphorePermit(Armed::new(Permits {
             semaphore,
             permits,
             latch,
-            armed: true,
-        }
+        }))
     }
 
     /// How many permits this holds.
     pub fn permits(&self) -> u32 {
-        self.permits
+        self.0.get().permits
     }
 
     /// The semaphore the permits belong to.
     pub fn semaphore(&self) -> &Semaphore {
-        &self.semaphore
+        &self.0.get().semaphore
     }
 
     /// Give the permits back: the count goes up and the new count is
@@ -727,62 +749,23 @@ impl SemaphorePermit {
     ///
     /// Dropping the future part-way still completes the release in the
     /// background.
-    pub async fn release(mut self) -> Result<()> {
-        self.armed = false;
-        let Some(latch) = self.latch.take() else {
-            return Ok(());
-        };
-        crate::base::telemetry::unheld(KIND);
-        let (semaphore, permits) = (self.semaphore.clone(), self.permits);
-        let call = async move {
-            semaphore
-                .release_with(permits, &latch, Mode::Release, Retry::Attempts)
-                .await
-                .map(drop)
-        };
-        FinishOnDrop::new(self.semaphore.inner().cleanups.clone(), call, |_| {
-            async {}.boxed()
-        })
-        .await
+    pub async fn release(self) -> Result<()> {
+        self.0.release().await
     }
 
     /// Keep the permits taken, like `forget` on tokio's permits: they stay
     /// taken until someone calls [`Semaphore::release`] (a Java client
     /// included). Only the acquisition's permit latch is deleted.
-    pub fn forget(mut self) {
-        self.armed = false;
-        if let Some(latch) = self.latch.take() {
-            crate::base::telemetry::unheld(KIND);
-            self.semaphore.inner().delete_latch_later(latch);
-        }
-    }
-}
-
-impl Drop for SemaphorePermit {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let Some(latch) = self.latch.take() else {
-            return;
-        };
-        crate::base::telemetry::unheld(KIND);
-        let (semaphore, permits) = (self.semaphore.clone(), self.permits);
-        let inner = semaphore.inner().clone();
-        let until = Instant::now() + inner.config.retry_span();
-        inner.cleanups.spawn(async move {
-            semaphore
-                .give_back(permits, &latch, Mode::Release, Retry::Until(until))
-                .await;
-        });
+    pub fn forget(self) {
+        self.0.forget();
     }
 }
 
 impl std::fmt::Debug for SemaphorePermit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SemaphorePermit")
-            .field("semaphore", &self.semaphore.shared.name)
-            .field("permits", &self.permits)
+            .field("semaphore", &self.0.get().semaphore.shared.name)
+            .field("permits", &self.0.get().permits)
             .finish()
     }
 }
