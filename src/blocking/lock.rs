@@ -1,0 +1,477 @@
+//! The blocking lock handles and guards: [`BlockingLock`] for every kind,
+//! [`BlockingMultiLock`].
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{BlockingClient, Bridged, Driver, Release};
+use crate::base::error::Result;
+use crate::base::owner::Owner;
+use crate::engine::guard::LockGuard;
+use crate::engine::kind::Kind;
+use crate::engine::lock::{Lock, Ttl};
+use crate::kinds::rlock::Reentrant;
+
+impl BlockingClient {
+    /// The blocking form of any async lock handle of this client.
+    pub fn wrap<K: Kind>(&self, lock: Lock<K>) -> BlockingLock<K> {
+        BlockingLock {
+            lock,
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// A handle to the reentrant lock `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
+    pub fn lock(&self, name: &str) -> Result<BlockingLock<Reentrant>> {
+        Ok(self.wrap(self.client.lock(name)?))
+    }
+
+    /// A handle to the spin lock `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
+    pub fn spin_lock(&self, name: &str) -> Result<BlockingLock<crate::kinds::spin::Spin>> {
+        Ok(self.wrap(self.client.spin_lock(name)?))
+    }
+
+    /// A handle to the fair lock `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
+    pub fn fair_lock(&self, name: &str) -> Result<BlockingLock<crate::kinds::fair::Fair>> {
+        Ok(self.wrap(self.client.fair_lock(name)?))
+    }
+
+    /// A handle to the non-reentrant fair lock `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
+    pub fn non_reentrant_fair_lock(
+        &self,
+        name: &str,
+    ) -> Result<BlockingLock<crate::kinds::fair::NonReentrantFair>> {
+        Ok(self.wrap(self.client.non_reentrant_fair_lock(name)?))
+    }
+
+    /// A handle to the non-reentrant lock `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
+    pub fn non_reentrant_lock(
+        &self,
+        name: &str,
+    ) -> Result<BlockingLock<crate::kinds::rlock::NonReentrant>> {
+        Ok(self.wrap(self.client.non_reentrant_lock(name)?))
+    }
+
+    /// A handle to the fenced lock `name`; guards carry the fencing token.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
+    pub fn fenced_lock(&self, name: &str) -> Result<BlockingLock<crate::kinds::fenced::Fenced>> {
+        Ok(self.wrap(self.client.fenced_lock(name)?))
+    }
+
+    /// The blocking form of a multi-lock or RedLock (its members may belong
+    /// to other clients). Unlike single locks, its holds are not per thread:
+    /// every acquisition takes fresh owners, so it never re-enters.
+    pub fn wrap_multi(&self, lock: crate::kinds::multi::MultiLock) -> BlockingMultiLock {
+        BlockingMultiLock {
+            lock,
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// The read and write halves of the read-write lock `name` (Redisson's
+    /// `getReadWriteLock(name)`). Both act as the calling thread's owner, so
+    /// a thread holding the write lock may also take the read lock, and
+    /// releasing the write lock then downgrades it to a read lock, as in Java.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
+    pub fn read_write_lock(
+        &self,
+        name: &str,
+    ) -> Result<(
+        BlockingLock<crate::kinds::rwlock::Read>,
+        BlockingLock<crate::kinds::rwlock::Write>,
+    )> {
+        let rw = self.client.read_write_lock(name)?;
+        Ok((self.wrap(rw.read()), self.wrap(rw.write())))
+    }
+}
+
+/// The blocking twin of a [`Lock`] of any kind. Every call acts as the
+/// calling OS thread's owner, so a thread that holds the lock re-enters it.
+#[derive(Debug)]
+pub struct BlockingLock<K: Kind> {
+    lock: Lock<K>,
+    runtime: Arc<Driver>,
+}
+
+impl<K: Kind> Clone for BlockingLock<K> {
+    fn clone(&self) -> Self {
+        BlockingLock {
+            lock: self.lock.clone(),
+            runtime: self.runtime.clone(),
+        }
+    }
+}
+
+impl<K: Kind> BlockingLock<K> {
+    /// The async handle underneath.
+    pub fn as_async(&self) -> &Lock<K> {
+        &self.lock
+    }
+
+    fn mine(&self) -> Lock<K> {
+        self.lock.with_owner(Owner::current_thread())
+    }
+
+    fn guard(&self, guard: LockGuard<K>) -> BlockingGuard<K> {
+        BlockingGuard {
+            guard: Bridged::new(guard, self.runtime.clone()),
+            _thread_bound: PhantomData,
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        self.lock.name()
+    }
+
+    /// Wait as long as it takes; watchdog-renewed while held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::lock`].
+    pub fn lock(&self) -> Result<BlockingGuard<K>> {
+        let guard = self.runtime.run(self.mine().lock())??;
+        Ok(self.guard(guard))
+    }
+
+    /// Wait as long as it takes; expires `lease` after acquisition.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::lock_with_lease`].
+    pub fn lock_with_lease(&self, lease: Duration) -> Result<BlockingGuard<K>> {
+        let guard = self.runtime.run(self.mine().lock_with_lease(lease))??;
+        Ok(self.guard(guard))
+    }
+
+    /// Try once without waiting.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::try_lock`].
+    pub fn try_lock(&self) -> Result<Option<BlockingGuard<K>>> {
+        let guard = self.runtime.run(self.mine().try_lock())??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// Wait up to `wait`; with `lease`, expire that long after acquisition.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::try_lock_for`].
+    pub fn try_lock_for(
+        &self,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<BlockingGuard<K>>> {
+        let guard = self.runtime.run(self.mine().try_lock_for(wait, lease))??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// Release one hold of the calling thread without its guard, as Java's
+    /// `lock.unlock()` does. Pair it with guards you
+    /// [`forget`](BlockingGuard::forget): a dropped guard releases a hold
+    /// of the thread too.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::unlock`]: [`Error::NotHeld`](crate::Error::NotHeld) if the
+    /// thread does not hold the lock.
+    pub fn unlock(&self) -> Result<()> {
+        self.runtime.run(self.mine().unlock())?
+    }
+
+    /// Delete the lock whoever holds it; returns whether it was held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::force_unlock`].
+    pub fn force_unlock(&self) -> Result<bool> {
+        self.runtime.run(self.lock.force_unlock())?
+    }
+
+    /// Whether anyone holds the lock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
+    /// else as [`Lock::is_locked`].
+    pub fn is_locked(&self) -> Result<bool> {
+        self.runtime.run(self.lock.is_locked())?
+    }
+
+    /// How long until the lock expires.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
+    /// else as [`Lock::remain_time_to_live`].
+    pub fn remain_time_to_live(&self) -> Result<Ttl> {
+        self.runtime.run(self.lock.remain_time_to_live())?
+    }
+
+    /// How many times the calling thread holds the lock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
+    /// else as [`Lock::hold_count`].
+    pub fn hold_count(&self) -> Result<u32> {
+        self.runtime
+            .run(self.lock.hold_count(Owner::current_thread()))?
+    }
+
+    /// Whether the calling thread holds the lock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
+    /// else as [`Lock::is_held_by`].
+    pub fn is_held_by_current_thread(&self) -> Result<bool> {
+        self.runtime
+            .run(self.lock.is_held_by(Owner::current_thread()))?
+    }
+}
+
+/// One hold taken by a thread. Dropping it unlocks synchronously; it cannot
+/// leave its thread, as the hold belongs to that thread.
+#[must_use = "dropping the guard releases the lock at once"]
+pub struct BlockingGuard<K: Kind> {
+    guard: Bridged<LockGuard<K>>,
+    _thread_bound: PhantomData<*const ()>,
+}
+
+impl<K: Kind> BlockingGuard<K> {
+    /// Release this hold, reporting errors (such as the lock having been lost).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime (the
+    /// hold is then released in the background, as by a dropped guard); else as
+    /// [`LockGuard::unlock`].
+    pub fn unlock(self) -> Result<()> {
+        self.guard.release().map(drop)
+    }
+
+    /// Whether the lock is known to be lost right now.
+    pub fn is_lost(&self) -> bool {
+        self.guard.get().is_some_and(LockGuard::is_lost)
+    }
+
+    /// Set this hold's remaining lease to `lease` from now (see
+    /// [`LockGuard::extend`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
+    /// else as [`LockGuard::extend`].
+    pub fn extend(&mut self, lease: Duration) -> Result<()> {
+        let runtime = self.guard.runtime.clone();
+        match self.guard.get_mut() {
+            Some(guard) => runtime.run(guard.extend(lease))?,
+            None => Ok(()),
+        }
+    }
+
+    /// Keep the hold without unlocking it and stop renewing it: it ends
+    /// when its lease runs out, or with [`BlockingLock::unlock`] on its thread.
+    pub fn forget(self) {
+        if let Some(guard) = self.guard.take() {
+            guard.forget();
+        }
+    }
+
+    /// The async guard underneath.
+    pub fn as_async(&self) -> Option<&LockGuard<K>> {
+        self.guard.get()
+    }
+}
+
+impl BlockingGuard<crate::kinds::fenced::Fenced> {
+    /// The fencing token of this acquisition (see
+    /// [`LockGuard::fencing_token`]).
+    pub fn fencing_token(&self) -> i64 {
+        self.guard
+            .get()
+            .map_or(0, LockGuard::<crate::kinds::fenced::Fenced>::fencing_token)
+    }
+}
+
+impl<K: Kind> std::fmt::Debug for BlockingGuard<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockingGuard")
+            .field("guard", &self.guard.get())
+            .finish()
+    }
+}
+
+/// The blocking twin of a [`MultiLock`](crate::kinds::multi::MultiLock).
+#[derive(Clone, Debug)]
+pub struct BlockingMultiLock {
+    lock: crate::kinds::multi::MultiLock,
+    runtime: Arc<Driver>,
+}
+
+impl BlockingMultiLock {
+    fn guard(&self, guard: crate::kinds::multi::MultiGuard) -> BlockingMultiGuard {
+        BlockingMultiGuard {
+            guard: Bridged::new(guard, self.runtime.clone()),
+        }
+    }
+
+    /// Wait as long as it takes; members are watchdog-renewed while held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as [`MultiLock::lock`](crate::MultiLock::lock).
+    pub fn lock(&self) -> Result<BlockingMultiGuard> {
+        let guard = self.runtime.run(self.lock.lock())??;
+        Ok(self.guard(guard))
+    }
+
+    /// Wait as long as it takes; every member lives at least `lease` after
+    /// the acquisition completes (see
+    /// [`MultiLock::lock_with_lease`](crate::kinds::multi::MultiLock::lock_with_lease)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`MultiLock::lock_with_lease`](crate::MultiLock::lock_with_lease).
+    pub fn lock_with_lease(&self, lease: Duration) -> Result<BlockingMultiGuard> {
+        let guard = self.runtime.run(self.lock.lock_with_lease(lease))??;
+        Ok(self.guard(guard))
+    }
+
+    /// Whether enough members are locked for the whole to be held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
+    /// else as [`MultiLock::is_locked`](crate::MultiLock::is_locked).
+    pub fn is_locked(&self) -> Result<bool> {
+        self.runtime.run(self.lock.is_locked())?
+    }
+
+    /// Try each member once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`MultiLock::try_lock`](crate::MultiLock::try_lock).
+    pub fn try_lock(&self) -> Result<Option<BlockingMultiGuard>> {
+        let guard = self.runtime.run(self.lock.try_lock())??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// Acquire within `wait`; see [`MultiLock::try_lock_for`](crate::kinds::multi::MultiLock::try_lock_for).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`MultiLock::try_lock_for`](crate::MultiLock::try_lock_for).
+    pub fn try_lock_for(
+        &self,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<BlockingMultiGuard>> {
+        let guard = self.runtime.run(self.lock.try_lock_for(wait, lease))??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+}
+
+/// The members held by one blocking multi-lock acquisition; dropping it
+/// unlocks them synchronously.
+#[must_use = "dropping the guard releases the locks at once"]
+#[derive(Debug)]
+pub struct BlockingMultiGuard {
+    guard: Bridged<crate::kinds::multi::MultiGuard>,
+}
+
+impl BlockingMultiGuard {
+    /// Release every member.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime (the
+    /// members are then released in the background); else as
+    /// [`MultiGuard::unlock`](crate::MultiGuard::unlock).
+    pub fn unlock(self) -> Result<()> {
+        self.guard.release().map(drop)
+    }
+
+    /// Whether too many members are known to be lost right now.
+    pub fn is_lost(&self) -> bool {
+        self.guard
+            .get()
+            .is_some_and(crate::kinds::multi::MultiGuard::is_lost)
+    }
+
+    /// Whether enough members are still held, per Redis.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
+    /// else as [`MultiGuard::is_held`](crate::MultiGuard::is_held).
+    pub fn is_held(&self) -> Result<bool> {
+        match self.guard.get() {
+            Some(guard) => self.guard.runtime.run(guard.is_held())?,
+            None => Ok(false),
+        }
+    }
+}
+
+impl<K: Kind> Release for LockGuard<K> {
+    type Output = ();
+    const WHAT: &'static str = "guard";
+
+    fn release(self) -> impl Future<Output = Result<()>> {
+        self.unlock()
+    }
+}
+
+impl Release for crate::kinds::multi::MultiGuard {
+    type Output = ();
+    const WHAT: &'static str = "multi-lock guard";
+
+    fn release(self) -> impl Future<Output = Result<()>> {
+        self.unlock()
+    }
+}
