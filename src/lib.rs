@@ -161,7 +161,8 @@ pub use kinds::rlock::{NonReentrant, NonReentrantLock, RLock, Reentrant};
 pub use kinds::rwlock::{Read, ReadLock, ReadWriteLock, Write, WriteLock};
 pub use kinds::spin::{Spin, SpinLock};
 pub use sync::count_down_latch::{CountDownLatch, LatchOpened};
-pub use sync::permit_semaphore::{PermitExpirableSemaphore, PermitGuard, PermitId, PermitLease};
+pub use sync::permit_id::{PermitId, PermitLease};
+pub use sync::permit_semaphore::{PermitExpirableSemaphore, PermitGuard};
 pub use sync::semaphore::{Semaphore, SemaphorePermit};
 
 /// Re-export of the Redis client crate, for [`Config::redis`].

@@ -101,7 +101,7 @@ impl BlockingPermitExpirableSemaphore {
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
     /// (nothing is sent); else as
     /// [`PermitExpirableSemaphore::try_release`](crate::PermitExpirableSemaphore::try_release).
-    pub fn try_release(&self, id: &crate::sync::permit_semaphore::PermitId) -> Result<bool> {
+    pub fn try_release(&self, id: &crate::sync::permit_id::PermitId) -> Result<bool> {
         self.runtime.run(self.semaphore.try_release(id))?
     }
 
@@ -112,7 +112,7 @@ impl BlockingPermitExpirableSemaphore {
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
     /// (nothing is sent); else as
     /// [`PermitExpirableSemaphore::try_release_all`](crate::PermitExpirableSemaphore::try_release_all).
-    pub fn try_release_all(&self, ids: &[crate::sync::permit_semaphore::PermitId]) -> Result<u32> {
+    pub fn try_release_all(&self, ids: &[crate::sync::permit_id::PermitId]) -> Result<u32> {
         self.runtime.run(self.semaphore.try_release_all(ids))?
     }
 
@@ -125,7 +125,7 @@ impl BlockingPermitExpirableSemaphore {
     /// `](crate::PermitExpirableSemaphore::update_lease_time).
     pub fn update_lease_time(
         &self,
-        id: &crate::sync::permit_semaphore::PermitId,
+        id: &crate::sync::permit_id::PermitId,
         lease: Duration,
     ) -> Result<bool> {
         self.runtime
@@ -141,8 +141,8 @@ impl BlockingPermitExpirableSemaphore {
     /// [`PermitExpirableSemaphore::get_lease_time`](crate::PermitExpirableSemaphore::get_lease_time).
     pub fn get_lease_time(
         &self,
-        id: &crate::sync::permit_semaphore::PermitId,
-    ) -> Result<Option<crate::sync::permit_semaphore::PermitLease>> {
+        id: &crate::sync::permit_id::PermitId,
+    ) -> Result<Option<crate::sync::permit_id::PermitLease>> {
         self.runtime.run(self.semaphore.get_lease_time(id))?
     }
 
@@ -219,14 +219,14 @@ impl BlockingPermitExpirableSemaphore {
 #[must_use = "dropping the permit releases it at once"]
 #[derive(Debug)]
 pub struct BlockingPermitGuard {
-    id: crate::sync::permit_semaphore::PermitId,
+    id: crate::sync::permit_id::PermitId,
     lease: Option<Duration>,
     guard: Bridged<crate::sync::permit_semaphore::PermitGuard>,
 }
 
 impl BlockingPermitGuard {
     /// The permit's id (shown as Java shows it: 32 lowercase hex digits).
-    pub fn id(&self) -> crate::sync::permit_semaphore::PermitId {
+    pub fn id(&self) -> crate::sync::permit_id::PermitId {
         self.id
     }
 

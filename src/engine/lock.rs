@@ -86,7 +86,7 @@ impl<K: Kind> Lock<K> {
     pub(crate) fn new(
         client: Client,
         kind: Arc<K>,
-        proto: Arc<dyn crate::engine::raw::Protocol>,
+        proto: Arc<dyn crate::engine::protocol::Protocol>,
     ) -> Lock<K> {
         Lock {
             raw: RawLock::new(client, proto),

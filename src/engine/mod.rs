@@ -7,5 +7,6 @@ pub(crate) mod guard;
 pub(crate) mod hold;
 pub(crate) mod kind;
 pub(crate) mod lock;
+pub(crate) mod protocol;
 pub(crate) mod raw;
 pub(crate) mod wait;

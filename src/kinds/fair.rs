@@ -28,7 +28,7 @@ use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, millis, ScriptCall};
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
-use crate::engine::raw::{Attempt, AttemptMode, Protocol, Waiting};
+use crate::engine::protocol::{Attempt, AttemptMode, Protocol, Waiting};
 
 /// Redisson's fair lock (`getFairLock(name)`).
 pub type FairLock = Lock<Fair>;

@@ -32,7 +32,7 @@ use crate::connection::script::{self, ScriptCall};
 use crate::engine::guard::LockGuard;
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
-use crate::engine::raw::{Attempt, AttemptMode, Protocol};
+use crate::engine::protocol::{Attempt, AttemptMode, Protocol};
 use crate::kinds::rlock::{unlock_call, Reentrant};
 
 /// Redisson's fenced lock (`getFencedLock(name)`).

@@ -12,7 +12,7 @@ use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, ScriptCall};
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
-use crate::engine::raw::{AttemptMode, Protocol};
+use crate::engine::protocol::{AttemptMode, Protocol};
 
 /// Redisson's reentrant lock (`RLock`, `getLock(name)`).
 pub type RLock = Lock<Reentrant>;

@@ -28,7 +28,7 @@ use crate::connection::script::{self, ScriptCall};
 use crate::engine::guard::LockGuard;
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
-use crate::engine::raw::{AttemptMode, Protocol};
+use crate::engine::protocol::{AttemptMode, Protocol};
 
 /// The read half of a [`ReadWriteLock`] (Redisson's `readLock()`): shared
 /// among readers, excluded by a writer other than the reader itself.

@@ -14,7 +14,7 @@ use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, ScriptCall};
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
-use crate::engine::raw::{AttemptMode, Protocol, Waiting};
+use crate::engine::protocol::{AttemptMode, Protocol, Waiting};
 use crate::kinds::rlock::Reentrant;
 
 /// Redisson's spin lock (`getSpinLock(name)`).

@@ -20,7 +20,7 @@ use crate::client::{Client, Inner};
 use crate::connection::pubsub::Wake;
 use crate::connection::script::{self, ScriptCall};
 use crate::engine::wait::{wait_until, Outcome};
-use crate::sync::semaphore::{get_count, integer, parse_count};
+use crate::sync::count::{get_count, integer, parse_count};
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "count_down_latch";

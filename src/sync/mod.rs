@@ -1,6 +1,10 @@
 //! The synchronizers: Redisson's semaphore, permit-expirable semaphore and
 //! count-down latch, on the engine's wait loop.
 
+pub(crate) mod count;
 pub(crate) mod count_down_latch;
+pub(crate) mod permit_id;
 pub(crate) mod permit_semaphore;
+mod permit_semaphore_admin;
 pub(crate) mod semaphore;
+mod semaphore_admin;

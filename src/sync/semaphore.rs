@@ -14,14 +14,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fred::interfaces::KeysInterface;
 use fred::types::Value;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::base::detach::{Cleanups, FinishOnDrop};
+use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::names::{latch_key, prefix_name};
 use crate::base::telemetry::Acquisition;
@@ -31,6 +30,7 @@ use crate::connection::redis::Patience;
 use crate::connection::script::{self, millis, ScriptCall};
 use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
 use crate::engine::wait::{wait_until, Outcome};
+use crate::sync::count::{check_permits, integer};
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "semaphore";
@@ -71,17 +71,17 @@ const KIND: &str = "semaphore";
 /// back; a waiter leaves its channel when dropped.
 #[derive(Clone)]
 pub struct Semaphore {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
 }
 
-struct Shared {
+pub(super) struct Shared {
     client: Client,
     /// `N`, the count.
-    name: String,
+    pub(super) name: String,
     /// `redisson_sc:{N}`.
-    channel: String,
+    pub(super) channel: String,
     /// `redisson_sc_latch:{N}`, to which `:<id>` is appended.
-    latch_prefix: String,
+    pub(super) latch_prefix: String,
 }
 
 impl Client {
@@ -104,17 +104,6 @@ impl Client {
     }
 }
 
-/// Refuse a permit count Java's `int` cannot hold.
-pub(crate) fn check_permits(permits: u32) -> Result<()> {
-    if i32::try_from(permits).is_err() {
-        return Err(Error::InvalidArgument(format!(
-            "permits must be at most {} (Java's int), got {permits}",
-            i32::MAX
-        )));
-    }
-    Ok(())
-}
-
 /// How long a permit latch lives: twice the retry budget, so that every
 /// retry of a release (or undo), all sent within one budget of the first
 /// try, still finds it.
@@ -126,26 +115,8 @@ fn latch_ttl(inner: &Inner) -> Duration {
         .min(crate::base::time::MAX_DURATION)
 }
 
-/// Parse the integer text of a count key; anything else is the wrong type.
-pub(crate) fn parse_count(value: Option<String>, key: &str) -> Result<i64> {
-    match value {
-        None => Ok(0),
-        Some(text) => text.parse().map_err(|_| Error::WrongType {
-            key: key.to_owned(),
-        }),
-    }
-}
-
-/// An integer reply.
-pub(crate) fn integer(reply: Value, what: &str) -> Result<i64> {
-    match reply {
-        Value::Integer(n) => Ok(n),
-        other => Err(Error::Protocol(format!("{what} replied {other:?}"))),
-    }
-}
-
 impl Semaphore {
-    fn inner(&self) -> &Arc<Inner> {
+    pub(super) fn inner(&self) -> &Arc<Inner> {
         &self.shared.client.inner
     }
 
@@ -310,7 +281,7 @@ impl Semaphore {
 
     /// Run the release script for `latch` (retried with the same latch, so
     /// a retry never gives back twice), then delete the latch.
-    async fn release_with(
+    pub(super) async fn release_with(
         &self,
         permits: u32,
         latch: &str,
@@ -388,255 +359,11 @@ impl Semaphore {
             tracing::warn!(lock = self.name(), error = %e, permits, "giving permits back failed");
         }
     }
-
-    /// Give `permits` permits back without a permit guard (Redisson's
-    /// `release(permits)`): the count goes up by `permits` (there is no upper
-    /// bound) and the new count is published. Pair it with permits you
-    /// [`forget`](SemaphorePermit::forget), or with Java's acquisitions.
-    /// Zero permits: nothing is sent.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for more than `i32::MAX` permits;
-    /// [`Error::WrongType`] if the key holds something other than a count; a
-    /// transient error if Redis stayed unreachable through `retry_attempts`
-    /// retries (each retry is safe: a permit latch keeps it from counting
-    /// twice).
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part-way still completes the release in the
-    /// background.
-    pub async fn release(&self, permits: u32) -> Result<()> {
-        check_permits(permits)?;
-        if permits == 0 {
-            return Ok(());
-        }
-        let semaphore = self.clone();
-        let call = async move {
-            let latch = latch_key(&semaphore.shared.latch_prefix);
-            semaphore
-                .release_with(permits, &latch, Mode::Release, Patience::Attempts)
-                .await
-                .map(drop)
-        };
-        FinishOnDrop::new(self.inner().cleanups.clone(), call, |_| async {}.boxed()).await
-    }
-
-    /// Give `permits` permits back only if the semaphore exists (Redisson's
-    /// `releaseIfExists`); returns whether it did.
-    ///
-    /// # Errors
-    ///
-    /// As [`release`](Self::release), except that a transient error is
-    /// returned at once: this call is not retried, so after a lost reply
-    /// whether it ran is unknown.
-    ///
-    /// # Cancel safety
-    ///
-    /// A dropped future may or may not have released (the command may
-    /// already be on its way).
-    pub async fn release_if_exists(&self, permits: u32) -> Result<bool> {
-        check_permits(permits)?;
-        if permits == 0 {
-            return self.exists().await;
-        }
-        let inner = self.inner();
-        let reply = inner
-            .redis
-            .eval(|| {
-                ScriptCall::new(
-                    &script::SEMAPHORE_RELEASE_IF_EXISTS,
-                    &[&self.shared.name, &self.shared.channel],
-                    vec![Value::Integer(permits.into()), inner.env.publish()],
-                )
-            })
-            .await?;
-        Ok(integer(reply, "semaphore releaseIfExists")? == 1)
-    }
-
-    async fn exists(&self) -> Result<bool> {
-        let name = self.shared.name.clone();
-        let n: i64 = self
-            .inner()
-            .redis
-            .key_command(&self.shared.name, |c| {
-                let name = name.clone();
-                async move { c.exists(name).await }
-            })
-            .await?;
-        Ok(n == 1)
-    }
-
-    /// Set the number of permits if the semaphore does not exist yet
-    /// (Redisson's `trySetPermits`); returns whether it was set. The count is
-    /// published, waking waiters.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for more than `i32::MAX` permits;
-    /// [`Error::WrongType`] if the key holds something other than a count; a
-    /// transient error at once (not retried: a retry of a call that ran
-    /// would answer `false`).
-    ///
-    /// # Cancel safety
-    ///
-    /// A dropped future may or may not have set the permits.
-    pub async fn try_set_permits(&self, permits: u32) -> Result<bool> {
-        self.try_set(permits, None).await
-    }
-
-    /// [`try_set_permits`](Self::try_set_permits) with a TTL on the key
-    /// (Redisson's `trySetPermits(permits, ttl)`): the semaphore vanishes
-    /// `ttl` later unless something removes the TTL.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for a TTL below 1 ms or above
-    /// [`MAX_DURATION`](crate::MAX_DURATION); else as
-    /// [`try_set_permits`](Self::try_set_permits).
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`try_set_permits`](Self::try_set_permits).
-    pub async fn try_set_permits_with_ttl(&self, permits: u32, ttl: Duration) -> Result<bool> {
-        crate::base::time::checked("ttl", ttl)?;
-        self.try_set(permits, Some(ttl)).await
-    }
-
-    async fn try_set(&self, permits: u32, ttl: Option<Duration>) -> Result<bool> {
-        check_permits(permits)?;
-        let inner = self.inner();
-        try_set_call(inner, &self.shared.name, &self.shared.channel, permits, ttl).await
-    }
-
-    /// Add `permits` permits, or take them away if negative (Redisson's
-    /// `addPermits`): the count becomes `current + permits` (from 0 if the
-    /// semaphore does not exist, and without a TTL) and is published.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::WrongType`] if the key holds something other than a count; a
-    /// transient error at once (not retried: a retry of a call that ran would
-    /// add twice).
-    ///
-    /// # Cancel safety
-    ///
-    /// A dropped future may or may not have added the permits.
-    pub async fn add_permits(&self, permits: i32) -> Result<()> {
-        add_call(
-            self.inner(),
-            &self.shared.name,
-            &self.shared.channel,
-            permits,
-            false,
-        )
-        .await
-        .map(drop)
-    }
-
-    /// The number of permits available now (`GET`; 0 if the semaphore does
-    /// not exist; negative after taking away more than were there).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::WrongType`] if the key holds something other than a count; a
-    /// transient error after `retry_attempts` retries.
-    ///
-    /// # Cancel safety
-    ///
-    /// It only reads: dropping it at any point leaves nothing behind.
-    pub async fn available_permits(&self) -> Result<i64> {
-        get_count(self.inner(), &self.shared.name).await
-    }
-
-    /// Take every available permit (Redisson's `drainPermits`): the count
-    /// becomes 0 (a TTL is removed) and the number it held is returned. The
-    /// permits taken are not tracked: give them back with
-    /// [`release`](Self::release).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::WrongType`] if the key holds something other than a count; a
-    /// transient error at once (not retried: a retry would answer 0).
-    ///
-    /// # Cancel safety
-    ///
-    /// A dropped future may or may not have drained the permits.
-    pub async fn drain_permits(&self) -> Result<i64> {
-        let reply = self
-            .inner()
-            .redis
-            .eval(|| ScriptCall::new(&script::SEMAPHORE_DRAIN, &[&self.shared.name], Vec::new()))
-            .await?;
-        integer(reply, "semaphore drainPermits")
-    }
-}
-
-/// `trySetPermits` of both semaphores (the same script; a TTL only for
-/// RSemaphore).
-pub(crate) async fn try_set_call(
-    inner: &Inner,
-    name: &str,
-    channel: &str,
-    permits: u32,
-    ttl: Option<Duration>,
-) -> Result<bool> {
-    let reply = inner
-        .redis
-        .eval(|| {
-            let mut args = vec![Value::Integer(permits.into()), inner.env.publish()];
-            if let Some(ttl) = ttl {
-                args.push(Value::Integer(millis(ttl)));
-            }
-            ScriptCall::new(&script::SEMAPHORE_TRY_SET, &[name, channel], args)
-        })
-        .await?;
-    Ok(integer(reply, "semaphore trySetPermits")? == 1)
-}
-
-/// `addPermits` of both semaphores: RSemaphore publishes the new count,
-/// the permit-expirable one the change if positive (`expirable`).
-pub(crate) async fn add_call(
-    inner: &Inner,
-    name: &str,
-    channel: &str,
-    permits: i32,
-    expirable: bool,
-) -> Result<i64> {
-    let reply = inner
-        .redis
-        .eval(|| {
-            ScriptCall::new(
-                &script::SEMAPHORE_ADD,
-                &[name, channel],
-                vec![
-                    Value::Integer(permits.into()),
-                    inner.env.publish(),
-                    Value::from(if expirable { "1" } else { "0" }),
-                ],
-            )
-        })
-        .await?;
-    integer(reply, "semaphore addPermits")
-}
-
-/// `GET key` as a count (0 if absent), with retries.
-pub(crate) async fn get_count(inner: &Inner, key: &str) -> Result<i64> {
-    let owned = key.to_owned();
-    let value: Option<String> = inner
-        .redis
-        .key_command(key, |c| {
-            let key = owned.clone();
-            async move { c.get(key).await }
-        })
-        .await?;
-    parse_count(value, key)
 }
 
 /// What the release script does.
 #[derive(Clone, Copy, Debug)]
-enum Mode {
+pub(super) enum Mode {
     /// Give back, unless the latch says it was given back already.
     Release,
     /// Give back only if the latch says the acquisition took the permits.

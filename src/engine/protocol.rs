@@ -1,0 +1,142 @@
+//! The seam between the engine and the lock kinds: what one kind of lock
+//! is on the wire ([`Protocol`]: its keys, the script calls it builds from a
+//! [`ScriptEnv`], how its waiters wait and how its holds are renewed), and
+//! what its acquire script can answer ([`Attempt`]).
+//!
+//! A kind builds calls and reads replies; it sends nothing. The engine
+//! (`raw`) runs them, so each kind's calls can be checked without a server.
+
+use std::time::Duration;
+
+use fred::types::{Key, Value};
+
+use crate::base::backoff::Backoff;
+use crate::base::error::{Error, Result};
+use crate::base::names::LockKeys;
+use crate::base::owner::Owner;
+use crate::client::holds::Renewal;
+use crate::connection::script::{ScriptCall, ScriptEnv};
+
+/// What one acquire attempt found.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Attempt {
+    /// Acquired or re-entered; `token` for fenced locks.
+    Acquired { token: Option<i64> },
+    /// Held by someone else; wait at most this many ms (negative: unknown).
+    Busy(i64),
+    /// Free, but another waiter is next in line (fair lock): it takes the
+    /// lock at once, or, if it is dead, its turn ends in this many ms. Its
+    /// taking the lock is not announced, so re-check soon, backing off.
+    NextInLine(i64),
+}
+
+/// Whether an attempt may join a wait queue (fair locks) or only try.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum AttemptMode {
+    /// Try without waiting (Redisson's `tryLock()`).
+    Once,
+    /// Part of a wait of this long (`None`: no time limit); a fair lock
+    /// enqueues with it.
+    Waiting { wait: Option<Duration> },
+}
+
+/// How a waiter learns that trying again may succeed.
+pub(crate) enum Waiting {
+    /// Subscribe to this channel; unlocks publish on it.
+    Channel(String),
+    /// No messages: sleep per this back-off between attempts (spin lock).
+    Backoff(Backoff),
+}
+
+/// The Redis side of one lock type.
+pub(crate) trait Protocol: Send + Sync + 'static {
+    /// The kind, as the `kind` field of spans and label of metrics: the
+    /// name of the client method that makes it (`lock`, `fair_lock`, …).
+    fn kind(&self) -> &'static str;
+
+    /// The lock's keys and channel.
+    fn keys(&self) -> &LockKeys;
+
+    /// The lock's name (`N`).
+    fn name(&self) -> &str {
+        &self.keys().name
+    }
+
+    /// The owner field for `owner`: `<clientId>:<ownerId>`, plus any suffix.
+    fn field(&self, env: &ScriptEnv, owner: Owner) -> String {
+        env.field(owner)
+    }
+
+    /// The acquire script for `field` with a lease of `lease_ms`.
+    fn acquire(&self, env: &ScriptEnv, field: &str, lease_ms: i64, mode: AttemptMode)
+        -> ScriptCall;
+
+    /// Read the acquire script's reply (nil: acquired; integer: busy TTL).
+    fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
+        match reply {
+            Value::Null => Ok(Attempt::Acquired { token: None }),
+            Value::Integer(ttl) => Ok(Attempt::Busy(ttl)),
+            other => Err(Error::Protocol(format!("lock replied {other:?}"))),
+        }
+    }
+
+    /// How a waiter with `field` waits: by default on the lock's channel.
+    fn waiting(&self, _field: &str) -> Waiting {
+        Waiting::Channel(self.keys().channel.clone())
+    }
+
+    /// The channel on which every release and forced unlock of this lock
+    /// publishes, which a holder may watch to learn at once that its hold is
+    /// gone; `None` where there is none (the fair lock publishes to its next
+    /// waiter only, the spin lock not at all).
+    fn release_channel(&self) -> Option<&str> {
+        Some(&self.keys().channel)
+    }
+
+    /// The unlock script: one hold of `field` away, latch at `latch`.
+    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall;
+
+    /// The prefix of this lock's unlock latch keys.
+    fn latch_prefix(&self) -> &str {
+        &self.keys().latch_prefix
+    }
+
+    /// Cleanup when a waiter that waited `wait` (`None`: without a time
+    /// limit) gives up (fair lock: leave the queue), and how long trying it
+    /// is worth in the background.
+    fn gave_up(
+        &self,
+        _env: &ScriptEnv,
+        _field: &str,
+        _wait: Option<Duration>,
+    ) -> Option<(ScriptCall, Duration)> {
+        None
+    }
+
+    /// Whether anyone holds the lock; replies 1 or 0.
+    fn is_locked(&self) -> ScriptCall {
+        ScriptCall::new(
+            &crate::connection::script::IS_LOCKED,
+            &[self.name()],
+            Vec::new(),
+        )
+    }
+
+    /// The forced unlock script; replies 1 if something was unlocked.
+    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall;
+
+    /// How the watchdog renews a hold of this lock.
+    fn renewal(&self) -> Renewal {
+        HASH_RENEWAL
+    }
+}
+
+/// Renewal of a hash held by one field (RLock, fair, write, spin, fenced):
+/// `HEXISTS N field` then `PEXPIRE N`; `KEYS = N…`, `ARGV = lease, field…`.
+pub(crate) static HASH_RENEWAL: Renewal = Renewal {
+    script: &crate::connection::script::RENEW,
+    append: |name, field, keys, args| {
+        keys.push(Key::from(name));
+        args.push(Value::from(field));
+    },
+};

@@ -1,0 +1,324 @@
+//! What a [`PermitExpirableSemaphore`] does besides acquiring through a
+//! guard: releasing permits by id, reading and changing a permit's lease,
+//! and the permit counts.
+
+use std::time::Duration;
+
+use fred::types::Value;
+use futures::FutureExt;
+
+use crate::base::detach::FinishOnDrop;
+use crate::base::error::{Error, Result};
+use crate::base::time::epoch_ms;
+use crate::connection::script::{self, millis, ScriptCall};
+use crate::sync::count::{add_call, check_permits, integer, try_set_call};
+use crate::sync::permit_id::{PermitId, PermitLease, NEVER_EXPIRES};
+use crate::sync::permit_semaphore::{PermitExpirableSemaphore, Released};
+
+impl PermitExpirableSemaphore {
+    /// Release the permit `id` (Redisson's `tryRelease(permitId)`), whoever
+    /// took it: `true` if it was taken and its lease still ran; `false` if no
+    /// such permit is taken (unknown id, already released, or its lease ran
+    /// out: an expired permit found here is given back all the same). The
+    /// new count is published.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongType`](crate::Error::WrongType) if a key holds something else; a transient error
+    /// if Redis stayed unreachable through `retry_attempts` retries (a retry
+    /// after a lost reply is safe, but may answer `false` for a permit the
+    /// lost try released).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part-way still completes the release in the
+    /// background.
+    pub async fn try_release(&self, id: &PermitId) -> Result<bool> {
+        let (semaphore, id) = (self.clone(), *id);
+        let call = async move { semaphore.release_retrying(id).await };
+        let released =
+            FinishOnDrop::new(self.inner().cleanups.clone(), call, |_| async {}.boxed()).await?;
+        Ok(released == Released::Yes)
+    }
+
+    /// Release several permits at once (Redisson ≥ 3.23.4's
+    /// `tryRelease(permitIds)`): all of them, if every one is taken and
+    /// unexpired, returning how many; else none, returning 0. The number
+    /// released is published (as Redisson does: the change, not the new
+    /// count). No ids: 0, without a command.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for more than `i32::MAX` ids; else as
+    /// [`try_release`](Self::try_release) (a retry after a lost reply may
+    /// answer 0 for permits the lost try released).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_release`](Self::try_release).
+    pub async fn try_release_all(&self, ids: &[PermitId]) -> Result<u32> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let count = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+        check_permits(count)?;
+        let (semaphore, ids) = (self.clone(), ids.to_vec());
+        let call = async move {
+            let inner = semaphore.inner();
+            let shared = &semaphore.shared;
+            let release = || {
+                inner.redis.eval(|| {
+                    let mut args = vec![
+                        Value::Integer(count.into()),
+                        Value::Integer(epoch_ms()),
+                        inner.env.publish(),
+                    ];
+                    args.extend(ids.iter().map(PermitId::value));
+                    ScriptCall::new(
+                        &script::PES_RELEASE_MANY,
+                        &[&shared.name, &shared.channel, &shared.timeouts],
+                        args,
+                    )
+                })
+            };
+            let reply = inner.redis.retrying(&shared.name, release).await?;
+            let released = integer(reply, "permit release")?;
+            Ok(u32::try_from(released).unwrap_or(0))
+        };
+        FinishOnDrop::new(self.inner().cleanups.clone(), call, |_| async {}.boxed()).await
+    }
+
+    /// Give the taken permit `id` a new lease from now (Redisson's
+    /// `updateLeaseTime`); `false` if no such permit is taken (expired
+    /// permits are given back first).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a lease below 1 ms or above
+    /// [`MAX_DURATION`](crate::MAX_DURATION); [`Error::WrongType`](crate::Error::WrongType) if a key
+    /// holds something else; a transient error after `retry_attempts` retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have run; running it again is harmless.
+    pub async fn update_lease_time(&self, id: &PermitId, lease: Duration) -> Result<bool> {
+        crate::base::time::checked("lease", lease)?;
+        let inner = self.inner();
+        let shared = &self.shared;
+        let reply = inner
+            .redis
+            .retrying(&shared.name, || {
+                inner.redis.eval(|| {
+                    let now = epoch_ms();
+                    ScriptCall::new(
+                        &script::PES_UPDATE_LEASE,
+                        &[&shared.name, &shared.timeouts, &shared.channel],
+                        vec![
+                            id.value(),
+                            Value::Integer(now.saturating_add(millis(lease))),
+                            Value::Integer(now),
+                            inner.env.publish(),
+                        ],
+                    )
+                })
+            })
+            .await?;
+        Ok(integer(reply, "permit updateLeaseTime")? == 1)
+    }
+
+    /// The remaining lease of the taken permit `id` (Redisson's
+    /// `getLeaseTime`), or `None` if no such permit is taken (where Java
+    /// throws). Expired permits are given back first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongType`](crate::Error::WrongType) if a key holds something else; a transient error
+    /// after `retry_attempts` retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads (and gives expired permits back, which any later call
+    /// would do too): dropping it at any point leaves nothing behind.
+    pub async fn get_lease_time(&self, id: &PermitId) -> Result<Option<PermitLease>> {
+        let inner = self.inner();
+        let shared = &self.shared;
+        let reply = inner
+            .redis
+            .retrying(&shared.name, || {
+                inner.redis.eval(|| {
+                    ScriptCall::new(
+                        &script::PES_LEASE_TIME,
+                        &[&shared.name, &shared.timeouts, &shared.channel],
+                        vec![
+                            id.value(),
+                            Value::Integer(NEVER_EXPIRES),
+                            Value::Integer(epoch_ms()),
+                            inner.env.publish(),
+                        ],
+                    )
+                })
+            })
+            .await?;
+        Ok(match integer(reply, "permit getLeaseTime")? {
+            -1 => Some(PermitLease::Never),
+            ms if ms >= 0 => Some(PermitLease::Expires(Duration::from_millis(
+                u64::try_from(ms).unwrap_or(0),
+            ))),
+            _ => None,
+        })
+    }
+
+    /// `(available, acquired)` after expired permits were given back.
+    async fn counts(&self) -> Result<(i64, i64)> {
+        let inner = self.inner();
+        let shared = &self.shared;
+        let reply = inner
+            .redis
+            .retrying(&shared.name, || {
+                inner.redis.eval(|| {
+                    ScriptCall::new(
+                        &script::PES_COUNTS,
+                        &[&shared.name, &shared.timeouts, &shared.channel],
+                        vec![Value::Integer(epoch_ms()), inner.env.publish()],
+                    )
+                })
+            })
+            .await?;
+        match reply {
+            Value::Array(values) => match values.as_slice() {
+                [Value::Integer(available), Value::Integer(acquired)] => {
+                    Ok((*available, *acquired))
+                }
+                other => Err(Error::Protocol(format!("permit counts replied {other:?}"))),
+            },
+            other => Err(Error::Protocol(format!("permit counts replied {other:?}"))),
+        }
+    }
+
+    /// The number of permits available now, after expired ones were given
+    /// back (Redisson's `availablePermits`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongType`](crate::Error::WrongType) if a key holds something else; a transient error
+    /// after `retry_attempts` retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads (and gives expired permits back, which any later call
+    /// would do too): dropping it at any point leaves nothing behind.
+    pub async fn available_permits(&self) -> Result<i64> {
+        Ok(self.counts().await?.0)
+    }
+
+    /// The number of permits taken now, after expired ones were given back
+    /// (Redisson's `acquiredPermits`).
+    ///
+    /// # Errors
+    ///
+    /// As [`available_permits`](Self::available_permits).
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads (and gives expired permits back, which any later call
+    /// would do too): dropping it at any point leaves nothing behind.
+    pub async fn acquired_permits(&self) -> Result<i64> {
+        Ok(self.counts().await?.1)
+    }
+
+    /// Available plus taken permits (Redisson's `getPermits`).
+    ///
+    /// # Errors
+    ///
+    /// As [`available_permits`](Self::available_permits).
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads (and gives expired permits back, which any later call
+    /// would do too): dropping it at any point leaves nothing behind.
+    pub async fn permits(&self) -> Result<i64> {
+        let (available, acquired) = self.counts().await?;
+        Ok(available.saturating_add(acquired))
+    }
+
+    /// Make the total number of permits (available plus taken) `permits`
+    /// (Redisson's `setPermits`), publishing it if it changed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for more than `i32::MAX` permits;
+    /// [`Error::WrongType`](crate::Error::WrongType) if a key holds something else; a transient error
+    /// after `retry_attempts` retries (a retry is harmless: it sets the same
+    /// total).
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have run; running it again is harmless.
+    pub async fn set_permits(&self, permits: u32) -> Result<()> {
+        check_permits(permits)?;
+        let inner = self.inner();
+        let shared = &self.shared;
+        inner
+            .redis
+            .retrying(&shared.name, || {
+                inner.redis.eval(|| {
+                    ScriptCall::new(
+                        &script::PES_SET_PERMITS,
+                        &[&shared.name, &shared.channel, &shared.timeouts],
+                        vec![Value::Integer(permits.into()), inner.env.publish()],
+                    )
+                })
+            })
+            .await
+            .map(drop)
+    }
+
+    /// Set the number of available permits if the semaphore does not exist
+    /// yet (Redisson's `trySetPermits`); returns whether it was set.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for more than `i32::MAX` permits;
+    /// [`Error::WrongType`](crate::Error::WrongType) if the key holds something other than a count; a
+    /// transient error at once (not retried: a retry of a call that ran would
+    /// answer `false`).
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have set the permits.
+    pub async fn try_set_permits(&self, permits: u32) -> Result<bool> {
+        check_permits(permits)?;
+        try_set_call(
+            self.inner(),
+            &self.shared.name,
+            &self.shared.channel,
+            permits,
+            None,
+        )
+        .await
+    }
+
+    /// Add available permits, or take them away if negative (Redisson's
+    /// `addPermits`); a positive change is published.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongType`](crate::Error::WrongType) if the key holds something other than a count; a
+    /// transient error at once (not retried: a retry of a call that ran would
+    /// add twice).
+    ///
+    /// # Cancel safety
+    ///
+    /// A dropped future may or may not have added the permits.
+    pub async fn add_permits(&self, permits: i32) -> Result<()> {
+        add_call(
+            self.inner(),
+            &self.shared.name,
+            &self.shared.channel,
+            permits,
+            true,
+        )
+        .await
+        .map(drop)
+    }
+}
