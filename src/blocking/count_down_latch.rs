@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{BlockingClient, Driver};
+use super::client::BlockingClient;
+use super::driver::Driver;
 use crate::base::error::Result;
 
 impl BlockingClient {

@@ -6,7 +6,8 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{BlockingClient, Bridged, Driver, Release};
+use super::client::BlockingClient;
+use super::driver::{Bridged, Driver, Release};
 use crate::base::error::Result;
 use crate::base::owner::Owner;
 use crate::engine::guard::LockGuard;

@@ -4,7 +4,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{BlockingClient, Bridged, Driver, Release};
+use super::client::BlockingClient;
+use super::driver::{Bridged, Driver, Release};
 use crate::base::error::Result;
 
 impl BlockingClient {

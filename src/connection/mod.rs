@@ -4,6 +4,7 @@
 
 pub(crate) mod config;
 pub(crate) mod pubsub;
+pub(crate) mod pubsub_commands;
 pub(crate) mod redis;
 pub(crate) mod script;
 pub(crate) mod tls;

@@ -1,0 +1,87 @@
+//! [`BlockingClient`], and [`Client::blocking`] to get one.
+
+use std::sync::Arc;
+
+use tokio::runtime::{Handle, RuntimeFlavor};
+
+use super::driver::Driver;
+use crate::base::error::{Error, Result};
+use crate::client::Client;
+use crate::connection::config::Config;
+
+impl Client {
+    /// The blocking twin of this client, for threads outside any async
+    /// runtime. Its calls run on this client's runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] if that runtime is not multi-threaded.
+    pub fn blocking(&self) -> Result<BlockingClient> {
+        BlockingClient::from_async(self.clone())
+    }
+}
+
+/// A [`Client`] driven from blocking code. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct BlockingClient {
+    pub(super) client: Client,
+    pub(super) runtime: Arc<Driver>,
+}
+
+impl BlockingClient {
+    /// Connect with its own small runtime (one worker thread).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is started); [`Error::Config`] if a runtime cannot be started;
+    /// else as [`Client::connect`].
+    pub fn connect(config: Config) -> Result<BlockingClient> {
+        if Handle::try_current().is_ok() {
+            return Err(Error::BlockingInAsync);
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("redisson-lock")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Config(format!("cannot start a runtime: {e}")))?;
+        let client = runtime.block_on(Client::connect(config))?;
+        Ok(BlockingClient {
+            runtime: Arc::new(Driver::new(
+                runtime.handle().clone(),
+                Some(runtime),
+                client.inner.config.timeout,
+            )),
+            client,
+        })
+    }
+
+    /// Connect to a URL with default settings.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for a URL that cannot be parsed; else as
+    /// [`connect`](Self::connect).
+    pub fn from_url(url: &str) -> Result<BlockingClient> {
+        BlockingClient::connect(Config::from_url(url)?)
+    }
+
+    pub(crate) fn from_async(client: Client) -> Result<BlockingClient> {
+        let handle = client.inner.runtime.clone();
+        if handle.runtime_flavor() == RuntimeFlavor::CurrentThread {
+            return Err(Error::Config(
+                "the blocking API needs a multi-threaded runtime to drive the client".into(),
+            ));
+        }
+        Ok(BlockingClient {
+            runtime: Arc::new(Driver::new(handle, None, client.inner.config.timeout)),
+            client,
+        })
+    }
+
+    /// The async client underneath.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}
