@@ -146,6 +146,7 @@ mod sync;
 
 pub use base::backoff::BackOff;
 pub use base::error::{Cause, Error, Result};
+pub use base::layout;
 pub use base::names::{NameMapper, PrefixMapper};
 pub use base::owner::Owner;
 pub use base::time::MAX_DURATION;

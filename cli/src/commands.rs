@@ -11,7 +11,8 @@ use crate::args::{
     format_duration_ms, ForceUnlockArgs, ListArgs, LockKind, StatusArgs, StatusKind, WatchArgs,
 };
 use crate::exit::{self, CliError, CliResult};
-use crate::inspect::{self, Found, Names, Raw};
+use crate::inspect::{self, Found, Raw};
+use redisson_lock::layout::Layout;
 
 fn print(text: &str) -> CliResult<()> {
     write_stdout(text.as_bytes())
@@ -157,7 +158,7 @@ pub async fn list(client: &Client, args: &ListArgs, as_json: bool) -> CliResult<
     let raw = Raw::new(client);
     let mut rows: Vec<Json> = Vec::new();
     for (name, only_if_key) in candidates {
-        let names = Names::new(&name);
+        let names = Layout::of(&name);
         let t = raw.key_type(&name).await?;
         if only_if_key && t == "none" {
             continue;
@@ -191,7 +192,7 @@ pub async fn list(client: &Client, args: &ListArgs, as_json: bool) -> CliResult<
             _ => 0,
         };
         let waiting = if kind == StatusKind::Fair {
-            raw.key("LLEN", vec![names.queue.as_str().into()])
+            raw.key("LLEN", vec![names.fair_queue.as_str().into()])
                 .await?
                 .as_i64()
                 .unwrap_or(0)
@@ -238,7 +239,7 @@ pub async fn list(client: &Client, args: &ListArgs, as_json: bool) -> CliResult<
 /// `force-unlock NAME`: 0 if a hold was removed, 1 if none was there.
 pub async fn force_unlock(client: &Client, args: &ForceUnlockArgs, as_json: bool) -> CliResult<u8> {
     let raw = Raw::new(client);
-    let names = Names::new(&args.name);
+    let names = Layout::of(&args.name);
     let kind = match args.kind {
         Some(kind) => Some(kind),
         None => match inspect::detect(&raw, &names).await?.0 {

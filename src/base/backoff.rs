@@ -32,19 +32,19 @@ impl Default for BackOff {
 
 /// The back-off state of one waiter (a fresh one per acquisition).
 #[derive(Clone, Debug)]
-pub(crate) struct Backoff {
+pub(crate) struct BackOffState {
     policy: BackOff,
     next: Duration,
     step: u64,
 }
 
-impl Backoff {
-    pub(crate) fn new(policy: BackOff) -> Backoff {
+impl BackOffState {
+    pub(crate) fn new(policy: BackOff) -> BackOffState {
         let next = match policy {
             BackOff::Exponential { initial, .. } => initial,
             BackOff::Constant(d) => d,
         };
-        Backoff {
+        BackOffState {
             policy,
             next,
             step: 0,
@@ -91,7 +91,7 @@ mod tests {
 
     #[test]
     fn exponential_backoff_grows_to_its_cap() {
-        let mut b = Backoff::new(BackOff::default());
+        let mut b = BackOffState::new(BackOff::default());
         let delays: Vec<u128> = (0..12).map(|_| b.next_delay().as_millis()).collect();
         assert_eq!(delays[0], 1);
         assert!((2..=3).contains(&delays[1]), "{delays:?}");
@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn constant_backoff_stays() {
-        let mut b = Backoff::new(BackOff::Constant(Duration::from_millis(64)));
+        let mut b = BackOffState::new(BackOff::Constant(Duration::from_millis(64)));
         assert!((0..5).all(|_| b.next_delay() == Duration::from_millis(64)));
     }
 }

@@ -1,28 +1,9 @@
-//! Redis key and channel names derived from a lock name (docs/PROTOCOL.md §1.4).
-//!
-//! Both rules only ask whether the name contains `{` anywhere, exactly as
-//! Redisson does, so derived names land in the lock's cluster slot.
+//! Names: the [`NameMapper`] every name goes through, the check every name
+//! passes, and the keys of one RLock-layout lock (derived per
+//! [`layout`](crate::layout)).
 
 use crate::base::error::{Error, Result};
-
-/// `prefixName(P, N)`: `P:N` if `N` contains `{`, else `P:{N}`.
-pub(crate) fn prefix_name(prefix: &str, name: &str) -> String {
-    if name.contains('{') {
-        format!("{prefix}:{name}")
-    } else {
-        format!("{prefix}:{{{name}}}")
-    }
-}
-
-/// `suffixName(N, S)`: `N:S` if `N` contains `{`, else `{N}:S`.
-#[allow(dead_code)] // used by the fair and read-write locks
-pub(crate) fn suffix_name(name: &str, suffix: &str) -> String {
-    if name.contains('{') {
-        format!("{name}:{suffix}")
-    } else {
-        format!("{{{name}}}:{suffix}")
-    }
-}
+use crate::base::layout;
 
 /// Maps every lock name to the name Redis sees, like Redisson's
 /// `NameMapper`: a prefix per tenant or environment, applied to the key of
@@ -96,8 +77,8 @@ impl LockKeys {
         validate(name)?;
         Ok(LockKeys {
             name: name.to_owned(),
-            channel: prefix_name("redisson_lock__channel", name),
-            latch_prefix: prefix_name("redisson_unlock_latch", name),
+            channel: layout::lock_channel(name),
+            latch_prefix: layout::unlock_latch_prefix(name),
         })
     }
 }
@@ -111,32 +92,6 @@ pub(crate) fn latch_key(prefix: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn plain_names_get_braces() {
-        assert_eq!(
-            prefix_name("redisson_lock__channel", "orders"),
-            "redisson_lock__channel:{orders}"
-        );
-        assert_eq!(suffix_name("orders", "timeout"), "{orders}:timeout");
-    }
-
-    #[test]
-    fn names_with_a_brace_are_kept() {
-        assert_eq!(
-            prefix_name("redisson_lock__channel", "{shop}:orders"),
-            "redisson_lock__channel:{shop}:orders"
-        );
-        assert_eq!(
-            suffix_name("{shop}:orders", "timeout"),
-            "{shop}:orders:timeout"
-        );
-        assert_eq!(
-            prefix_name("redisson_lock__channel", "a{b}c"),
-            "redisson_lock__channel:a{b}c"
-        );
-        assert_eq!(prefix_name("p", "a{b"), "p:a{b");
-    }
 
     #[test]
     fn latch_ids_are_32_hex() {

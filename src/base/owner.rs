@@ -3,10 +3,12 @@
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-/// Generated ids start here, far above the small numbers Java thread ids and
-/// hand-picked explicit owners use, so the two never meet.
-const GENERATED_BASE: i64 = 1 << 48;
-static NEXT: AtomicI64 = AtomicI64::new(GENERATED_BASE);
+use crate::base::layout::GENERATED_OWNER_BASE;
+
+/// Generated ids start at [`GENERATED_OWNER_BASE`], far above the small
+/// numbers Java thread ids and hand-picked explicit owners use, so the two
+/// never meet.
+static NEXT: AtomicI64 = AtomicI64::new(GENERATED_OWNER_BASE);
 
 #[cfg(feature = "blocking")]
 thread_local! {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use fred::types::{Key, Value};
 
-use crate::base::backoff::Backoff;
+use crate::base::backoff::BackOffState;
 use crate::base::error::{Error, Result};
 use crate::base::names::LockKeys;
 use crate::base::owner::Owner;
@@ -45,7 +45,7 @@ pub(crate) enum Waiting {
     /// Subscribe to this channel; unlocks publish on it.
     Channel(String),
     /// No messages: sleep per this back-off between attempts (spin lock).
-    Backoff(Backoff),
+    BackOff(BackOffState),
 }
 
 /// The Redis side of one lock type.

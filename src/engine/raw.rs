@@ -392,7 +392,7 @@ impl wait::Attempts for LockAttempts<'_> {
                         .waiting
                         .get_or_insert_with(|| lock.proto.waiting(field))
                     {
-                        Waiting::Backoff(b) => Outcome::Busy(Some(b.next_delay())),
+                        Waiting::BackOff(b) => Outcome::Busy(Some(b.next_delay())),
                         Waiting::Channel(_) => {
                             Outcome::Busy(u64::try_from(ttl).ok().map(Duration::from_millis))
                         }
@@ -418,7 +418,7 @@ impl wait::Attempts for LockAttempts<'_> {
             .get_or_insert_with(|| lock.proto.waiting(field))
         {
             Waiting::Channel(channel) => Some((channel.clone(), Wake::Lock)),
-            Waiting::Backoff(_) => None,
+            Waiting::BackOff(_) => None,
         }
     }
 }

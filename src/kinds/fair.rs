@@ -21,7 +21,8 @@ use std::time::Duration;
 use fred::types::Value;
 
 use crate::base::error::{Error, Result, NON_REENTRANT};
-use crate::base::names::{prefix_name, LockKeys};
+use crate::base::layout;
+use crate::base::names::LockKeys;
 use crate::base::time::epoch_ms;
 use crate::client::Client;
 use crate::connection::script::ScriptEnv;
@@ -66,8 +67,8 @@ impl Fair {
     fn new(name: &str, reentrant: bool) -> Result<Fair> {
         Ok(Fair {
             lock: LockKeys::new(name)?,
-            queue: prefix_name("redisson_lock_queue", name),
-            timeouts: prefix_name("redisson_lock_timeout", name),
+            queue: layout::fair_queue(name),
+            timeouts: layout::fair_timeouts(name),
             reentrant,
         })
     }

@@ -25,7 +25,8 @@ use fred::interfaces::KeysInterface;
 use fred::types::Value;
 
 use crate::base::error::{Error, Result};
-use crate::base::names::{prefix_name, LockKeys};
+use crate::base::layout;
+use crate::base::names::LockKeys;
 use crate::client::Client;
 use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, ScriptCall};
@@ -63,7 +64,7 @@ impl Client {
             rlock: Reentrant {
                 keys: LockKeys::new(&name)?,
             },
-            token_key: prefix_name("redisson_lock_token", &name),
+            token_key: layout::fence_token(&name),
         });
         Ok(Lock::new(self.clone(), kind.clone(), kind))
     }

@@ -20,7 +20,8 @@ use std::sync::Arc;
 use fred::types::{Key, Value};
 
 use crate::base::error::{Error, Result};
-use crate::base::names::{prefix_name, suffix_name, LockKeys};
+use crate::base::layout;
+use crate::base::names::LockKeys;
 use crate::client::holds::Renewal;
 use crate::client::Client;
 use crate::connection::script::ScriptEnv;
@@ -209,26 +210,16 @@ struct RwKeys {
 impl RwKeys {
     fn new(name: &str) -> Result<RwKeys> {
         let mut lock = LockKeys::new(name)?;
-        lock.channel = prefix_name("redisson_rwlock", name);
+        lock.channel = layout::rw_channel(name);
         Ok(RwKeys {
             lock,
-            key_prefix: key_prefix(name),
+            key_prefix: layout::rw_key_prefix(name),
         })
     }
 
     /// `sfx(N, field) + ":rwlock_timeout"`; the read count `:<k>` follows.
     fn timeout_prefix(&self, field: &str) -> String {
-        format!("{}:rwlock_timeout", suffix_name(&self.lock.name, field))
-    }
-}
-
-/// The prefix of `N`'s reader timeout keys: `N` if it contains `{`, else
-/// `{N}` (what Redisson gets by cutting `":" + owner` off the timeout prefix).
-fn key_prefix(name: &str) -> String {
-    if name.contains('{') {
-        name.to_owned()
-    } else {
-        format!("{{{name}}}")
+        layout::rw_timeout_prefix(&self.lock.name, field)
     }
 }
 
@@ -302,7 +293,7 @@ impl Protocol for Read {
             script: &script::RW_RENEW_READ,
             append: |name, field, keys, args| {
                 keys.push(Key::from(name));
-                keys.push(Key::from(key_prefix(name)));
+                keys.push(Key::from(layout::rw_key_prefix(name)));
                 args.push(Value::Integer(1));
                 args.push(Value::from(field));
             },

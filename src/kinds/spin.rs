@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use fred::types::Value;
 
-use crate::base::backoff::{BackOff, Backoff};
+use crate::base::backoff::{BackOff, BackOffState};
 use crate::base::error::Result;
 use crate::base::names::LockKeys;
 use crate::client::Client;
@@ -83,7 +83,7 @@ impl Protocol for Spin {
     }
 
     fn waiting(&self, _field: &str) -> Waiting {
-        Waiting::Backoff(Backoff::new(self.backoff))
+        Waiting::BackOff(BackOffState::new(self.backoff))
     }
 
     fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {

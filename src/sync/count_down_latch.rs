@@ -15,6 +15,7 @@ use fred::types::Value;
 use tracing::Instrument;
 
 use crate::base::error::{Error, Result};
+use crate::base::layout;
 use crate::base::telemetry::Acquisition;
 use crate::client::{Client, Inner};
 use crate::connection::pubsub::Wake;
@@ -86,7 +87,7 @@ impl Client {
         Ok(CountDownLatch {
             shared: Arc::new(Shared {
                 client: self.clone(),
-                channel: format!("redisson_countdownlatch__channel__{{{name}}}"),
+                channel: layout::latch_channel(&name),
                 name,
             }),
         })

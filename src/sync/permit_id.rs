@@ -9,9 +9,6 @@ use fred::types::Value;
 
 use crate::base::error::{Error, Result};
 
-/// Redisson's score for a permit that never expires (`nonExpirableTimeout`).
-pub(crate) const NEVER_EXPIRES: i64 = 922_337_203_685_477;
-
 /// The id of one permit of a [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore): 16 random bytes,
 /// stored as such in Redis (Redisson ≥ 3.17) and shown, as Java shows it,
 /// as 32 lowercase hex digits. Parse that text back with [`str::parse`].

@@ -22,7 +22,8 @@ use tracing::Instrument;
 
 use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
-use crate::base::names::{prefix_name, suffix_name};
+use crate::base::layout;
+use crate::base::layout::PERMIT_NEVER_EXPIRES as NEVER_EXPIRES;
 use crate::base::telemetry::Acquisition;
 use crate::base::time::epoch_ms;
 use crate::client::{Client, Inner};
@@ -32,7 +33,6 @@ use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
 use crate::engine::wait::{wait_until, Outcome};
 use crate::sync::count::integer;
 use crate::sync::permit_id::PermitId;
-use crate::sync::permit_id::NEVER_EXPIRES;
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "permit_expirable_semaphore";
@@ -116,8 +116,8 @@ impl Client {
         Ok(PermitExpirableSemaphore {
             shared: Arc::new(Shared {
                 client: self.clone(),
-                timeouts: suffix_name(&name, "timeout"),
-                channel: prefix_name("redisson_sc", &name),
+                timeouts: layout::permit_timeouts(&name),
+                channel: layout::semaphore_channel(&name),
                 name,
             }),
         })

@@ -22,7 +22,8 @@ use tracing::Instrument;
 
 use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
-use crate::base::names::{latch_key, prefix_name};
+use crate::base::layout;
+use crate::base::names::latch_key;
 use crate::base::telemetry::Acquisition;
 use crate::client::{Client, Inner};
 use crate::connection::pubsub::Wake;
@@ -96,8 +97,8 @@ impl Client {
         Ok(Semaphore {
             shared: Arc::new(Shared {
                 client: self.clone(),
-                channel: prefix_name("redisson_sc", &name),
-                latch_prefix: prefix_name("redisson_sc_latch", &name),
+                channel: layout::semaphore_channel(&name),
+                latch_prefix: layout::semaphore_latch_prefix(&name),
                 name,
             }),
         })
