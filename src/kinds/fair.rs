@@ -57,7 +57,8 @@ impl ReentrantKind for Fair {}
 /// The [`NonReentrantFairLock`] kind.
 #[derive(Debug)]
 pub struct NonReentrantFair {
-    fair: Fair,
+    /// Its protocol: the fair lock's, refusing re-entry.
+    fair: Arc<Fair>,
 }
 
 impl sealed::Sealed for NonReentrantFair {}
@@ -97,10 +98,9 @@ impl Client {
     ///
     /// [`Error::InvalidName`] for an empty name.
     pub fn non_reentrant_fair_lock(&self, name: &str) -> Result<NonReentrantFairLock> {
-        let kind = Arc::new(NonReentrantFair {
-            fair: Fair::new(&self.map_name(name)?, false)?,
-        });
-        Ok(Lock::new(self.clone(), kind.clone(), kind))
+        let fair = Arc::new(Fair::new(&self.map_name(name)?, false)?);
+        let kind = Arc::new(NonReentrantFair { fair: fair.clone() });
+        Ok(Lock::new(self.clone(), kind, fair))
     }
 }
 
@@ -258,53 +258,5 @@ impl Protocol for Fair {
             ],
             vec![Value::from("0"), Value::Integer(epoch_ms()), env.publish()],
         )
-    }
-}
-
-impl Protocol for NonReentrantFair {
-    fn kind(&self) -> &'static str {
-        self.fair.kind()
-    }
-
-    fn keys(&self) -> &LockKeys {
-        &self.fair.lock
-    }
-
-    fn release_channel(&self) -> Option<&str> {
-        None
-    }
-
-    fn acquire(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        mode: AttemptMode,
-    ) -> ScriptCall {
-        self.fair.acquire(env, field, lease_ms, mode)
-    }
-
-    fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
-        self.fair.parse_acquire(reply)
-    }
-
-    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        self.fair.release(env, field, lease_ms, latch)
-    }
-
-    fn gave_up(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        wait: Option<Duration>,
-    ) -> Option<(ScriptCall, Duration)> {
-        self.fair.gave_up(env, field, wait)
-    }
-
-    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
-        self.fair.force_unlock(env)
-    }
-    fn waiting(&self, field: &str) -> Waiting {
-        self.fair.waiting(field)
     }
 }

@@ -61,9 +61,7 @@ impl Client {
     pub fn fenced_lock(&self, name: &str) -> Result<FencedLock> {
         let name = self.map_name(name)?;
         let kind = Arc::new(Fenced {
-            rlock: Reentrant {
-                keys: LockKeys::new(&name)?,
-            },
+            rlock: Reentrant::new(&name)?,
             token_key: layout::fence_token(&name),
         });
         Ok(Lock::new(self.clone(), kind.clone(), kind))

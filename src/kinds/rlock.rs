@@ -26,6 +26,18 @@ pub type NonReentrantLock = Lock<NonReentrant>;
 #[derive(Debug)]
 pub struct Reentrant {
     pub(crate) keys: LockKeys,
+    /// `false` for [`NonReentrant`]'s protocol: the holder taking it again
+    /// is refused.
+    pub(crate) reentrant: bool,
+}
+
+impl Reentrant {
+    pub(crate) fn new(name: &str) -> Result<Reentrant> {
+        Ok(Reentrant {
+            keys: LockKeys::new(name)?,
+            reentrant: true,
+        })
+    }
 }
 
 impl sealed::Sealed for Reentrant {}
@@ -35,7 +47,9 @@ impl ReentrantKind for Reentrant {}
 /// The [`NonReentrantLock`] kind.
 #[derive(Debug)]
 pub struct NonReentrant {
-    rlock: Reentrant,
+    // Its protocol is RLock's, refusing re-entry (`Reentrant` with
+    // `reentrant: false`): this type only marks what the lock can do.
+    _private: (),
 }
 
 impl sealed::Sealed for NonReentrant {}
@@ -49,9 +63,7 @@ impl Client {
     ///
     /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
     pub fn lock(&self, name: &str) -> Result<RLock> {
-        let kind = Arc::new(Reentrant {
-            keys: LockKeys::new(&self.map_name(name)?)?,
-        });
+        let kind = Arc::new(Reentrant::new(&self.map_name(name)?)?);
         Ok(Lock::new(self.clone(), kind.clone(), kind))
     }
 
@@ -64,12 +76,12 @@ impl Client {
     ///
     /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
     pub fn non_reentrant_lock(&self, name: &str) -> Result<NonReentrantLock> {
-        let kind = Arc::new(NonReentrant {
-            rlock: Reentrant {
-                keys: LockKeys::new(&self.map_name(name)?)?,
-            },
+        let rlock = Arc::new(Reentrant {
+            reentrant: false,
+            ..Reentrant::new(&self.map_name(name)?)?
         });
-        Ok(Lock::new(self.clone(), kind.clone(), kind))
+        let kind = Arc::new(NonReentrant { _private: () });
+        Ok(Lock::new(self.clone(), kind, rlock))
     }
 }
 
@@ -83,7 +95,11 @@ impl RLock {
 
 impl Protocol for Reentrant {
     fn kind(&self) -> &'static str {
-        "lock"
+        if self.reentrant {
+            "lock"
+        } else {
+            "non_reentrant_lock"
+        }
     }
 
     fn keys(&self) -> &LockKeys {
@@ -97,11 +113,11 @@ impl Protocol for Reentrant {
         lease_ms: i64,
         _mode: AttemptMode,
     ) -> ScriptCall {
-        ScriptCall::new(
-            &script::LOCK,
-            &[&self.keys.name],
-            vec![Value::Integer(lease_ms), Value::from(field)],
-        )
+        let mut args = vec![Value::Integer(lease_ms), Value::from(field)];
+        if !self.reentrant {
+            args.push(Value::from(NON_REENTRANT));
+        }
+        ScriptCall::new(&script::LOCK, &[&self.keys.name], args)
     }
 
     fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
@@ -114,36 +130,6 @@ impl Protocol for Reentrant {
             &[&self.keys.name, &self.keys.channel],
             vec![Value::from("0"), env.publish()],
         )
-    }
-}
-
-impl Protocol for NonReentrant {
-    fn kind(&self) -> &'static str {
-        "non_reentrant_lock"
-    }
-
-    fn keys(&self) -> &LockKeys {
-        &self.rlock.keys
-    }
-
-    fn acquire(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        mode: AttemptMode,
-    ) -> ScriptCall {
-        let mut call = self.rlock.acquire(env, field, lease_ms, mode);
-        call.args.push(Value::from(NON_REENTRANT));
-        call
-    }
-
-    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        self.rlock.release(env, field, lease_ms, latch)
-    }
-
-    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
-        self.rlock.force_unlock(env)
     }
 }
 
@@ -187,9 +173,7 @@ pub(crate) mod tests {
     #[test]
     fn rlock_calls() -> Result<()> {
         let env = env();
-        let lock = Reentrant {
-            keys: LockKeys::new("orders")?,
-        };
+        let lock = Reentrant::new("orders")?;
         let field = lock.field(&env, Owner::new(7));
         assert_eq!(field, "c:7");
         let acquire = lock.acquire(&env, &field, 30_000, AttemptMode::Once);
@@ -220,7 +204,10 @@ pub(crate) mod tests {
         );
         assert_eq!(lock.latch_prefix(), "redisson_unlock_latch:{orders}");
 
-        let non_reentrant = NonReentrant { rlock: lock };
+        let non_reentrant = Reentrant {
+            reentrant: false,
+            ..lock
+        };
         let acquire = non_reentrant.acquire(&env, &field, 30_000, AttemptMode::Once);
         assert_eq!(
             acquire.args,

@@ -50,9 +50,7 @@ impl Client {
     /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
     pub fn spin_lock_with(&self, name: &str, backoff: BackOff) -> Result<SpinLock> {
         let kind = Arc::new(Spin {
-            rlock: Reentrant {
-                keys: LockKeys::new(&self.map_name(name)?)?,
-            },
+            rlock: Reentrant::new(&self.map_name(name)?)?,
             backoff,
         });
         Ok(Lock::new(self.clone(), kind.clone(), kind))
