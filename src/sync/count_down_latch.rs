@@ -22,6 +22,7 @@ use crate::connection::pubsub::Wake;
 use crate::connection::script::{self, ScriptCall};
 use crate::engine::wait::{wait_until, Outcome};
 use crate::sync::count::{get_count, integer, parse_count};
+use crate::sync::handle::{handle_accessors, Handle};
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "count_down_latch";
@@ -63,12 +64,11 @@ pub struct CountDownLatch {
 }
 
 struct Shared {
-    client: Client,
-    /// `N`, the count.
-    name: String,
-    /// `redisson_countdownlatch__channel__{N}`.
-    channel: String,
+    /// Its channel is `redisson_countdownlatch__channel__{N}`.
+    handle: Handle,
 }
+
+handle_accessors!(CountDownLatch, "latch");
 
 impl Client {
     /// A handle to the count-down latch `name` (Redisson's
@@ -83,38 +83,14 @@ impl Client {
     ///
     /// [`Error::InvalidName`] for an empty name.
     pub fn count_down_latch(&self, name: &str) -> Result<CountDownLatch> {
-        let name = self.map_name(name)?;
+        let handle = Handle::new(self, name, layout::latch_channel)?;
         Ok(CountDownLatch {
-            shared: Arc::new(Shared {
-                client: self.clone(),
-                channel: layout::latch_channel(&name),
-                name,
-            }),
+            shared: Arc::new(Shared { handle }),
         })
     }
 }
 
 impl CountDownLatch {
-    fn inner(&self) -> &Arc<Inner> {
-        &self.shared.client.inner
-    }
-
-    /// The latch's name (its Redis key, after name mapping).
-    pub fn name(&self) -> &str {
-        &self.shared.name
-    }
-
-    /// The client this handle belongs to.
-    pub fn client(&self) -> &Client {
-        &self.shared.client
-    }
-
-    /// The channel the latch publishes on.
-    #[doc(hidden)]
-    pub fn channel(&self) -> &str {
-        &self.shared.channel
-    }
-
     /// Set the count if the latch does not exist (Redisson's
     /// `trySetCount`); returns whether it was set. Publishes `1`.
     ///
@@ -176,7 +152,7 @@ impl CountDownLatch {
     /// It only reads: dropping it at any point leaves nothing behind.
     #[doc(alias = "count")]
     pub async fn get_count(&self) -> Result<i64> {
-        get_count(self.inner(), &self.shared.name).await
+        get_count(self.inner(), &self.shared.handle.name).await
     }
 
     /// Delete the latch (Redisson's `delete`); returns whether it existed.
@@ -266,8 +242,8 @@ impl CountDownLatch {
         let inner = self.inner().clone();
         // One GET per attempt: the wait loop retries transient errors itself,
         // within the caller's deadline.
-        let name = &self.shared.name;
-        let channel = &self.shared.channel;
+        let name = &self.shared.handle.name;
+        let channel = &self.shared.handle.channel;
         let done = wait_until(&inner, name, channel, Wake::All, wait, || async {
             let value: Option<String> = inner
                 .redis
@@ -300,7 +276,7 @@ impl CountDownLatch {
             .eval(|| {
                 ScriptCall::new(
                     script,
-                    &[&self.shared.name, &self.shared.channel],
+                    &[&self.shared.handle.name, &self.shared.handle.channel],
                     args(inner),
                 )
             })
@@ -311,7 +287,7 @@ impl CountDownLatch {
 impl std::fmt::Debug for CountDownLatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CountDownLatch")
-            .field("name", &self.shared.name)
+            .field("name", &self.shared.handle.name)
             .finish()
     }
 }

@@ -26,12 +26,13 @@ use crate::base::layout;
 use crate::base::layout::PERMIT_NEVER_EXPIRES as NEVER_EXPIRES;
 use crate::base::telemetry::Acquisition;
 use crate::base::time::epoch_ms;
-use crate::client::{Client, Inner};
+use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::script::{self, millis, ScriptCall};
 use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
 use crate::engine::wait::{wait_until, Outcome};
 use crate::sync::count::integer;
+use crate::sync::handle::{handle_accessors, Handle};
 use crate::sync::permit_id::PermitId;
 
 /// The `kind` of spans and metrics.
@@ -95,14 +96,13 @@ pub struct PermitExpirableSemaphore {
 }
 
 pub(super) struct Shared {
-    client: Client,
-    /// `N`, the available count.
-    pub(super) name: String,
+    /// Its channel is `redisson_sc:{N}`.
+    pub(super) handle: Handle,
     /// `{N}:timeout`, the taken permits.
     pub(super) timeouts: String,
-    /// `redisson_sc:{N}`.
-    pub(super) channel: String,
 }
+
+handle_accessors!(PermitExpirableSemaphore, "semaphore");
 
 impl Client {
     /// A handle to the permit-expirable semaphore `name` (Redisson's
@@ -112,13 +112,11 @@ impl Client {
     ///
     /// [`Error::InvalidName`] for an empty name.
     pub fn permit_expirable_semaphore(&self, name: &str) -> Result<PermitExpirableSemaphore> {
-        let name = self.map_name(name)?;
+        let handle = Handle::new(self, name, layout::semaphore_channel)?;
         Ok(PermitExpirableSemaphore {
             shared: Arc::new(Shared {
-                client: self.clone(),
-                timeouts: layout::permit_timeouts(&name),
-                channel: layout::semaphore_channel(&name),
-                name,
+                timeouts: layout::permit_timeouts(&handle.name),
+                handle,
             }),
         })
     }
@@ -136,26 +134,6 @@ pub(super) enum Released {
 }
 
 impl PermitExpirableSemaphore {
-    pub(super) fn inner(&self) -> &Arc<Inner> {
-        &self.shared.client.inner
-    }
-
-    /// The semaphore's name (its Redis key, after name mapping).
-    pub fn name(&self) -> &str {
-        &self.shared.name
-    }
-
-    /// The client this handle belongs to.
-    pub fn client(&self) -> &Client {
-        &self.shared.client
-    }
-
-    /// The channel releases publish on (`redisson_sc:{N}`).
-    #[doc(hidden)]
-    pub fn channel(&self) -> &str {
-        &self.shared.channel
-    }
-
     /// The sorted set of taken permits (`{N}:timeout`).
     #[doc(hidden)]
     pub fn timeouts_key(&self) -> &str {
@@ -247,7 +225,7 @@ impl PermitExpirableSemaphore {
         );
         let report = Acquisition::start(KIND, &span, Instant::now());
         let inner = self.inner().clone();
-        let (name, channel) = (&self.shared.name, &self.shared.channel);
+        let (name, channel) = (&self.shared.handle.name, &self.shared.handle.channel);
         let done = wait_until(&inner, name, channel, Wake::Count, wait, || {
             self.attempt(lease)
         })
@@ -279,7 +257,11 @@ impl PermitExpirableSemaphore {
                 let call = || {
                     ScriptCall::new(
                         &script::PES_ACQUIRE,
-                        &[&shared.name, &shared.timeouts, &shared.channel],
+                        &[
+                            &shared.handle.name,
+                            &shared.timeouts,
+                            &shared.handle.channel,
+                        ],
                         vec![
                             Value::Integer(1),
                             Value::Integer(expiry),
@@ -349,8 +331,8 @@ impl PermitExpirableSemaphore {
                 ScriptCall::new(
                     &script::PES_RELEASE,
                     &[
-                        &self.shared.name,
-                        &self.shared.channel,
+                        &self.shared.handle.name,
+                        &self.shared.handle.channel,
                         &self.shared.timeouts,
                     ],
                     vec![
@@ -401,7 +383,7 @@ fn parse_acquire(reply: Value) -> Result<Option<i64>> {
 impl fmt::Debug for PermitExpirableSemaphore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PermitExpirableSemaphore")
-            .field("name", &self.shared.name)
+            .field("name", &self.shared.handle.name)
             .finish()
     }
 }
@@ -522,7 +504,7 @@ impl PermitGuard {
 impl fmt::Debug for PermitGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PermitGuard")
-            .field("semaphore", &self.0.get().semaphore.shared.name)
+            .field("semaphore", &self.0.get().semaphore.shared.handle.name)
             .field("id", &self.0.get().id)
             .field("lease", &self.0.get().lease)
             .finish()

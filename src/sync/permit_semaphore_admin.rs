@@ -77,12 +77,16 @@ impl PermitExpirableSemaphore {
                     args.extend(ids.iter().map(PermitId::value));
                     ScriptCall::new(
                         &script::PES_RELEASE_MANY,
-                        &[&shared.name, &shared.channel, &shared.timeouts],
+                        &[
+                            &shared.handle.name,
+                            &shared.handle.channel,
+                            &shared.timeouts,
+                        ],
                         args,
                     )
                 })
             };
-            let reply = inner.redis.retrying(&shared.name, release).await?;
+            let reply = inner.redis.retrying(&shared.handle.name, release).await?;
             let released = integer(reply, "permit release")?;
             Ok(u32::try_from(released).unwrap_or(0))
         };
@@ -108,12 +112,16 @@ impl PermitExpirableSemaphore {
         let shared = &self.shared;
         let reply = inner
             .redis
-            .retrying(&shared.name, || {
+            .retrying(&shared.handle.name, || {
                 inner.redis.eval(|| {
                     let now = epoch_ms();
                     ScriptCall::new(
                         &script::PES_UPDATE_LEASE,
-                        &[&shared.name, &shared.timeouts, &shared.channel],
+                        &[
+                            &shared.handle.name,
+                            &shared.timeouts,
+                            &shared.handle.channel,
+                        ],
                         vec![
                             id.value(),
                             Value::Integer(now.saturating_add(millis(lease))),
@@ -145,11 +153,15 @@ impl PermitExpirableSemaphore {
         let shared = &self.shared;
         let reply = inner
             .redis
-            .retrying(&shared.name, || {
+            .retrying(&shared.handle.name, || {
                 inner.redis.eval(|| {
                     ScriptCall::new(
                         &script::PES_LEASE_TIME,
-                        &[&shared.name, &shared.timeouts, &shared.channel],
+                        &[
+                            &shared.handle.name,
+                            &shared.timeouts,
+                            &shared.handle.channel,
+                        ],
                         vec![
                             id.value(),
                             Value::Integer(NEVER_EXPIRES),
@@ -175,11 +187,15 @@ impl PermitExpirableSemaphore {
         let shared = &self.shared;
         let reply = inner
             .redis
-            .retrying(&shared.name, || {
+            .retrying(&shared.handle.name, || {
                 inner.redis.eval(|| {
                     ScriptCall::new(
                         &script::PES_COUNTS,
-                        &[&shared.name, &shared.timeouts, &shared.channel],
+                        &[
+                            &shared.handle.name,
+                            &shared.timeouts,
+                            &shared.handle.channel,
+                        ],
                         vec![Value::Integer(epoch_ms()), inner.env.publish()],
                     )
                 })
@@ -261,11 +277,15 @@ impl PermitExpirableSemaphore {
         let shared = &self.shared;
         inner
             .redis
-            .retrying(&shared.name, || {
+            .retrying(&shared.handle.name, || {
                 inner.redis.eval(|| {
                     ScriptCall::new(
                         &script::PES_SET_PERMITS,
-                        &[&shared.name, &shared.channel, &shared.timeouts],
+                        &[
+                            &shared.handle.name,
+                            &shared.handle.channel,
+                            &shared.timeouts,
+                        ],
                         vec![Value::Integer(permits.into()), inner.env.publish()],
                     )
                 })
@@ -291,8 +311,8 @@ impl PermitExpirableSemaphore {
         check_permits(permits)?;
         try_set_call(
             self.inner(),
-            &self.shared.name,
-            &self.shared.channel,
+            &self.shared.handle.name,
+            &self.shared.handle.channel,
             permits,
             None,
         )
@@ -314,8 +334,8 @@ impl PermitExpirableSemaphore {
     pub async fn add_permits(&self, permits: i32) -> Result<()> {
         add_call(
             self.inner(),
-            &self.shared.name,
-            &self.shared.channel,
+            &self.shared.handle.name,
+            &self.shared.handle.channel,
             permits,
             true,
         )

@@ -32,6 +32,7 @@ use crate::connection::script::{self, millis, ScriptCall};
 use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
 use crate::engine::wait::{wait_until, Outcome};
 use crate::sync::count::{check_permits, integer};
+use crate::sync::handle::{handle_accessors, Handle};
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "semaphore";
@@ -76,14 +77,13 @@ pub struct Semaphore {
 }
 
 pub(super) struct Shared {
-    client: Client,
-    /// `N`, the count.
-    pub(super) name: String,
-    /// `redisson_sc:{N}`.
-    pub(super) channel: String,
+    /// Its channel is `redisson_sc:{N}`.
+    pub(super) handle: Handle,
     /// `redisson_sc_latch:{N}`, to which `:<id>` is appended.
     pub(super) latch_prefix: String,
 }
+
+handle_accessors!(Semaphore, "semaphore");
 
 impl Client {
     /// A handle to the semaphore `name` (Redisson's `getSemaphore(name)`).
@@ -93,13 +93,11 @@ impl Client {
     ///
     /// [`Error::InvalidName`] for an empty name.
     pub fn semaphore(&self, name: &str) -> Result<Semaphore> {
-        let name = self.map_name(name)?;
+        let handle = Handle::new(self, name, layout::semaphore_channel)?;
         Ok(Semaphore {
             shared: Arc::new(Shared {
-                client: self.clone(),
-                channel: layout::semaphore_channel(&name),
-                latch_prefix: layout::semaphore_latch_prefix(&name),
-                name,
+                latch_prefix: layout::semaphore_latch_prefix(&handle.name),
+                handle,
             }),
         })
     }
@@ -117,26 +115,6 @@ fn latch_ttl(inner: &Inner) -> Duration {
 }
 
 impl Semaphore {
-    pub(super) fn inner(&self) -> &Arc<Inner> {
-        &self.shared.client.inner
-    }
-
-    /// The semaphore's name (its Redis key, after name mapping).
-    pub fn name(&self) -> &str {
-        &self.shared.name
-    }
-
-    /// The client this handle belongs to.
-    pub fn client(&self) -> &Client {
-        &self.shared.client
-    }
-
-    /// The channel releases publish on (`redisson_sc:{N}`).
-    #[doc(hidden)]
-    pub fn channel(&self) -> &str {
-        &self.shared.channel
-    }
-
     /// Take `permits` permits, waiting as long as it takes (Redisson's
     /// `acquire(permits)`). Zero permits: a permit of nothing, at once,
     /// without a command.
@@ -221,7 +199,7 @@ impl Semaphore {
         );
         let report = Acquisition::start(KIND, &span, Instant::now());
         let inner = self.inner().clone();
-        let (name, channel) = (&self.shared.name, &self.shared.channel);
+        let (name, channel) = (&self.shared.handle.name, &self.shared.handle.channel);
         let done = wait_until(&inner, name, channel, Wake::Count, wait, || {
             self.attempt(permits)
         })
@@ -247,7 +225,7 @@ impl Semaphore {
                 let call = || {
                     ScriptCall::new(
                         &script::SEMAPHORE_ACQUIRE,
-                        &[&shared.name, &latch],
+                        &[&shared.handle.name, &latch],
                         vec![Value::Integer(permits.into()), Value::Integer(ttl)],
                     )
                 };
@@ -327,7 +305,7 @@ impl Semaphore {
             inner.redis.eval(|| {
                 ScriptCall::new(
                     &script::SEMAPHORE_RELEASE,
-                    &[&self.shared.name, &self.shared.channel, latch],
+                    &[&self.shared.handle.name, &self.shared.handle.channel, latch],
                     vec![
                         Value::Integer(permits.into()),
                         inner.env.publish(),
@@ -374,7 +352,7 @@ pub(super) enum Mode {
 impl std::fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Semaphore")
-            .field("name", &self.shared.name)
+            .field("name", &self.shared.handle.name)
             .finish()
     }
 }
@@ -492,7 +470,7 @@ impl SemaphorePermit {
 impl std::fmt::Debug for SemaphorePermit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SemaphorePermit")
-            .field("semaphore", &self.0.get().semaphore.shared.name)
+            .field("semaphore", &self.0.get().semaphore.shared.handle.name)
             .field("permits", &self.0.get().permits)
             .finish()
     }

@@ -75,7 +75,7 @@ impl Semaphore {
             .eval(|| {
                 ScriptCall::new(
                     &script::SEMAPHORE_RELEASE_IF_EXISTS,
-                    &[&self.shared.name, &self.shared.channel],
+                    &[&self.shared.handle.name, &self.shared.handle.channel],
                     vec![Value::Integer(permits.into()), inner.env.publish()],
                 )
             })
@@ -84,11 +84,11 @@ impl Semaphore {
     }
 
     async fn exists(&self) -> Result<bool> {
-        let name = self.shared.name.clone();
+        let name = self.shared.handle.name.clone();
         let n: i64 = self
             .inner()
             .redis
-            .key_command(&self.shared.name, |c| {
+            .key_command(&self.shared.handle.name, |c| {
                 let name = name.clone();
                 async move { c.exists(name).await }
             })
@@ -135,7 +135,14 @@ impl Semaphore {
     async fn try_set(&self, permits: u32, ttl: Option<Duration>) -> Result<bool> {
         check_permits(permits)?;
         let inner = self.inner();
-        try_set_call(inner, &self.shared.name, &self.shared.channel, permits, ttl).await
+        try_set_call(
+            inner,
+            &self.shared.handle.name,
+            &self.shared.handle.channel,
+            permits,
+            ttl,
+        )
+        .await
     }
 
     /// Add `permits` permits, or take them away if negative (Redisson's
@@ -154,8 +161,8 @@ impl Semaphore {
     pub async fn add_permits(&self, permits: i32) -> Result<()> {
         add_call(
             self.inner(),
-            &self.shared.name,
-            &self.shared.channel,
+            &self.shared.handle.name,
+            &self.shared.handle.channel,
             permits,
             false,
         )
@@ -175,7 +182,7 @@ impl Semaphore {
     ///
     /// It only reads: dropping it at any point leaves nothing behind.
     pub async fn available_permits(&self) -> Result<i64> {
-        get_count(self.inner(), &self.shared.name).await
+        get_count(self.inner(), &self.shared.handle.name).await
     }
 
     /// Take every available permit (Redisson's `drainPermits`): the count
@@ -195,7 +202,13 @@ impl Semaphore {
         let reply = self
             .inner()
             .redis
-            .eval(|| ScriptCall::new(&script::SEMAPHORE_DRAIN, &[&self.shared.name], Vec::new()))
+            .eval(|| {
+                ScriptCall::new(
+                    &script::SEMAPHORE_DRAIN,
+                    &[&self.shared.handle.name],
+                    Vec::new(),
+                )
+            })
             .await?;
         integer(reply, "semaphore drainPermits")
     }

@@ -1,0 +1,62 @@
+//! What every synchronizer handle is: its client, its name (the key of its
+//! count) and the channel it publishes on, shared by the handle's clones.
+
+use std::sync::Arc;
+
+use crate::base::error::Result;
+use crate::client::{Client, Inner};
+
+/// A synchronizer's client, name and channel.
+pub(crate) struct Handle {
+    pub(crate) client: Client,
+    /// `N`, after name mapping.
+    pub(crate) name: String,
+    /// The channel its changes are published on.
+    pub(crate) channel: String,
+}
+
+impl Handle {
+    /// The handle of `name` (mapped and checked) on `client`, whose
+    /// channel `channel` derives from the mapped name.
+    pub(crate) fn new(client: &Client, name: &str, channel: fn(&str) -> String) -> Result<Handle> {
+        let name = client.map_name(name)?;
+        Ok(Handle {
+            client: client.clone(),
+            channel: channel(&name),
+            name,
+        })
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.client.inner
+    }
+}
+
+/// The accessors of a synchronizer handle type whose `shared.handle` is a
+/// [`Handle`]; `$what` names it in their docs.
+macro_rules! handle_accessors {
+    ($type:ty, $what:literal) => {
+        impl $type {
+            pub(crate) fn inner(&self) -> &std::sync::Arc<crate::client::Inner> {
+                self.shared.handle.inner()
+            }
+
+            #[doc = concat!("The ", $what, "'s name (its Redis key, after name mapping).")]
+            pub fn name(&self) -> &str {
+                &self.shared.handle.name
+            }
+
+            /// The client this handle belongs to.
+            pub fn client(&self) -> &crate::Client {
+                &self.shared.handle.client
+            }
+
+            #[doc = concat!("The channel the ", $what, " publishes on.")]
+            #[doc(hidden)]
+            pub fn channel(&self) -> &str {
+                &self.shared.handle.channel
+            }
+        }
+    };
+}
+pub(crate) use handle_accessors;
