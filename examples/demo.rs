@@ -6,65 +6,14 @@
 //! cargo run --example demo
 //! ```
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+mod support;
+
 use std::time::{Duration, Instant};
-
-use redisson_lock::{Client, Config};
-
-/// A private redis-server, killed on drop.
-struct PrivateRedis(Child);
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_redis() -> Result<(String, PrivateRedis), Box<dyn std::error::Error>> {
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start redis-server ({e}); install it or set REDIS_URL"))?;
-    Ok((format!("redis://127.0.0.1:{port}"), PrivateRedis(child)))
-}
-
-async fn connect(url: &str) -> redisson_lock::Result<Client> {
-    // The private server may need a moment to listen.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match Client::connect(Config::from_url(url)?.timeout(Duration::from_millis(500))).await {
-            Err(e) if e.is_transient() && Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(20)).await
-            }
-            other => return other,
-        }
-    }
-}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (url, _server) = match std::env::var("REDIS_URL") {
-        Ok(url) if !url.is_empty() => (url, None),
-        _ => {
-            let (url, server) = start_redis()?;
-            println!("started a private redis-server at {url}");
-            (url, Some(server))
-        }
-    };
-    let services = [connect(&url).await?, connect(&url).await?];
+    let (url, _server) = support::redis()?;
+    let services = [support::connect(&url).await?, support::connect(&url).await?];
     for (i, client) in services.iter().enumerate() {
         println!("service {i}: client id {}", client.id());
     }

@@ -1,4 +1,5 @@
-//! The fault-injection toolbox (`tests/common/fault.rs`) does what it says:
+//! The fault-injection toolbox (the test kit's proxy, faults and child
+//! processes; the lock jobs in `tests/common/fault.rs`) does what it says:
 //! the proxy stalls, cuts and refuses; the server restarts on its port;
 //! CLIENT KILL / PAUSE and SCRIPT FLUSH act; child processes hold locks,
 //! die, and exclude each other.

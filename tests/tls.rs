@@ -42,7 +42,7 @@ mod without_tls {
 mod with_tls {
     use std::time::{Duration, Instant};
 
-    use crate::common::tls::{Backend, Certs, TlsServer};
+    use crate::common::tls::{Backend, Certs, TlsServer, TlsServerExt};
     use crate::common::{unique, wait_numsub, Server};
     use fred::prelude::*;
     use redisson_lock::{Client, Config, Error};

@@ -289,7 +289,7 @@ fn run(args: &[String]) -> Result<()> {
             (None, url)
         }
         _ => {
-            let s = server::Server::start()?;
+            let s = server::start();
             let url = s.url.clone();
             eprintln!("started redis-server at {url}");
             (Some(s), url)
@@ -298,7 +298,10 @@ fn run(args: &[String]) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let redis_pid = server.0.as_ref().and_then(server::Server::pid);
+    let redis_pid = server
+        .0
+        .as_ref()
+        .and_then(redisson_lock_testkit::Server::pid);
     let outcome = rt.block_on(bench(&server.1, redis_pid, &params));
     rt.shutdown_timeout(Duration::from_secs(2));
     drop(server);

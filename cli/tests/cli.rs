@@ -808,12 +808,7 @@ fn run_passes_term_and_int_on_to_the_whole_process_group() {
 }
 
 fn send(pid: u32, sig: &str) {
-    let ok = std::process::Command::new("kill")
-        .args(["-s", sig, &pid.to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
+    redisson_lock_testkit::process::signal(pid, &format!("-{sig}"));
 }
 
 #[test]

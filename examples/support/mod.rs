@@ -1,49 +1,22 @@
 //! What the examples share: `REDIS_URL`, or a private `redis-server` from
-//! PATH on a free loopback port when it is unset (killed when the example
-//! ends).
+//! PATH on a free loopback port when it is unset (started by the test kit,
+//! killed when the example ends).
 #![allow(dead_code)] // each example uses a part
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use redisson_lock::{Client, Config};
-
-/// A private redis-server, killed on drop.
-pub struct PrivateRedis(Child);
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+/// A private redis-server (the test kit's), killed on drop.
+pub use redisson_lock_testkit::Server as PrivateRedis;
 
 /// The URL of the Redis to use, and the private server behind it, if any.
 pub fn redis() -> Result<(String, Option<PrivateRedis>), Box<dyn std::error::Error>> {
-    if let Ok(url) = std::env::var("REDIS_URL") {
-        if !url.is_empty() {
-            return Ok((url, None));
-        }
+    let server = PrivateRedis::start(); // REDIS_URL, or a private one
+    if !server.is_private() {
+        return Ok((server.url.clone(), None));
     }
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start redis-server ({e}); install it or set REDIS_URL"))?;
-    let url = format!("redis://127.0.0.1:{port}");
-    println!("started a private redis-server at {url}");
-    Ok((url, Some(PrivateRedis(child))))
+    println!("started a private redis-server at {}", server.url);
+    Ok((server.url.clone(), Some(server)))
 }
 
 /// `n` independent servers (for RedLock): `n` private ones, or `REDIS_URL`
@@ -60,7 +33,7 @@ pub fn servers(n: usize) -> Result<(Vec<String>, Vec<PrivateRedis>), Box<dyn std
     Ok((urls, private))
 }
 
-/// Connect, giving a private server a moment to listen.
+/// Connect (retrying transient errors for up to 5 s).
 pub async fn connect(url: &str) -> redisson_lock::Result<Client> {
     connect_with(url, |config| config).await
 }

@@ -1,8 +1,9 @@
 // A real Java Redisson client driven line by line from stdin, for the Rust
-// interop tests (tests/java.rs, tests/common/java.rs). Written for this
-// repository; it uses only Redisson's public API that exists from 3.17.0 to
-// 4.7.0 and reaches newer kinds (fenced lock 3.23+, non-reentrant locks 4.7)
-// through reflection, answering "unsupported" where a version lacks them.
+// interop tests (tests/java.rs; the process and its line protocol on the Rust
+// side: testkit/src/java/). Written for this repository; it uses only
+// Redisson's public API that exists from 3.17.0 to 4.7.0 and reaches newer
+// kinds (fenced lock 3.23+, non-reentrant locks 4.7) through reflection,
+// answering "unsupported" where a version lacks them.
 //
 // Usage:
 //   java -cp REDISSON_CLASSPATH:DIR RedissonPeer --single redis://127.0.0.1:6379

@@ -1,59 +1,41 @@
 //! Test harness for the command-line tool: a private `redis-server` per
-//! test (free loopback port, no persistence, killed on drop; `REDIS_URL`
-//! overrides), a minimal synchronous RESP client to write Java-shaped state
-//! by hand and to subscribe, and helpers to run the built binary.
-//! The server start is the main crate's `tests/common/mod.rs`, copied.
+//! test from the test kit (free loopback port, no persistence, killed on
+//! drop; `REDIS_URL` overrides), a minimal synchronous RESP client to write
+//! Java-shaped state by hand and to subscribe, and helpers to run the built
+//! binary.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Output, Stdio};
+use std::net::TcpStream;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+pub use redisson_lock_testkit::{free_port, unique};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_redisson-lock");
 
-pub struct Server {
-    child: Option<Child>,
-    pub url: String,
-    pub host: String,
-    pub port: u16,
+/// The kit's server ([`redisson_lock_testkit::Server`]: `REDIS_URL`, or a
+/// private `redis-server`), with what these tests do with it: a RESP
+/// connection, and the tool run against it.
+pub struct Server(redisson_lock_testkit::Server);
+
+impl std::ops::Deref for Server {
+    type Target = redisson_lock_testkit::Server;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl Server {
     /// `REDIS_URL` if set, else a private server.
     pub fn start() -> Server {
-        match std::env::var("REDIS_URL") {
-            Ok(url) if !url.is_empty() => {
-                let rest = url.trim_start_matches("redis://");
-                let hostport = rest.rsplit('@').next().unwrap_or(rest);
-                let hostport = hostport.split('/').next().unwrap_or(hostport);
-                let (host, port) = hostport.rsplit_once(':').unwrap_or((hostport, "6379"));
-                Server {
-                    child: None,
-                    host: host.to_owned(),
-                    port: port.parse().expect("REDIS_URL port"),
-                    url,
-                }
-            }
-            _ => Server::private(&[]),
-        }
+        Server(redisson_lock_testkit::Server::start())
     }
 
     /// Always a private server, with extra `redis-server` arguments.
     pub fn private(args: &[&str]) -> Server {
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        for _ in 0..10 {
-            let port = free_port();
-            if let Some(child) = spawn(port, &args, Duration::from_secs(5)) {
-                return Server {
-                    child: Some(child),
-                    url: format!("redis://127.0.0.1:{port}"),
-                    host: "127.0.0.1".to_owned(),
-                    port,
-                };
-            }
-        }
-        panic!("could not start redis-server on a free port");
+        Server(redisson_lock_testkit::Server::private_with(args))
     }
 
     /// A raw connection.
@@ -91,102 +73,6 @@ impl Server {
         });
         (out.status.code().unwrap_or(-1), value)
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// A loopback port that was free a moment ago.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
-/// Start `redis-server` on `port` and wait until it answers with our token.
-fn spawn(port: u16, args: &[String], wait: Duration) -> Option<Child> {
-    let token = format!("harness-{}.rdb", uuid::Uuid::new_v4().simple());
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dbfilename",
-            &token,
-        ])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    let mut child = match child {
-        Ok(child) => child,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
-            "redis-server not found on PATH: install it (e.g. `apt-get install -y redis-server`) or set REDIS_URL"
-        ),
-        Err(e) => panic!("cannot start redis-server: {e}"),
-    };
-    let deadline = Instant::now() + wait.max(Duration::from_secs(1));
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return None;
-        }
-        match probe(port, &token, args) {
-            Probe::Ours => return Some(child),
-            Probe::Other => break,
-            Probe::NotYet => {}
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
-}
-
-enum Probe {
-    Ours,
-    Other,
-    NotYet,
-}
-
-/// Ask the server on `port` for its dbfilename: ours carries `token`.
-fn probe(port: u16, token: &str, args: &[String]) -> Probe {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return Probe::NotYet;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    // A server started with a password answers NOAUTH: ask with it.
-    if let Some(i) = args.iter().position(|a| a == "--requirepass") {
-        let pass = &args[i + 1];
-        let _ = s.write_all(format!("AUTH {pass}\r\n").as_bytes());
-        let mut buf = [0u8; 64];
-        let _ = s.read(&mut buf);
-    }
-    if s.write_all(b"CONFIG GET dbfilename\r\n").is_err() {
-        return Probe::NotYet;
-    }
-    let mut buf = [0u8; 256];
-    match s.read(&mut buf) {
-        Ok(n) if n > 0 && String::from_utf8_lossy(&buf[..n]).contains(token) => Probe::Ours,
-        Ok(n) if n > 0 && buf[0] == b'*' => Probe::Other,
-        _ => Probe::NotYet,
-    }
-}
-
-/// A unique name for this test run.
-pub fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
 }
 
 /// A Java-shaped client id.
