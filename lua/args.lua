@@ -31,6 +31,16 @@
 -- publish(cmd, channel, message)  publish by `cmd` (a checked publish_arg):
 --                   PUBLISH, SPUBLISH, or BOTH (the two, for clusters whose
 --                   clients disagree on sharded pub/sub).
+-- The unlock steps every lock kind's unlock shares (docs/PROTOCOL.md §2.3, §2.4);
+-- each script still states its whole wire contract in its own header:
+-- replayed(latch)   the reply an unlock already gave under the latch key `latch`
+--                   (a resend of it), or nil.
+-- latched(latch, ttl, reply)  record `reply` (0: still held, 1: released) under
+--                   the latch key for `ttl` ms, and return it.
+-- take_hold(hash, field, lease, latch, ttl)  take one of `field`'s holds of the
+--                   hash away: nil if it holds none; 0 if it still holds some (the
+--                   hash then lives `lease` ms; latched); 1 if that was its last
+--                   (its field stays at 0: the caller releases and latches 1).
 -- Integers are decimal digits only, no sign (delta_arg's may have "-"), no leading zero, as Redis parses
 -- PEXPIRE and SET PX values; each range stays exact in a Lua double.
 -- KEYS, ARGV  none of its own: the helpers read the script's ARGV.
@@ -123,6 +133,30 @@ local function publish(cmd, channel, message)
     else
         redis.call(cmd, channel, message)
     end
+end
+
+local function replayed(latch)
+    local reply = redis.call('get', latch)
+    if reply == false then
+        return nil
+    end
+    return tonumber(reply)
+end
+
+local function latched(latch, ttl, reply)
+    redis.call('set', latch, reply, 'px', ttl)
+    return reply
+end
+
+local function take_hold(hash, field, lease, latch, ttl)
+    if redis.call('hexists', hash, field) == 0 then
+        return nil
+    end
+    if redis.call('hincrby', hash, field, -1) > 0 then
+        redis.call('pexpire', hash, lease)
+        return latched(latch, ttl, 0)
+    end
+    return 1
 end
 
 local function permits_arg(i)

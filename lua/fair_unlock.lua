@@ -23,9 +23,9 @@ text_arg(3)
 local now = epoch_ms_arg(4)
 publish_arg(5)
 ms_arg(6)
-local replay = redis.call('get', KEYS[5])
-if replay ~= false then
-    return tonumber(replay)
+local replay = replayed(KEYS[5])
+if replay ~= nil then
+    return replay
 end
 purge_stale_head(KEYS[2], KEYS[3], now)
 if redis.call('exists', KEYS[1]) == 0 then
@@ -35,17 +35,12 @@ if redis.call('exists', KEYS[1]) == 0 then
     end
     return nil
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
-    return nil
-end
-local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if count > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
-    redis.call('set', KEYS[5], 0, 'px', ARGV[6])
-    return 0
+local taken = take_hold(KEYS[1], ARGV[3], ARGV[2], KEYS[5], ARGV[6])
+if taken ~= 1 then
+    return taken
 end
 redis.call('del', KEYS[1])
-redis.call('set', KEYS[5], 1, 'px', ARGV[6])
+latched(KEYS[5], ARGV[6], 1)
 local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false then
     publish(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])

@@ -20,9 +20,9 @@ text_arg(1)
 text_arg(2)
 publish_arg(3)
 ms_arg(4)
-local replay = redis.call('get', KEYS[5])
-if replay ~= false then
-    return tonumber(replay)
+local replay = replayed(KEYS[5])
+if replay ~= nil then
+    return replay
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then

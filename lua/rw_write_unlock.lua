@@ -24,9 +24,9 @@ ms_arg(2)
 text_arg(3)
 publish_arg(4)
 ms_arg(5)
-local replay = redis.call('get', KEYS[3])
-if replay ~= false then
-    return tonumber(replay)
+local replay = replayed(KEYS[3])
+if replay ~= nil then
+    return replay
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
@@ -35,14 +35,9 @@ if mode == false then
     return nil
 end
 if mode == 'write' then
-    if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
-        return nil
-    end
-    local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-    if count > 0 then
-        redis.call('pexpire', KEYS[1], ARGV[2])
-        redis.call('set', KEYS[3], 0, 'px', ARGV[5])
-        return 0
+    local taken = take_hold(KEYS[1], ARGV[3], ARGV[2], KEYS[3], ARGV[5])
+    if taken ~= 1 then
+        return taken
     end
     redis.call('hdel', KEYS[1], ARGV[3])
     if redis.call('hlen', KEYS[1]) == 1 then
@@ -52,7 +47,6 @@ if mode == 'write' then
         redis.call('hset', KEYS[1], 'mode', 'read')
         publish(ARGV[4], KEYS[2], ARGV[1])
     end
-    redis.call('set', KEYS[3], 1, 'px', ARGV[5])
-    return 1
+    return latched(KEYS[3], ARGV[5], 1)
 end
 return nil

@@ -12,19 +12,13 @@
 ms_arg(1)
 text_arg(2)
 ms_arg(3)
-local replay = redis.call('get', KEYS[2])
-if replay ~= false then
-    return tonumber(replay)
+local replay = replayed(KEYS[2])
+if replay ~= nil then
+    return replay
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
-    return nil
-end
-local count = redis.call('hincrby', KEYS[1], ARGV[2], -1)
-if count > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    redis.call('set', KEYS[2], 0, 'px', ARGV[3])
-    return 0
+local taken = take_hold(KEYS[1], ARGV[2], ARGV[1], KEYS[2], ARGV[3])
+if taken ~= 1 then
+    return taken
 end
 redis.call('del', KEYS[1])
-redis.call('set', KEYS[2], 1, 'px', ARGV[3])
-return 1
+return latched(KEYS[2], ARGV[3], 1)
