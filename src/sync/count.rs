@@ -11,6 +11,7 @@ use fred::types::Value;
 use crate::base::error::{Error, Result};
 use crate::client::Inner;
 use crate::connection::script::{self, millis, ScriptCall};
+use crate::sync::handle::Handle;
 
 /// Refuse a permit count Java's `int` cannot hold.
 pub(crate) fn check_permits(permits: u32) -> Result<()> {
@@ -44,12 +45,11 @@ pub(crate) fn integer(reply: Value, what: &str) -> Result<i64> {
 /// `trySetPermits` of both semaphores (the same script; a TTL only for
 /// RSemaphore).
 pub(crate) async fn try_set_call(
-    inner: &Inner,
-    name: &str,
-    channel: &str,
+    handle: &Handle,
     permits: u32,
     ttl: Option<Duration>,
 ) -> Result<bool> {
+    let (inner, name, channel) = (handle.inner(), &handle.name, &handle.channel);
     let reply = inner
         .redis
         .eval(|| {
@@ -65,13 +65,8 @@ pub(crate) async fn try_set_call(
 
 /// `addPermits` of both semaphores: RSemaphore publishes the new count,
 /// the permit-expirable one the change if positive (`expirable`).
-pub(crate) async fn add_call(
-    inner: &Inner,
-    name: &str,
-    channel: &str,
-    permits: i32,
-    expirable: bool,
-) -> Result<i64> {
+pub(crate) async fn add_call(handle: &Handle, permits: i32, expirable: bool) -> Result<i64> {
+    let (inner, name, channel) = (handle.inner(), &handle.name, &handle.channel);
     let reply = inner
         .redis
         .eval(|| {

@@ -104,6 +104,20 @@ pub(super) struct Shared {
 
 handle_accessors!(PermitExpirableSemaphore, "semaphore");
 
+impl Shared {
+    /// `N`, `{N}:timeout`, `redisson_sc:{N}`: the KEYS of the acquire,
+    /// lease and count scripts.
+    pub(super) fn keys_timeouts_first(&self) -> [&str; 3] {
+        [&self.handle.name, &self.timeouts, &self.handle.channel]
+    }
+
+    /// `N`, `redisson_sc:{N}`, `{N}:timeout`: the KEYS of the release and
+    /// set scripts.
+    pub(super) fn keys_channel_first(&self) -> [&str; 3] {
+        [&self.handle.name, &self.handle.channel, &self.timeouts]
+    }
+}
+
 impl Client {
     /// A handle to the permit-expirable semaphore `name` (Redisson's
     /// `getPermitExpirableSemaphore(name)`). No command is sent.
@@ -257,11 +271,7 @@ impl PermitExpirableSemaphore {
                 let call = || {
                     ScriptCall::new(
                         &script::PES_ACQUIRE,
-                        &[
-                            &shared.handle.name,
-                            &shared.timeouts,
-                            &shared.handle.channel,
-                        ],
+                        &shared.keys_timeouts_first(),
                         vec![
                             Value::Integer(1),
                             Value::Integer(expiry),
@@ -330,11 +340,7 @@ impl PermitExpirableSemaphore {
             .eval(|| {
                 ScriptCall::new(
                     &script::PES_RELEASE,
-                    &[
-                        &self.shared.handle.name,
-                        &self.shared.handle.channel,
-                        &self.shared.timeouts,
-                    ],
+                    &self.shared.keys_channel_first(),
                     vec![
                         id.value(),
                         Value::Integer(1),

@@ -77,11 +77,7 @@ impl PermitExpirableSemaphore {
                     args.extend(ids.iter().map(PermitId::value));
                     ScriptCall::new(
                         &script::PES_RELEASE_MANY,
-                        &[
-                            &shared.handle.name,
-                            &shared.handle.channel,
-                            &shared.timeouts,
-                        ],
+                        &shared.keys_channel_first(),
                         args,
                     )
                 })
@@ -117,11 +113,7 @@ impl PermitExpirableSemaphore {
                     let now = epoch_ms();
                     ScriptCall::new(
                         &script::PES_UPDATE_LEASE,
-                        &[
-                            &shared.handle.name,
-                            &shared.timeouts,
-                            &shared.handle.channel,
-                        ],
+                        &shared.keys_timeouts_first(),
                         vec![
                             id.value(),
                             Value::Integer(now.saturating_add(millis(lease))),
@@ -157,11 +149,7 @@ impl PermitExpirableSemaphore {
                 inner.redis.eval(|| {
                     ScriptCall::new(
                         &script::PES_LEASE_TIME,
-                        &[
-                            &shared.handle.name,
-                            &shared.timeouts,
-                            &shared.handle.channel,
-                        ],
+                        &shared.keys_timeouts_first(),
                         vec![
                             id.value(),
                             Value::Integer(NEVER_EXPIRES),
@@ -191,11 +179,7 @@ impl PermitExpirableSemaphore {
                 inner.redis.eval(|| {
                     ScriptCall::new(
                         &script::PES_COUNTS,
-                        &[
-                            &shared.handle.name,
-                            &shared.timeouts,
-                            &shared.handle.channel,
-                        ],
+                        &shared.keys_timeouts_first(),
                         vec![Value::Integer(epoch_ms()), inner.env.publish()],
                     )
                 })
@@ -281,11 +265,7 @@ impl PermitExpirableSemaphore {
                 inner.redis.eval(|| {
                     ScriptCall::new(
                         &script::PES_SET_PERMITS,
-                        &[
-                            &shared.handle.name,
-                            &shared.handle.channel,
-                            &shared.timeouts,
-                        ],
+                        &shared.keys_channel_first(),
                         vec![Value::Integer(permits.into()), inner.env.publish()],
                     )
                 })
@@ -309,14 +289,7 @@ impl PermitExpirableSemaphore {
     /// A dropped future may or may not have set the permits.
     pub async fn try_set_permits(&self, permits: u32) -> Result<bool> {
         check_permits(permits)?;
-        try_set_call(
-            self.inner(),
-            &self.shared.handle.name,
-            &self.shared.handle.channel,
-            permits,
-            None,
-        )
-        .await
+        try_set_call(&self.shared.handle, permits, None).await
     }
 
     /// Add available permits, or take them away if negative (Redisson's
@@ -332,14 +305,6 @@ impl PermitExpirableSemaphore {
     ///
     /// A dropped future may or may not have added the permits.
     pub async fn add_permits(&self, permits: i32) -> Result<()> {
-        add_call(
-            self.inner(),
-            &self.shared.handle.name,
-            &self.shared.handle.channel,
-            permits,
-            true,
-        )
-        .await
-        .map(drop)
+        add_call(&self.shared.handle, permits, true).await.map(drop)
     }
 }

@@ -134,15 +134,7 @@ impl Semaphore {
 
     async fn try_set(&self, permits: u32, ttl: Option<Duration>) -> Result<bool> {
         check_permits(permits)?;
-        let inner = self.inner();
-        try_set_call(
-            inner,
-            &self.shared.handle.name,
-            &self.shared.handle.channel,
-            permits,
-            ttl,
-        )
-        .await
+        try_set_call(&self.shared.handle, permits, ttl).await
     }
 
     /// Add `permits` permits, or take them away if negative (Redisson's
@@ -159,15 +151,9 @@ impl Semaphore {
     ///
     /// A dropped future may or may not have added the permits.
     pub async fn add_permits(&self, permits: i32) -> Result<()> {
-        add_call(
-            self.inner(),
-            &self.shared.handle.name,
-            &self.shared.handle.channel,
-            permits,
-            false,
-        )
-        .await
-        .map(drop)
+        add_call(&self.shared.handle, permits, false)
+            .await
+            .map(drop)
     }
 
     /// The number of permits available now (`GET`; 0 if the semaphore does
