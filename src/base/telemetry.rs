@@ -95,14 +95,37 @@ pub(crate) struct Acquisition {
 }
 
 impl Acquisition {
-    /// Time an acquisition of `kind` called at `start`, reported on `span`.
-    pub(crate) fn start(kind: &'static str, span: &tracing::Span, start: Instant) -> Acquisition {
+    /// Time an acquisition of `kind` on `lock`, waiting up to `wait`, called
+    /// at `start`, on a new `redisson_lock.acquire` span (its `owner` or
+    /// `permits` recorded by the caller that has one).
+    pub(crate) fn start(
+        lock: &str,
+        kind: &'static str,
+        wait: Option<std::time::Duration>,
+        start: Instant,
+    ) -> Acquisition {
+        let span = tracing::debug_span!(
+            "redisson_lock.acquire",
+            lock,
+            kind,
+            owner = tracing::field::Empty,
+            permits = tracing::field::Empty,
+            wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+            waited_ms = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
         Acquisition {
             kind,
             start,
-            span: span.clone(),
+            span,
             done: false,
         }
+    }
+
+    /// The acquisition's span, to run it in.
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.span
     }
 
     /// Record how it ended: `Ok(Some(_))` acquired, `Ok(None)` busy (when

@@ -124,20 +124,11 @@ impl RawLock {
             Some(w) => AttemptMode::Waiting { wait: Some(w) },
             None => AttemptMode::Waiting { wait: None },
         };
-        let span = tracing::debug_span!(
-            "redisson_lock.acquire",
-            lock = self.name(),
-            kind = self.proto.kind(),
-            owner = field.as_str(),
-            wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
-            waited_ms = tracing::field::Empty,
-            outcome = tracing::field::Empty,
-            error = tracing::field::Empty,
-        );
-        let report = Acquisition::start(self.proto.kind(), &span, start);
+        let report = Acquisition::start(self.name(), self.proto.kind(), wait, start);
+        report.span().record("owner", field.as_str());
         let outcome = self
             .acquire_as(owner, &field, lease, mode, deadline)
-            .instrument(span)
+            .instrument(report.span().clone())
             .await;
         report.finish(&outcome, matches!(mode, AttemptMode::Once));
         outcome

@@ -223,17 +223,11 @@ impl CountDownLatch {
     }
 
     async fn await_within(&self, wait: Option<Duration>) -> Result<Option<LatchOpened>> {
-        let span = tracing::debug_span!(
-            "redisson_lock.acquire",
-            lock = self.name(),
-            kind = KIND,
-            wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
-            waited_ms = tracing::field::Empty,
-            outcome = tracing::field::Empty,
-            error = tracing::field::Empty,
-        );
-        let report = Acquisition::start(KIND, &span, tokio::time::Instant::now());
-        let opened = self.await_in_span(wait).instrument(span).await;
+        let report = Acquisition::start(self.name(), KIND, wait, tokio::time::Instant::now());
+        let opened = self
+            .await_in_span(wait)
+            .instrument(report.span().clone())
+            .await;
         report.finish(&opened, wait.is_some_and(|w| w.is_zero()));
         opened
     }

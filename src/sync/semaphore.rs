@@ -187,23 +187,14 @@ impl Semaphore {
         if permits == 0 {
             return Ok(Some(SemaphorePermit::new(self.clone(), 0, None)));
         }
-        let span = tracing::debug_span!(
-            "redisson_lock.acquire",
-            lock = self.name(),
-            kind = KIND,
-            permits,
-            wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
-            waited_ms = tracing::field::Empty,
-            outcome = tracing::field::Empty,
-            error = tracing::field::Empty,
-        );
-        let report = Acquisition::start(KIND, &span, Instant::now());
+        let report = Acquisition::start(self.name(), KIND, wait, Instant::now());
+        report.span().record("permits", permits);
         let inner = self.inner().clone();
         let (name, channel) = (&self.shared.handle.name, &self.shared.handle.channel);
         let done = wait_until(&inner, name, channel, Wake::Count, wait, || {
             self.attempt(permits)
         })
-        .instrument(span)
+        .instrument(report.span().clone())
         .await
         .map(|done| done.map(|d| d.value));
         report.finish(&done, wait.is_some_and(|w| w.is_zero()));
