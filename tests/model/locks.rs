@@ -494,7 +494,7 @@ async fn run(env: &Env, step: &mut Step<'_>, kind: Kind, name: &str, ops: &[Op])
             handover(env, step, &mut m, &mut tasks, &mut guards).await?;
         }
         let state = read_state(env, kind, name).await;
-        step.check_time()?;
+        step.check_time(&m.windows())?;
         step.expect("reply", real, model)?;
         check_state(env, step, &m, name, state)?;
         for (o, task) in &tasks {

@@ -210,6 +210,8 @@ pub struct Step<'a> {
     pub log: String,
     /// Windows the model had when the running step started.
     open: Vec<Exp>,
+    /// When the running step's windows were settled.
+    settled: Instant,
 }
 
 /// A case stopped early: a mismatch (a failure) or a step made uncertain
@@ -231,6 +233,7 @@ impl<'a> Step<'a> {
             kind: kind.to_owned(),
             log: header,
             open: Vec::new(),
+            settled: Instant::now(),
         }
     }
 
@@ -259,17 +262,20 @@ impl<'a> Step<'a> {
             tokio::time::sleep(until.saturating_duration_since(now)).await;
             now = Instant::now();
         }
+        self.settled = now;
         self.open = windows.iter().copied().filter(|w| !w.over(now)).collect();
         now
     }
 
     /// After the step and its state read: fails with `Stalled` if a window
-    /// the model had may have begun meanwhile.
-    pub fn check_time(&mut self) -> StepResult<()> {
+    /// the model had before the step, or has after it (`after`: leases the
+    /// step set), may have begun meanwhile.
+    pub fn check_time(&mut self, after: &[Exp]) -> StepResult<()> {
         let now = Instant::now();
         if self
             .open
             .iter()
+            .chain(after.iter().filter(|w| !w.over(self.settled)))
             .any(|w| matches!(w, Exp::At { lo, .. } if *lo <= now))
         {
             self.env.stats.skipped.fetch_add(1, Ordering::Relaxed);

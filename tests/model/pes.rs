@@ -318,7 +318,7 @@ async fn run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[Op]) -> StepResu
         };
         step.record(op, &format!("{real:?}"));
         let state = read_state(env, name).await;
-        step.check_time()?;
+        step.check_time(&m.windows())?;
         step.expect("reply", real, model)?;
         let (value, members) = match state {
             Ok(s) => s,

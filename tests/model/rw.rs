@@ -484,7 +484,7 @@ async fn run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[Op]) -> StepResu
         };
         step.record(op, &format!("{real:?}"));
         let state = read_state(env, name).await;
-        step.check_time()?;
+        step.check_time(&m.windows())?;
         step.expect("reply", real, model)?;
         check_state(env, step, &m, name, state)?;
         step.compared();
