@@ -115,6 +115,10 @@ struct Model {
     avail: Option<i64>,
     /// The permits in `Z`, by id: `None` never expires.
     z: Vec<(PermitId, Option<Exp>)>,
+    /// Each permit's score as Redis holds it (checked against its window
+    /// after the acquisition): the reclaim takes the lowest scores first,
+    /// ties by member bytes, and two clients can write the same millisecond.
+    scores: std::collections::HashMap<String, f64>,
 }
 
 impl Model {
@@ -124,22 +128,22 @@ impl Model {
 
     /// `R(limit)`: the expired permits, earliest first, back to `N`.
     fn reclaim(&mut self, limit: usize, now: Instant) {
-        let mut expired: Vec<(usize, Instant)> = self
+        let mut expired: Vec<(usize, f64, String)> = self
             .z
             .iter()
             .enumerate()
             .filter(|(_, (_, e))| Self::expired(e, now))
-            .map(|(i, (_, e))| match e {
-                Some(Exp::At { lo, .. }) => (i, *lo),
-                _ => (i, now),
+            .map(|(i, (id, _))| {
+                let id = id.to_string();
+                (i, self.scores.get(&id).copied().unwrap_or(f64::NAN), id)
             })
             .collect();
-        expired.sort_by_key(|&(_, lo)| lo);
+        expired.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.2.cmp(&b.2)));
         expired.truncate(limit);
         if expired.is_empty() {
             return;
         }
-        let mut gone: Vec<usize> = expired.iter().map(|&(i, _)| i).collect();
+        let mut gone: Vec<usize> = expired.iter().map(|(i, ..)| *i).collect();
         gone.sort_unstable_by(|a, b| b.cmp(a));
         for i in &gone {
             self.z.remove(*i);
@@ -188,6 +192,7 @@ async fn run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[Op]) -> StepResu
     let mut m = Model {
         avail: None,
         z: Vec::new(),
+        scores: std::collections::HashMap::new(),
     };
     for op in ops {
         let now = step.settle(&m.windows()).await;
@@ -343,6 +348,7 @@ async fn run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[Op]) -> StepResu
             if !fits {
                 step.mismatch(format!("score of {id}: real {score}, model {e:?}"))?;
             }
+            m.scores.insert(id.clone(), *score);
         }
         step.compared();
     }
