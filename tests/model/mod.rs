@@ -197,7 +197,7 @@ impl Exp {
             Exp::At { lo, hi } => {
                 let low = lo.saturating_duration_since(r1).as_millis() as i64 - 3;
                 let high = hi.saturating_duration_since(r0).as_millis() as i64 + 3;
-                pttl >= low && pttl <= high && pttl > 0
+                pttl >= low && pttl <= high && pttl >= 0
             }
         }
     }
@@ -242,15 +242,19 @@ impl<'a> Step<'a> {
     /// is over (all windows that began are certainly over).
     pub async fn settle(&mut self, windows: &[Exp]) -> Instant {
         let mut now = Instant::now();
-        let mut until = None::<Instant>;
-        for w in windows {
-            if let Exp::At { lo, hi } = *w {
-                if hi + MARGIN > now && lo <= now + GUARD {
-                    until = Some(until.map_or(hi + MARGIN, |u: Instant| u.max(hi + MARGIN)));
-                }
-            }
-        }
-        if let Some(until) = until {
+        // Until no window is open or opens within GUARD: after waiting for
+        // one, the next may have come within GUARD.
+        loop {
+            let until = windows
+                .iter()
+                .filter_map(|w| match *w {
+                    Exp::At { lo, hi } if hi + MARGIN > now && lo <= now + GUARD => {
+                        Some(hi + MARGIN)
+                    }
+                    _ => None,
+                })
+                .max();
+            let Some(until) = until else { break };
             // Letting a lease run out is the subject here, not a stand-in
             // for an event.
             self.env.stats.settle_waits.fetch_add(1, Ordering::Relaxed);
