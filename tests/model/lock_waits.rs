@@ -103,6 +103,13 @@ pub(super) async fn cancel_waiter(
             }
         }
     }
+    // A barrier on the waiter's command connection: an attempt the dropped
+    // future had sent runs before this PING, i.e. while the lock is still
+    // busy, not after a later step frees it (then it would take the lock
+    // and be undone in the background, racing the next steps).
+    if let Err(e) = env.client(o).redis().ping::<Value>(None).await {
+        return Out::Other(format!("barrier PING: {e}"));
+    }
     let queue = format!("redisson_lock_queue:{{{name}}}");
     let timeouts = format!("redisson_lock_timeout:{{{name}}}");
     let deadline = Instant::now() + Duration::from_secs(3);
