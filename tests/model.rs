@@ -7,7 +7,7 @@
 //!
 //! `cargo test --test model` runs a bounded number of cases per family; the
 //! long run is
-//! `MODEL_CASES=5000 cargo test --release --test model -- --ignored --nocapture`.
+//! `MODEL_CASES=2000 cargo test --release --test model -- --ignored long_run --nocapture`.
 mod common;
 #[path = "model/mod.rs"]
 mod model;
@@ -69,7 +69,7 @@ fn count_down_latch_matches_the_model() {
 /// `MODEL_CASES` cases per family (the exclusive locks, six kinds, get
 /// three times as many). Failures are collected and reported together.
 #[test]
-#[ignore = "long run: MODEL_CASES=5000 cargo test --release --test model -- --ignored long_run --nocapture"]
+#[ignore = "long run: MODEL_CASES=2000 cargo test --release --test model -- --ignored long_run --nocapture"]
 fn long_run() {
     let n: u32 = cases(2000);
     type Family = (&'static str, u32, fn(&Env, &str, u32));
