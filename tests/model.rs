@@ -1,0 +1,244 @@
+//! Model-based tests (issue 20): a plain-Rust reference model of Redisson's
+//! semantics for every kind, and random operation sequences (proptest) run
+//! against both the real crate on a private `redis-server` and the model.
+//! After every step the reply and the Redis state (read with plain commands
+//! through a raw client, per docs/PROTOCOL.md's key layout) must equal the
+//! model's; a failure prints the shrunk sequence as a script.
+//!
+//! `cargo test --test model` runs a bounded number of cases per family; the
+//! long run is
+//! `MODEL_CASES=2000 cargo test --release --test model -- --ignored long_run --nocapture`.
+mod common;
+#[path = "model/mod.rs"]
+mod model;
+
+use fred::prelude::*;
+use model::{cases, Env};
+
+/// Cases per family in plain `cargo test` (each family on its own server).
+const SHORT: u32 = 100;
+
+#[test]
+fn exclusive_locks_match_the_model() {
+    let env = Env::new();
+    let n = cases(SHORT * 2);
+    model::run(
+        &env,
+        "locks",
+        n,
+        model::locks::strategy(),
+        model::locks::case,
+    );
+}
+
+#[test]
+fn read_write_lock_matches_the_model() {
+    let env = Env::new();
+    model::run(&env, "rw", cases(SHORT), model::rw::strategy(), |e, o| {
+        model::rw::case(e, o)
+    });
+}
+
+#[test]
+fn semaphore_matches_the_model() {
+    let env = Env::new();
+    let n = cases(SHORT);
+    model::run(&env, "semaphore", n, model::sync::sem_strategy(), |e, o| {
+        model::sync::sem_case(e, o)
+    });
+}
+
+#[test]
+fn permit_expirable_semaphore_matches_the_model() {
+    let env = Env::new();
+    model::run(&env, "pes", cases(SHORT), model::pes::strategy(), |e, o| {
+        model::pes::case(e, o)
+    });
+}
+
+#[test]
+fn count_down_latch_matches_the_model() {
+    let env = Env::new();
+    let n = cases(SHORT);
+    model::run(&env, "latch", n, model::sync::latch_strategy(), |e, o| {
+        model::sync::latch_case(e, o)
+    });
+}
+
+/// The long run: every family at once, each on its own server, with
+/// `MODEL_CASES` cases per family (the exclusive locks, six kinds, get
+/// three times as many). Failures are collected and reported together.
+#[test]
+#[ignore = "long run: MODEL_CASES=2000 cargo test --release --test model -- --ignored long_run --nocapture"]
+fn long_run() {
+    let n: u32 = cases(2000);
+    type Family = (&'static str, u32, fn(&Env, &str, u32));
+    let families: [Family; 5] = [
+        ("locks", n * 3, |env, what, n| {
+            model::run(env, what, n, model::locks::strategy(), model::locks::case)
+        }),
+        ("rw", n, |env, what, n| {
+            model::run(env, what, n, model::rw::strategy(), |e, o| {
+                model::rw::case(e, o)
+            })
+        }),
+        ("semaphore", n, |env, what, n| {
+            model::run(env, what, n, model::sync::sem_strategy(), |e, o| {
+                model::sync::sem_case(e, o)
+            })
+        }),
+        ("pes", n, |env, what, n| {
+            model::run(env, what, n, model::pes::strategy(), |e, o| {
+                model::pes::case(e, o)
+            })
+        }),
+        ("latch", n, |env, what, n| {
+            model::run(env, what, n, model::sync::latch_strategy(), |e, o| {
+                model::sync::latch_case(e, o)
+            })
+        }),
+    ];
+    let threads: Vec<_> = families
+        .into_iter()
+        .map(|(what, n, run)| {
+            std::thread::spawn(move || {
+                let env = Env::new();
+                run(&env, what, n);
+            })
+        })
+        .collect();
+    let failed: Vec<usize> = threads
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.join().is_err().then_some(i))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "families {failed:?} failed; their scripts are above"
+    );
+}
+
+/// Bug found by the model (see RELIABILITY.md, *Model-based tests*): an
+/// awaiter that is subscribed when the latch is deleted can return
+/// `LatchOpened::Zero` instead of `Deleted`: the `GET` that finds the latch
+/// gone (command connection) can be answered before the hub has processed
+/// the delete's `1` (pub/sub connection), so the last message is not seen yet.
+#[test]
+#[ignore = "known bug: the latch's Deleted/Zero answer races the pub/sub message (fix in src/latch.rs)"]
+fn latch_deleted_while_awaited_is_reported_deleted() {
+    let env = Env::new();
+    env.rt.block_on(async {
+        let mut wrong = 0;
+        for _ in 0..500 {
+            let name = common::unique("latch-del");
+            let latch = env.clients[0].count_down_latch(&name).expect("latch");
+            latch
+                .count_down()
+                .await
+                .expect("count down a missing latch");
+            assert!(latch.try_set_count(3).await.expect("set"));
+            let waiting = latch.clone();
+            let awaiter = tokio::spawn(async move { waiting.await_zero().await });
+            let channel = format!("redisson_countdownlatch__channel__{{{name}}}");
+            common::wait_numsub(&env.raw, &channel, 1).await;
+            assert!(latch.delete().await.expect("delete"));
+            let opened = awaiter.await.expect("task").expect("await");
+            if opened != redisson_lock::LatchOpened::Deleted {
+                wrong += 1;
+            }
+            common::wait_numsub(&env.raw, &channel, 0).await;
+        }
+        assert_eq!(
+            wrong, 0,
+            "of 500 awaiters subscribed before the delete, {wrong} said Zero"
+        );
+    });
+}
+
+/// Bug found by the model's reasoning about holds (see RELIABILITY.md,
+/// *Model-based tests*): a read (or write) hold taken with the watchdog,
+/// then re-entered by the same owner with an explicit lease, is no longer
+/// renewed: the client's registry keeps one lease per `(N, owner field)`,
+/// the latest, and renews only watchdog holds. For an RLock that is
+/// harmless (the re-entry's `PEXPIRE` shortens the whole hold anyway), but
+/// a read re-entry sets `max(PTTL, lease)` and a write re-entry
+/// `PTTL + lease`, so the first hold should live on as in Redisson, whose
+/// renewal entry stays. Here it lapses after one watchdog period.
+#[test]
+#[ignore = "known bug: a watchdog read/write hold stops being renewed after a leased re-entry (src/watchdog.rs registry)"]
+fn watchdog_read_hold_survives_a_leased_reentry() {
+    use std::time::Duration;
+    let server = common::Server::start();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let client = server
+            .client_with(|c| c.lock_watchdog_timeout(Duration::from_secs(1)))
+            .await;
+        let name = common::unique("rw-renew");
+        let read = client
+            .read_write_lock(&name)
+            .expect("rw")
+            .read()
+            .with_owner(redisson_lock::Owner::new(7));
+        let _watchdog = read.lock().await.expect("read, watchdog");
+        let _leased = read
+            .try_lock_for(Duration::ZERO, Some(Duration::from_millis(100)))
+            .await
+            .expect("read re-entry")
+            .expect("re-entered");
+        let write = client
+            .read_write_lock(&format!("{name}-w"))
+            .expect("rw")
+            .write()
+            .with_owner(redisson_lock::Owner::new(8));
+        let _w_watchdog = write.lock().await.expect("write, watchdog");
+        let _w_leased = write
+            .try_lock_for(Duration::ZERO, Some(Duration::from_millis(100)))
+            .await
+            .expect("write re-entry")
+            .expect("re-entered");
+        // Three watchdog periods: the first holds must still be renewed.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let reads = read
+            .hold_count(redisson_lock::Owner::new(7))
+            .await
+            .expect("count");
+        let writes = write
+            .hold_count(redisson_lock::Owner::new(8))
+            .await
+            .expect("count");
+        assert_eq!((reads, writes), (2, 2), "the watchdog holds lapsed");
+    });
+}
+
+/// Divergence found by the model (see RELIABILITY.md, *Model-based tests*):
+/// Java's style of unlocking without the guard (README, *Owners*:
+/// `guard.forget()`, then `lock.with_owner(o).unlock()`) loses the hold's
+/// explicit lease. `forget()` removes the hold from the client's registry,
+/// so the unlock that leaves the count above zero sets the TTL to
+/// `lock_watchdog_timeout` (30 s, never renewed) instead of the lease, as
+/// Redisson's `internalLockLeaseTime` would.
+#[test]
+#[ignore = "known divergence: an unlock after forget() keeps lock_watchdog_timeout, not the hold's lease (src/watchdog.rs registry)"]
+fn unlock_after_forget_keeps_the_lease() {
+    use std::time::Duration;
+    let env = Env::new();
+    env.rt.block_on(async {
+        let name = common::unique("forget-lease");
+        let owner = redisson_lock::Owner::new(9);
+        let lock = env.clients[0].lock(&name).expect("lock").with_owner(owner);
+        for _ in 0..2 {
+            lock.try_lock_for(Duration::ZERO, Some(Duration::from_millis(500)))
+                .await
+                .expect("lock")
+                .expect("acquired")
+                .forget();
+        }
+        lock.unlock().await.expect("one unlock");
+        let pttl: i64 = env.raw.pttl(&name).await.expect("PTTL");
+        assert!(
+            (1..=500).contains(&pttl),
+            "the hold kept PTTL {pttl} ms, not its 500 ms lease"
+        );
+    });
+}

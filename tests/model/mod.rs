@@ -1,0 +1,375 @@
+//! The shared machinery of the model-based tests: one private `redis-server`
+//! and two clients per test, a tokio runtime the cases share, lease-expiry
+//! windows, the transcript a failing case prints, the counters the long run
+//! reports, and the proptest runner that turns a shrunk failure into a
+//! readable script.
+//!
+//! Time: every TTL the model predicts is a window `[lo, hi]` of real
+//! instants (the send and reply times of the command that set it, plus the
+//! lease). Before each step, [`Step::settle`] waits until no window is open
+//! or about to open (so no lease can end while the step runs); a step that
+//! still overlaps a window (a stalled machine) is recorded as skipped, its
+//! comparison not made, and the rest of its case dropped, never compared
+//! loosely.
+
+pub mod lock_waits;
+pub mod locks;
+pub mod pes;
+pub mod rw;
+pub mod sync;
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use proptest::test_runner::{Config as PtConfig, TestCaseError, TestError, TestRunner};
+use redisson_lock::{Client, Config, Owner};
+
+use crate::common::Server;
+
+/// A short explicit lease: long enough for a few steps, short enough that a
+/// `sleep` outlives it.
+pub const LEASE: Duration = Duration::from_millis(100);
+/// A short wait deadline (busy acquisitions and latch waits).
+pub const WAIT: Duration = Duration::from_millis(15);
+/// No step starts while a lease window begins within this much time.
+pub const GUARD: Duration = Duration::from_millis(60);
+/// Slack added to a window's end before it counts as certainly over, and to
+/// PTTL comparisons (Redis rounds to whole milliseconds).
+pub const MARGIN: Duration = Duration::from_millis(5);
+/// `lock_watchdog_timeout` of the clients under test: holds without an
+/// explicit lease never expire within a case.
+pub const WATCHDOG: Duration = Duration::from_secs(30);
+/// The owners of a case: owner `i` lives on client `i % 2`.
+pub const OWNERS: usize = 3;
+
+/// Cases per test in plain `cargo test`, or `MODEL_CASES` for the long run.
+pub fn cases(default: u32) -> u32 {
+    std::env::var("MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The server, the clients under test and a raw client to read state.
+pub struct Env {
+    pub rt: tokio::runtime::Runtime,
+    pub clients: Vec<Client>,
+    pub raw: fred::clients::Client,
+    pub stats: Stats,
+    // Last: the server outlives the clients.
+    _server: Server,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let server = Server::start();
+        let (clients, raw) = rt.block_on(async {
+            let mut clients = Vec::new();
+            for _ in 0..2 {
+                clients.push(
+                    server
+                        .client_with(|c: Config| c.lock_watchdog_timeout(WATCHDOG))
+                        .await,
+                );
+            }
+            (clients, server.raw().await)
+        });
+        Env {
+            rt,
+            clients,
+            raw,
+            stats: Stats::default(),
+            _server: server,
+        }
+    }
+
+    /// The client of owner `i`.
+    pub fn client(&self, owner: usize) -> &Client {
+        &self.clients[owner % self.clients.len()]
+    }
+
+    /// Owner `i`'s explicit id (small, like a Java thread id).
+    pub fn owner(owner: usize) -> Owner {
+        Owner::new(owner as i64 + 1)
+    }
+
+    /// Owner `i`'s field `<clientId>:<ownerId>`.
+    pub fn field(&self, owner: usize) -> String {
+        format!("{}:{}", self.client(owner).id(), owner + 1)
+    }
+}
+
+/// What the runs did, for RELIABILITY.md.
+#[derive(Default)]
+pub struct Stats {
+    pub cases: AtomicU64,
+    pub steps: AtomicU64,
+    pub skipped: AtomicU64,
+    pub settle_waits: AtomicU64,
+    /// Steps that hit a known, separately pinned bug (reported, not compared).
+    pub known: AtomicU64,
+    /// Per kind: sequences, steps compared, steps skipped.
+    pub per_kind: std::sync::Mutex<std::collections::BTreeMap<String, [u64; 3]>>,
+}
+
+impl Stats {
+    pub fn report(&self, what: &str, took: Duration) {
+        eprintln!(
+            "model {what}: {} sequences, {} steps compared, {} steps skipped (timing), {} known-bug hits, {} lease settles, {:.1} s",
+            self.cases.load(Ordering::Relaxed),
+            self.steps.load(Ordering::Relaxed),
+            self.skipped.load(Ordering::Relaxed),
+            self.known.load(Ordering::Relaxed),
+            self.settle_waits.load(Ordering::Relaxed),
+            took.as_secs_f64()
+        );
+        if let Ok(per_kind) = self.per_kind.lock() {
+            for (kind, [cases, steps, skipped]) in per_kind.iter() {
+                eprintln!("  {kind}: {cases} sequences, {steps} steps compared, {skipped} skipped");
+            }
+        }
+    }
+
+    fn count(&self, kind: &str, slot: usize) {
+        if let Ok(mut per_kind) = self.per_kind.lock() {
+            per_kind.entry(kind.to_owned()).or_default()[slot] += 1;
+        }
+    }
+}
+
+/// When a key set with a lease expires: never within a case (watchdog), or
+/// somewhere in `[lo, hi]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Exp {
+    Long,
+    At { lo: Instant, hi: Instant },
+}
+
+impl Exp {
+    /// `PEXPIRE lease` sent at `t0`, answered at `t1`.
+    pub fn lease(lease: Option<Duration>, t0: Instant, t1: Instant) -> Exp {
+        match lease {
+            None => Exp::Long,
+            Some(l) => Exp::At {
+                lo: t0 + l,
+                hi: t1 + l,
+            },
+        }
+    }
+
+    /// The later of two expiries (`max(PTTL, lease)`).
+    pub fn max(self, other: Exp) -> Exp {
+        match (self, other) {
+            (Exp::At { lo: a, hi: b }, Exp::At { lo: c, hi: d }) => Exp::At {
+                lo: a.max(c),
+                hi: b.max(d),
+            },
+            _ => Exp::Long,
+        }
+    }
+
+    /// Extended by `d` (`PTTL + lease`).
+    pub fn plus(self, d: Option<Duration>) -> Exp {
+        match (self, d) {
+            (Exp::At { lo, hi }, Some(d)) => Exp::At {
+                lo: lo + d,
+                hi: hi + d,
+            },
+            _ => Exp::Long,
+        }
+    }
+
+    /// Certainly over at `now`.
+    pub fn over(self, now: Instant) -> bool {
+        matches!(self, Exp::At { hi, .. } if hi + MARGIN <= now)
+    }
+
+    /// Whether a real `PTTL` read between `r0` and `r1` fits.
+    pub fn fits(self, pttl: i64, r0: Instant, r1: Instant) -> bool {
+        match self {
+            Exp::Long => pttl > 1_000,
+            Exp::At { lo, hi } => {
+                let low = lo.saturating_duration_since(r1).as_millis() as i64 - 3;
+                let high = hi.saturating_duration_since(r0).as_millis() as i64 + 3;
+                pttl >= low && pttl <= high && pttl >= 0
+            }
+        }
+    }
+}
+
+/// The transcript of one case and the timing bookkeeping of its steps.
+pub struct Step<'a> {
+    pub env: &'a Env,
+    kind: String,
+    pub log: String,
+    /// Windows the model had when the running step started.
+    open: Vec<Exp>,
+    /// When the running step's windows were settled.
+    settled: Instant,
+}
+
+/// A case stopped early: a mismatch (a failure) or a step made uncertain
+/// by a stall (skipped, not a failure).
+pub enum Stop {
+    Mismatch(String),
+    Stalled,
+}
+
+pub type StepResult<T> = Result<T, Stop>;
+
+impl<'a> Step<'a> {
+    /// A case of `kind`; `header` starts its transcript.
+    pub fn new(env: &'a Env, kind: &str, header: String) -> Step<'a> {
+        env.stats.cases.fetch_add(1, Ordering::Relaxed);
+        env.stats.count(kind, 0);
+        Step {
+            env,
+            kind: kind.to_owned(),
+            log: header,
+            open: Vec::new(),
+            settled: Instant::now(),
+        }
+    }
+
+    /// Before a step: wait until none of `windows` is open or opens within
+    /// [`GUARD`]; returns the instant from which the model may expire what
+    /// is over (all windows that began are certainly over).
+    pub async fn settle(&mut self, windows: &[Exp]) -> Instant {
+        let mut now = Instant::now();
+        // Until no window is open or opens within GUARD: after waiting for
+        // one, the next may have come within GUARD.
+        loop {
+            let until = windows
+                .iter()
+                .filter_map(|w| match *w {
+                    Exp::At { lo, hi } if hi + MARGIN > now && lo <= now + GUARD => {
+                        Some(hi + MARGIN)
+                    }
+                    _ => None,
+                })
+                .max();
+            let Some(until) = until else { break };
+            // Letting a lease run out is the subject here, not a stand-in
+            // for an event.
+            self.env.stats.settle_waits.fetch_add(1, Ordering::Relaxed);
+            let _ = write!(
+                self.log,
+                "\n    (waited {} ms for a lease to end)",
+                until.saturating_duration_since(now).as_millis()
+            );
+            tokio::time::sleep(until.saturating_duration_since(now)).await;
+            now = Instant::now();
+        }
+        self.settled = now;
+        self.open = windows.iter().copied().filter(|w| !w.over(now)).collect();
+        now
+    }
+
+    /// After the step and its state read: fails with `Stalled` if a window
+    /// the model had before the step, or has after it (`after`: leases the
+    /// step set), may have begun meanwhile.
+    pub fn check_time(&mut self, after: &[Exp]) -> StepResult<()> {
+        let now = Instant::now();
+        if self
+            .open
+            .iter()
+            .chain(after.iter().filter(|w| !w.over(self.settled)))
+            .any(|w| matches!(w, Exp::At { lo, .. } if *lo <= now))
+        {
+            self.env.stats.skipped.fetch_add(1, Ordering::Relaxed);
+            self.env.stats.count(&self.kind, 2);
+            self.log
+                .push_str("  [SKIPPED: a lease may have ended during the step; case stopped]");
+            return Err(Stop::Stalled);
+        }
+        Ok(())
+    }
+
+    /// Record `op -> result`.
+    pub fn record(&mut self, op: &dyn std::fmt::Debug, result: &str) {
+        let _ = write!(self.log, "\n  {op:?} -> {result}");
+    }
+
+    /// Compare one observed value with the model's.
+    pub fn expect<T: PartialEq + std::fmt::Debug>(
+        &mut self,
+        what: &str,
+        real: T,
+        model: T,
+    ) -> StepResult<()> {
+        if real == model {
+            return Ok(());
+        }
+        self.mismatch(format!("{what}: real {real:?}, model {model:?}"))
+    }
+
+    pub fn mismatch(&mut self, why: String) -> StepResult<()> {
+        let _ = write!(self.log, "\n  MISMATCH {why}");
+        Err(Stop::Mismatch(std::mem::take(&mut self.log)))
+    }
+
+    /// A step that hit a known bug pinned by its own test.
+    pub fn known(&mut self, what: &str) {
+        self.env.stats.known.fetch_add(1, Ordering::Relaxed);
+        let _ = write!(self.log, "  [KNOWN BUG: {what}]");
+    }
+
+    /// A step compared in full.
+    pub fn compared(&self) {
+        self.env.stats.steps.fetch_add(1, Ordering::Relaxed);
+        self.env.stats.count(&self.kind, 1);
+    }
+}
+
+/// Run `cases` sequences from `strategy` through `case`; on failure, panic
+/// with the shrunk sequence's transcript.
+pub fn run<S>(
+    env: &Env,
+    what: &str,
+    cases: u32,
+    strategy: S,
+    case: impl Fn(&Env, &S::Value) -> Result<(), String>,
+) where
+    S: proptest::strategy::Strategy,
+    S::Value: std::fmt::Debug,
+{
+    let started = Instant::now();
+    let mut runner = TestRunner::new(PtConfig {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 400,
+        ..PtConfig::default()
+    });
+    let outcome = runner.run(&strategy, |input| {
+        case(env, &input).map_err(TestCaseError::fail)
+    });
+    env.stats.report(what, started.elapsed());
+    match outcome {
+        Ok(()) => {}
+        Err(TestError::Fail(reason, _)) => {
+            panic!("model {what}: the real crate differs from the model; shrunk script:\n{reason}")
+        }
+        Err(TestError::Abort(reason)) => panic!("model {what}: aborted: {reason}"),
+    }
+}
+
+/// A unique name per case.
+pub fn name(prefix: &str) -> String {
+    crate::common::unique(prefix)
+}
+
+/// `ms` for a transcript.
+pub fn ms(d: Duration) -> String {
+    format!("{}ms", d.as_millis())
+}
+
+/// A lease for a transcript.
+pub fn lease_str(l: Option<Duration>) -> String {
+    l.map_or_else(|| "watchdog".to_owned(), ms)
+}
