@@ -78,6 +78,13 @@
 //! client, shared by all local waiters), tries again, then sleeps until an
 //! unlock message, the holder's TTL, or its own deadline; it never polls.
 //!
+//! # Wire layout
+//!
+//! [`layout`] names every key and channel Redisson derives from a lock or
+//! synchronizer name (`Layout::of("orders").lock_channel` is
+//! `redisson_lock__channel:{orders}`), for tools that read or clean up that
+//! state; docs/PROTOCOL.md states the whole contract.
+//!
 //! # Features
 //!
 //! * `blocking` (default): the `blocking` module and `Client::blocking`.
