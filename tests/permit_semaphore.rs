@@ -66,6 +66,15 @@ async fn get(fx: &Fixture, key: &str) -> Option<String> {
     fx.raw.get(key).await.unwrap()
 }
 
+/// `ZADD key score member`.
+async fn zadd(fx: &Fixture, key: &str, score: f64, member: &str) {
+    let _: i64 = fx
+        .raw
+        .zadd(key, None, None, false, false, vec![(score, member)])
+        .await
+        .unwrap();
+}
+
 /// The zset's members (raw bytes) and scores (as Redis prints them).
 async fn zset(fx: &Fixture, key: &str) -> Vec<(Vec<u8>, String)> {
     let reply: Value = fx
@@ -451,30 +460,8 @@ async fn java_shaped_commands_observe_and_drive_ours() {
     // 3.16 wrote ids as 32-character hex text: counted, reclaimed when expired.
     let old_id = hex(&rand::random::<[u8; 16]>());
     let _: i64 = fx.raw.decr_by(&name, 2).await.unwrap();
-    let _: i64 = fx
-        .raw
-        .zadd(
-            &z,
-            None,
-            None,
-            false,
-            false,
-            vec![(now_ms() as f64 + 300.0, old_id.clone())],
-        )
-        .await
-        .unwrap();
-    let _: i64 = fx
-        .raw
-        .zadd(
-            &z,
-            None,
-            None,
-            false,
-            false,
-            vec![(now_ms() as f64 + 60_000.0, "f".repeat(32))],
-        )
-        .await
-        .unwrap();
+    zadd(&fx, &z, now_ms() as f64 + 300.0, &old_id).await;
+    zadd(&fx, &z, now_ms() as f64 + 60_000.0, &"f".repeat(32)).await;
     assert_eq!(sem.acquired_permits().await.unwrap(), 2);
     let next = sem
         .try_acquire_for(Duration::from_secs(10), None)
