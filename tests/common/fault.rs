@@ -162,7 +162,9 @@ pub fn child_main() {
         .block_on(run_job(job));
 }
 
-async fn acquire(
+/// Lock `name` as a lock of `kind` (one of [`KINDS`]), waiting as long as it
+/// takes.
+pub async fn acquire(
     client: &redisson_lock::Client,
     kind: &str,
     name: &str,
