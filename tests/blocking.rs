@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{unique, wait_numsub, Server};
+use common::{unique, wait_numsub_blocking, Server};
 use redisson_lock::blocking::BlockingClient;
 use redisson_lock::{Config, Error};
 
@@ -57,14 +57,7 @@ fn reentrant_per_thread_and_exclusive_across_threads() {
     });
     // Unlock once the waiter is subscribed, so it is woken by the publish.
     let channel = client.client().lock(&name).unwrap().channel().to_string();
-    let probe = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    probe.block_on(async {
-        let raw = server.raw().await;
-        wait_numsub(&raw, &channel, 1).await;
-    });
+    wait_numsub_blocking(&server, &channel, 1);
     guard.unlock().unwrap();
     assert!(matches!(waiter.join().unwrap(), Some(Ok(()))));
 }

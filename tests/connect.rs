@@ -123,6 +123,27 @@ async fn a_server_that_never_answers_fails_within_the_timeout() {
     listener.abort();
 }
 
+/// `Client::connect(config)` returns within 10 s, with a transient
+/// `Error::Connection` (else the test fails with `connected` if it connected):
+/// how long it took. Printed as `what`.
+async fn connect_fails(what: &str, config: Config, connected: &str) -> Duration {
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), Client::connect(config))
+        .await
+        .expect("connect returned within 10 s");
+    let took = started.elapsed();
+    println!(
+        "{what}: failed after {took:?}: {:?}",
+        outcome.as_ref().err()
+    );
+    match outcome {
+        Err(e @ Error::Connection(_)) => assert!(e.is_transient()),
+        Err(other) => panic!("expected Error::Connection, got {other:?}"),
+        Ok(_) => panic!("{connected}"),
+    }
+    took
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nobody_listening_fails_fast_with_a_typed_error() {
     // A port that was free a moment ago; check nothing answers there.
@@ -131,20 +152,8 @@ async fn nobody_listening_fails_fast_with_a_typed_error() {
     let config = Config::from_url(&format!("redis://127.0.0.1:{port}"))
         .unwrap()
         .timeout(timeout);
-    let started = Instant::now();
-    let outcome = tokio::time::timeout(Duration::from_secs(10), Client::connect(config))
-        .await
-        .expect("connect returned within 10 s");
-    let took = started.elapsed();
-    println!(
-        "nobody listening: failed after {took:?}: {:?}",
-        outcome.as_ref().err()
-    );
-    match outcome {
-        Err(e @ Error::Connection(_)) => assert!(e.is_transient()),
-        Err(other) => panic!("expected Error::Connection, got {other:?}"),
-        Ok(_) => panic!("connected to port {port}, where nobody should listen"),
-    }
+    let connected = format!("connected to port {port}, where nobody should listen");
+    let took = connect_fails("nobody listening", config, &connected).await;
     assert!(
         took < Duration::from_secs(1),
         "a refused connection took {took:?} to report (timeout {timeout:?})"
@@ -159,20 +168,8 @@ async fn a_refusing_proxy_fails_within_the_timeout_then_connects_again() {
     let config = || Config::from_url(&proxy.url()).unwrap().timeout(timeout);
 
     proxy.refuse(true);
-    let started = Instant::now();
-    let outcome = tokio::time::timeout(Duration::from_secs(10), Client::connect(config()))
-        .await
-        .expect("connect returned within 10 s");
-    let took = started.elapsed();
-    println!(
-        "refusing proxy: failed after {took:?}: {:?}",
-        outcome.as_ref().err()
-    );
-    match outcome {
-        Err(e @ Error::Connection(_)) => assert!(e.is_transient()),
-        Err(other) => panic!("expected Error::Connection, got {other:?}"),
-        Ok(_) => panic!("connected through a proxy that refuses every connection"),
-    }
+    let connected = "connected through a proxy that refuses every connection";
+    let took = connect_fails("refusing proxy", config(), connected).await;
     assert!(
         took < timeout + Duration::from_millis(400),
         "failed after {took:?}, timeout {timeout:?}"

@@ -14,6 +14,7 @@ use common::fault::{
 };
 use common::{eventually, unique, Server};
 use fred::prelude::*;
+use tokio::task::JoinHandle;
 
 child_entry!();
 
@@ -49,6 +50,21 @@ async fn proxy_forwards_stalls_and_resumes() {
     assert_eq!(v.as_deref(), Some("v"));
 }
 
+/// `SET key 1` through `client`, in a task of its own.
+fn spawn_set(client: &Client, key: &'static str) -> JoinHandle<Result<(), Error>> {
+    let client = client.clone();
+    tokio::spawn(async move { client.set::<(), _, _>(key, "1", None, None, false).await })
+}
+
+/// `set` completes, successfully, within [`SHORT`].
+async fn done_within_short(set: JoinHandle<Result<(), Error>>) {
+    tokio::time::timeout(SHORT, set)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
 #[tokio::test]
 async fn proxy_stalls_one_direction() {
     let server = Server::private();
@@ -58,10 +74,7 @@ async fn proxy_stalls_one_direction() {
 
     // Replies held: the server runs the SET, the client hears nothing.
     proxy.stall_to_client();
-    let mut set = tokio::spawn({
-        let client = client.clone();
-        async move { client.set::<(), _, _>("a", "1", None, None, false).await }
-    });
+    let mut set = spawn_set(&client, "a");
     eventually("the SET reached the server", || async {
         raw.exists::<i64, _>("a").await.unwrap() == 1
     })
@@ -70,28 +83,17 @@ async fn proxy_stalls_one_direction() {
         .await
         .is_err());
     proxy.resume();
-    tokio::time::timeout(SHORT, set)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    done_within_short(set).await;
 
     // Requests held: the server never sees the SET until resumed.
     proxy.stall_to_server();
-    let mut set = tokio::spawn({
-        let client = client.clone();
-        async move { client.set::<(), _, _>("b", "1", None, None, false).await }
-    });
+    let mut set = spawn_set(&client, "b");
     assert!(tokio::time::timeout(Duration::from_millis(200), &mut set)
         .await
         .is_err());
     assert_eq!(raw.exists::<i64, _>("b").await.unwrap(), 0);
     proxy.resume();
-    tokio::time::timeout(SHORT, set)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    done_within_short(set).await;
     assert_eq!(raw.exists::<i64, _>("b").await.unwrap(), 1);
 }
 

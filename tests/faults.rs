@@ -9,12 +9,12 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::fault::{client_pause, script_flush, PauseMode, Proxy};
+use common::fault::{client_pause, client_through, script_flush, PauseMode, Proxy};
 use common::make::*;
 use common::{eventually, unique, wait_numsub, Fixture, Server};
 use fred::prelude::*;
 use rand::Rng;
-use redisson_lock::{Client, Error, Kind};
+use redisson_lock::{Error, Kind};
 use tokio::time::Instant;
 
 const WATCHDOG: Duration = Duration::from_millis(1_500);
@@ -30,13 +30,7 @@ async fn stalled_holder_is_told_before_anyone_else_holds<K: Kind, O: Kind>(
 ) {
     let server = Server::start();
     let proxy = Proxy::start(server.port).await;
-    let holder_client = Client::connect(
-        redisson_lock::Config::from_url(&proxy.url())
-            .unwrap()
-            .lock_watchdog_timeout(WATCHDOG),
-    )
-    .await
-    .unwrap();
+    let holder_client = client_through(&proxy, |c| c.lock_watchdog_timeout(WATCHDOG)).await;
     let other_client = server.client().await;
     let name = unique("stalled");
     let guard = make(&holder_client, &name).lock().await.unwrap();
@@ -264,14 +258,11 @@ async fn a_timed_out_attempt_does_not_end_a_long_wait() {
     let proxy = Proxy::start(server.port).await;
     let raw = server.raw().await;
     let holder = server.client().await;
-    let waiter_client = Client::connect(
-        redisson_lock::Config::from_url(&proxy.url())
-            .unwrap()
-            .timeout(Duration::from_millis(300))
-            .retry_delay(Duration::from_millis(100)),
-    )
-    .await
-    .unwrap();
+    let waiter_client = client_through(&proxy, |c| {
+        c.timeout(Duration::from_millis(300))
+            .retry_delay(Duration::from_millis(100))
+    })
+    .await;
     let name = unique("slow");
     let held = holder.lock(&name).unwrap().lock().await.unwrap();
     let lock = rlock(&waiter_client, &name);
@@ -409,15 +400,12 @@ async fn fair_queue_leave_is_retried_until_the_connection_is_back() {
     let proxy = Proxy::start(server.port).await;
     let raw = server.raw().await;
     let holder = server.client().await;
-    let waiter_client = Client::connect(
-        redisson_lock::Config::from_url(&proxy.url())
-            .unwrap()
-            .timeout(Duration::from_millis(300))
+    let waiter_client = client_through(&proxy, |c| {
+        c.timeout(Duration::from_millis(300))
             .retry_delay(Duration::from_millis(100))
-            .retry_attempts(1),
-    )
-    .await
-    .unwrap();
+            .retry_attempts(1)
+    })
+    .await;
     let name = unique("leave");
     let queue = format!("redisson_lock_queue:{{{name}}}");
     let held = fair(&holder, &name).lock().await.unwrap();
@@ -454,14 +442,11 @@ async fn unlocks_are_retried_across_a_cut_connection() {
     let server = Server::start();
     let proxy = Proxy::start(server.port).await;
     let raw = server.raw().await;
-    let client = Client::connect(
-        redisson_lock::Config::from_url(&proxy.url())
-            .unwrap()
-            .timeout(Duration::from_millis(500))
-            .retry_delay(Duration::from_millis(100)),
-    )
-    .await
-    .unwrap();
+    let client = client_through(&proxy, |c| {
+        c.timeout(Duration::from_millis(500))
+            .retry_delay(Duration::from_millis(100))
+    })
+    .await;
     let name = unique("cut");
     let lock = client.lock(&name).unwrap();
 
@@ -479,13 +464,7 @@ async fn unlocks_are_retried_across_a_cut_connection() {
     .await;
 
     // With no retries at all, the error says it is transient.
-    let once = Client::connect(
-        redisson_lock::Config::from_url(&proxy.url())
-            .unwrap()
-            .retry_attempts(0),
-    )
-    .await
-    .unwrap();
+    let once = client_through(&proxy, |c| c.retry_attempts(0)).await;
     proxy.refuse(true);
     proxy.cut();
     proxy.wait_connections(0, Duration::from_secs(5)).await;

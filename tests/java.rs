@@ -187,6 +187,25 @@ impl Scene {
         self.note(format!("sees >= {n} subscriber(s) on {channel}"));
     }
 
+    /// Wait until a waiter for the `kind` lock `name` (owner field `field`)
+    /// waits: it subscribed to its channel, or, for a spin lock (which never
+    /// subscribes), it retried twice since `before` script calls.
+    async fn waits(&self, kind: &str, name: &str, field: &str, before: i64) {
+        match waiter_channel(kind, name, field) {
+            Some(channel) => self.subscribed(&channel, 1).await,
+            None => self.scripts_since(before, 2).await,
+        }
+    }
+
+    /// The JVM's `remainTimeToLive` of `jobj` (its thread t1), in ms.
+    async fn java_ttl(&mut self, jobj: &str) -> i64 {
+        self.java
+            .ok("t1", &format!("ttl {jobj}"))
+            .await
+            .parse()
+            .unwrap()
+    }
+
     /// Wait until a spin-lock waiter (which never subscribes) has retried at
     /// least twice since `before` script calls: it is in its back-off loop.
     async fn scripts_since(&self, before: i64, more: i64) {
@@ -299,6 +318,17 @@ fn waiter_channel(kind: &str, name: &str, field: &str) -> Option<String> {
         "read" | "write" => Some(format!("redisson_rwlock:{{{name}}}")),
         _ => None,
     }
+}
+
+/// A read-write lock's hash in read mode, held once by each of `readers`
+/// (hash fields).
+fn read_hash(readers: &[&str]) -> HashMap<String, String> {
+    let mut h = HashMap::new();
+    h.insert("mode".to_string(), "read".to_string());
+    for field in readers {
+        h.insert(field.to_string(), "1".to_string());
+    }
+    h
 }
 
 /// The hash field a holder of `kind` writes for owner field `field`.
@@ -501,10 +531,7 @@ async fn wake_java_to_rust(s: &mut Scene, kind: &str) {
         steps.note(format!("rust: lock() returned {}", result(&guard)));
         (at, guard)
     });
-    match waiter_channel(kind, &name, &field) {
-        Some(channel) => s.subscribed(&channel, 1).await,
-        None => s.scripts_since(before, 2).await,
-    }
+    s.waits(kind, &name, &field, before).await;
     let released = s.java.call("t1", &format!("unlock {jobj}")).await;
     s.steps.eq(released.status, Status::Ok, "java unlock");
     let (at, guard) = waiter.await.unwrap();
@@ -532,10 +559,7 @@ async fn wake_rust_to_java(s: &mut Scene, kind: &str) {
     let jfield = s.java.owner_field("t2").await;
     let before = script_calls(&s.fx.raw).await;
     let waiting = s.java.send("t2", &format!("lock {jobj}")).await;
-    match waiter_channel(kind, &name, &jfield) {
-        Some(channel) => s.subscribed(&channel, 1).await,
-        None => s.scripts_since(before, 2).await,
-    }
+    s.waits(kind, &name, &jfield, before).await;
     guard.unlock().await.unwrap();
     let released = Instant::now();
     s.note("unlock returned");
@@ -614,12 +638,7 @@ async fn state_java_holds(s: &mut Scene, kind: &str) {
         ttl,
         lease,
     );
-    let jttl: i64 = s
-        .java
-        .ok("t1", &format!("ttl {jobj}"))
-        .await
-        .parse()
-        .unwrap();
+    let jttl = s.java_ttl(&jobj).await;
     s.steps.check(
         (jttl - ttl).abs() < 2_000,
         format!("{kind}: java ttl {jttl} ms and rust ttl {ttl} ms differ by 2 s or more"),
@@ -685,12 +704,7 @@ async fn state_rust_holds(s: &mut Scene, kind: &str) {
         "0".into(),
         format!("{kind}: java getHoldCount of a Rust hold"),
     );
-    let jttl: i64 = s
-        .java
-        .ok("t1", &format!("ttl {jobj}"))
-        .await
-        .parse()
-        .unwrap();
+    let jttl = s.java_ttl(&jobj).await;
     let lease = if kind == "write" {
         20_000 * i64::from(count)
     } else {
@@ -779,10 +793,7 @@ async fn force_unlock_wakes(s: &mut Scene, kind: &str) {
         steps.note(format!("rust: lock() returned {}", result(&guard)));
         (Instant::now(), guard)
     });
-    match waiter_channel(kind, &name, &field) {
-        Some(channel) => s.subscribed(&channel, 1).await,
-        None => s.scripts_since(before, 2).await,
-    }
+    s.waits(kind, &name, &field, before).await;
     let forced = s.java.call("t2", &format!("forceunlock {jobj}")).await;
     s.steps.eq(
         forced.value.as_str(),
@@ -807,10 +818,7 @@ async fn force_unlock_wakes(s: &mut Scene, kind: &str) {
     let jfield = s.java.owner_field("t2").await;
     let before = script_calls(&s.fx.raw).await;
     let waiting = s.java.send("t2", &format!("lock {jobj}")).await;
-    match waiter_channel(kind, &name, &jfield) {
-        Some(channel) => s.subscribed(&channel, 1).await,
-        None => s.scripts_since(before, 2).await,
-    }
+    s.waits(kind, &name, &jfield, before).await;
     s.steps.eq(
         lock.force_unlock().await.unwrap(),
         true,
@@ -1148,10 +1156,7 @@ async fn read_write(version: &str) {
     let rg = rread.try_lock().await.unwrap();
     s.steps
         .check(rg.is_some(), "rust read lock beside a java read lock");
-    let mut want = HashMap::new();
-    want.insert("mode".to_string(), "read".to_string());
-    want.insert(jfield.clone(), "1".to_string());
-    want.insert(rfield.clone(), "1".to_string());
+    let want = read_hash(&[&jfield, &rfield]);
     s.steps.eq(
         s.hash(&name).await,
         want,
@@ -1214,9 +1219,7 @@ async fn read_write(version: &str) {
         Vec::<String>::new(),
         "messages of java's write->read downgrade (none: Q5)",
     );
-    let mut want = HashMap::new();
-    want.insert("mode".to_string(), "read".to_string());
-    want.insert(jfield.clone(), "1".to_string());
+    let want = read_hash(&[&jfield]);
     s.steps
         .eq(s.hash(&name).await, want, "hash after java's downgrade");
     let rw = s.fx.client.read_write_lock(&name).unwrap();
@@ -1255,10 +1258,7 @@ async fn read_write(version: &str) {
         released,
         reply.at,
     );
-    let mut want = HashMap::new();
-    want.insert("mode".to_string(), "read".to_string());
-    want.insert(jfield.clone(), "1".to_string());
-    want.insert(rfield.clone(), "1".to_string());
+    let want = read_hash(&[&jfield, &rfield]);
     s.steps.eq(
         s.hash(&name).await,
         want,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::make::*;
-use common::{eventually, wait_numsub, Fixture};
+use common::{eventually, sum_of, wait_numsub, Fixture};
 use fred::prelude::*;
 use rand::Rng;
 use redisson_lock::{Kind, Lock, Ttl};
@@ -185,13 +185,7 @@ async fn exclusion_and_cancellation<K: Kind, B: Kind>(
             completed
         }));
     }
-    let mut completed = 0;
-    for task in tasks {
-        completed += tokio::time::timeout(Duration::from_secs(60), task)
-            .await
-            .expect("no task stuck")
-            .unwrap();
-    }
+    let completed = sum_of(tasks).await;
     assert!(completed > 0, "some rounds completed");
     let (probe, writer) = (make(&clients[0], name), blocker(&clients[0], name));
     eventually("nothing held", || async {

@@ -6,15 +6,14 @@
 //! hand, lost replies, bad input, the blocking form.
 mod common;
 
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::fault::Proxy;
-use common::{eventually, numsub, wait_numsub, Fixture};
+use common::fault::{client_through, Proxy};
+use common::{eventually, numsub, sum_of, wait_numsub, wait_numsub_blocking, Fixture, InUse};
 use fred::prelude::*;
 use rand::Rng;
-use redisson_lock::{Client, Config, Error, PermitId, PermitLease, MAX_DURATION};
+use redisson_lock::{Error, PermitId, PermitLease, MAX_DURATION};
 
 const NEVER: &str = "922337203685477";
 
@@ -65,6 +64,15 @@ fn now_ms() -> i64 {
 
 async fn get(fx: &Fixture, key: &str) -> Option<String> {
     fx.raw.get(key).await.unwrap()
+}
+
+/// `ZADD key score member`.
+async fn zadd(fx: &Fixture, key: &str, score: f64, member: &str) {
+    let _: i64 = fx
+        .raw
+        .zadd(key, None, None, false, false, vec![(score, member)])
+        .await
+        .unwrap();
 }
 
 /// The zset's members (raw bytes) and scores (as Redis prints them).
@@ -292,26 +300,6 @@ async fn an_expired_permit_comes_back_and_wakes_a_waiter() {
     wait_numsub(&fx.raw, &channel(&fx.name), 0).await;
 }
 
-struct InUse {
-    now: AtomicI64,
-    limit: i64,
-}
-
-impl InUse {
-    fn enter(&self) {
-        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-        assert!(
-            now <= self.limit,
-            "{now} permits in use, limit {}",
-            self.limit
-        );
-    }
-
-    fn leave(&self) {
-        self.now.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// 8 tasks on two clients, 10 000 steps: acquire (with a long lease or
 /// none; waiting, trying once, or cancelled at a random point), use, give
 /// back by `release()`, by id, or by dropping. Never above the limit; the
@@ -325,10 +313,7 @@ async fn never_above_the_limit_and_exact_after_10000_random_steps() {
     let clients = [fx.client.clone(), fx.client().await];
     let sem = clients[0].permit_expirable_semaphore(&fx.name).unwrap();
     assert!(sem.try_set_permits(LIMIT as u32).await.unwrap());
-    let in_use = Arc::new(InUse {
-        now: AtomicI64::new(0),
-        limit: LIMIT,
-    });
+    let in_use = Arc::new(InUse::new(LIMIT));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for t in 0..TASKS {
@@ -356,9 +341,9 @@ async fn never_above_the_limit_and_exact_after_10000_random_steps() {
                 };
                 let Some(permit) = permit else { continue };
                 acquired += 1;
-                in_use.enter();
+                in_use.enter(1);
                 tokio::task::yield_now().await;
-                in_use.leave();
+                in_use.leave(1);
                 match release {
                     0 => assert!(permit.release().await.unwrap()),
                     1 => {
@@ -372,13 +357,7 @@ async fn never_above_the_limit_and_exact_after_10000_random_steps() {
             acquired
         }));
     }
-    let mut acquired = 0;
-    for task in tasks {
-        acquired += tokio::time::timeout(Duration::from_secs(60), task)
-            .await
-            .expect("no task stuck")
-            .unwrap();
-    }
+    let acquired = sum_of(tasks).await;
     assert!(acquired > STEPS as u64 / 2, "{acquired} acquisitions");
     eventually("every permit back", || async {
         sem.available_permits().await.unwrap() == LIMIT
@@ -481,30 +460,8 @@ async fn java_shaped_commands_observe_and_drive_ours() {
     // 3.16 wrote ids as 32-character hex text: counted, reclaimed when expired.
     let old_id = hex(&rand::random::<[u8; 16]>());
     let _: i64 = fx.raw.decr_by(&name, 2).await.unwrap();
-    let _: i64 = fx
-        .raw
-        .zadd(
-            &z,
-            None,
-            None,
-            false,
-            false,
-            vec![(now_ms() as f64 + 300.0, old_id.clone())],
-        )
-        .await
-        .unwrap();
-    let _: i64 = fx
-        .raw
-        .zadd(
-            &z,
-            None,
-            None,
-            false,
-            false,
-            vec![(now_ms() as f64 + 60_000.0, "f".repeat(32))],
-        )
-        .await
-        .unwrap();
+    zadd(&fx, &z, now_ms() as f64 + 300.0, &old_id).await;
+    zadd(&fx, &z, now_ms() as f64 + 60_000.0, &"f".repeat(32)).await;
     assert_eq!(sem.acquired_permits().await.unwrap(), 2);
     let next = sem
         .try_acquire_for(Duration::from_secs(10), None)
@@ -551,14 +508,11 @@ async fn dropped_waiters_and_cancelled_acquisitions_leak_nothing() {
 async fn a_lost_acquire_reply_is_undone_by_its_id() {
     let fx = Fixture::new("pes-lost").await;
     let proxy = Proxy::start(fx.server.port).await;
-    let client = Client::connect(
-        Config::from_url(&proxy.url())
-            .unwrap()
-            .timeout(Duration::from_millis(300))
-            .retry_delay(Duration::from_millis(50)),
-    )
-    .await
-    .unwrap();
+    let client = client_through(&proxy, |c| {
+        c.timeout(Duration::from_millis(300))
+            .retry_delay(Duration::from_millis(50))
+    })
+    .await;
     let sem = client.permit_expirable_semaphore(&fx.name).unwrap();
     assert!(sem.try_set_permits(1).await.unwrap());
     assert!(sem.acquire(None).await.unwrap().release().await.unwrap()); // scripts loaded
@@ -675,14 +629,7 @@ fn blocking_permit_expirable_semaphore_and_late_drops() {
         }
     });
     // Release once the waiter waits (it subscribed), so the publish wakes it.
-    let probe = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    probe.block_on(async {
-        let raw = server.raw().await;
-        wait_numsub(&raw, &channel(&name), 1).await;
-    });
+    wait_numsub_blocking(&server, &channel(&name), 1);
     drop(permit); // synchronous release
     assert!(matches!(waiter.join().unwrap(), Some(Ok(true))));
     assert_eq!(sem.available_permits().unwrap(), 1);

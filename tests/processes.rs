@@ -9,7 +9,7 @@ child_entry!();
 
 use std::time::Duration;
 
-use common::fault::{ChildProcess, Job};
+use common::fault::{acquire, ChildProcess, Job};
 use common::{eventually, unique, wait_numsub, Server};
 use fred::prelude::*;
 use redisson_lock::{AnyKind, Client, LockGuard};
@@ -28,14 +28,8 @@ async fn wait_for(
     kind: &str,
     name: &str,
 ) -> redisson_lock::Result<LockGuard<AnyKind>> {
-    match kind {
-        "lock" => client.lock(name)?.erase().lock().await,
-        "fair" => client.fair_lock(name)?.erase().lock().await,
-        "read" | "write" => client.read_write_lock(name)?.write().erase().lock().await,
-        "spin" => client.spin_lock(name)?.erase().lock().await,
-        "fenced" => client.fenced_lock(name)?.erase().lock().await,
-        other => panic!("unknown kind {other:?}"),
-    }
+    let kind = if kind == "read" { "write" } else { kind };
+    acquire(client, kind, name).await
 }
 
 /// `KEYS *` with each key's contents (hash fields and values, list or

@@ -299,6 +299,50 @@ impl Bench {
         )
     }
 
+    /// [`Bench::refuses_bad_args`], then `case` with its good arguments: the
+    /// reply.
+    async fn accepts(&mut self, case: &Case, extra: &[(Vec<String>, Vec<String>, &str)]) -> Value {
+        self.refuses_bad_args(case, extra).await;
+        self.eval(case.body, &case.keys, case.good())
+            .await
+            .unwrap_or_else(|e| panic!("{:?} was refused: {e}", case.good()))
+    }
+
+    /// A valid unlock's effects: reply 1, every key of `gone` deleted, the
+    /// `latch` (if any) set to 1, and `message` published.
+    async fn released(
+        &mut self,
+        reply: Value,
+        gone: &[&str],
+        latch: Option<&str>,
+        message: (String, &str),
+    ) {
+        assert_eq!(reply.as_i64(), Some(1), "the unlock's reply");
+        let mut exists = vec!["EXISTS"];
+        exists.extend_from_slice(gone);
+        assert_eq!(
+            self.cmd(&exists).await.as_i64(),
+            Some(0),
+            "{gone:?} deleted"
+        );
+        if let Some(latch) = latch {
+            assert_eq!(self.get(latch).await.as_i64(), Some(1), "the latch");
+        }
+        assert_eq!(self.next_message().await, (message.0, s(message.1)));
+    }
+
+    async fn get(&self, key: &str) -> Value {
+        self.cmd(&["GET", key]).await
+    }
+
+    /// `LRANGE key 0 -1`.
+    async fn list(&self, key: &str) -> Vec<String> {
+        self.cmd(&["LRANGE", key, "0", "-1"])
+            .await
+            .convert()
+            .unwrap()
+    }
+
     async fn pttl(&self, key: &str) -> i64 {
         self.cmd(&["PTTL", key]).await.as_i64().unwrap()
     }
@@ -325,6 +369,11 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64
+}
+
+/// An array reply's elements as integers.
+fn ints(reply: Value) -> Vec<Option<i64>> {
+    reply.into_array().iter().map(|v| v.as_i64()).collect()
 }
 
 fn s(v: impl ToString) -> String {
@@ -388,10 +437,8 @@ async fn lock() {
         args: vec![(Kind::Ms, s(30_000)), (Kind::Text, s("c:1"))],
         watch: vec![n.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
     // Valid: re-entered, TTL reset to the lease.
-    let reply = t.eval(LOCK, &case.keys, case.good()).await.unwrap();
-    assert!(reply.is_null());
+    assert!(t.accepts(&case, &[]).await.is_null());
     assert_eq!(t.hget(&n, "c:1").await, Some(2));
     assert!((29_000..=30_000).contains(&t.pttl(&n).await));
     // The largest lease is taken.
@@ -407,47 +454,64 @@ async fn lock() {
 async fn unlock() {
     let mut t = Bench::new("unlock").await;
     let n = t.name.clone();
-    let channel = format!("redisson_lock__channel:{{{n}}}");
-    let latch = latch(&n);
     t.held(&n, "c:1", "1").await;
+    let channel = format!("redisson_lock__channel:{{{n}}}");
+    let latch = unlocks(&mut t, UNLOCK, channel, "c:1", "0").await;
+    assert!((15_000..=16_000).contains(&t.pttl(&latch).await));
+}
+
+/// `body` (unlock or rw_write_unlock) releases `owner`'s only hold on the
+/// lock: bad arguments refused, then the lock deleted, a latch set and
+/// `message` published on `channel`. Returns the latch.
+async fn unlocks(
+    t: &mut Bench,
+    body: &'static str,
+    channel: String,
+    owner: &str,
+    message: &str,
+) -> String {
+    let n = t.name.clone();
+    let latch = latch(&n);
     let case = Case {
-        body: UNLOCK,
+        body,
         keys: vec![n.clone(), channel.clone(), latch.clone()],
         args: vec![
-            (Kind::Text, s("0")),
+            (Kind::Text, s(message)),
             (Kind::Ms, s(30_000)),
-            (Kind::Text, s("c:1")),
+            (Kind::Text, s(owner)),
             (Kind::Publish, s("PUBLISH")),
             (Kind::Ms, s(16_000)),
         ],
         watch: vec![n.clone(), latch.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t.eval(UNLOCK, &case.keys, case.good()).await.unwrap();
-    assert_eq!(reply.as_i64(), Some(1));
-    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
-    assert_eq!(t.cmd(&["GET", &latch]).await.as_i64(), Some(1));
-    assert!((15_000..=16_000).contains(&t.pttl(&latch).await));
-    assert_eq!(t.next_message().await, (channel, s("0")));
+    let reply = t.accepts(&case, &[]).await;
+    t.released(reply, &[&n], Some(&latch), (channel, message))
+        .await;
+    latch
 }
 
 #[tokio::test]
 async fn force_unlock() {
     let mut t = Bench::new("force").await;
     let n = t.name.clone();
-    let channel = format!("redisson_lock__channel:{{{n}}}");
     t.held(&n, "c:1", "1").await;
+    let channel = format!("redisson_lock__channel:{{{n}}}");
+    force_unlocks(&mut t, FORCE_UNLOCK, channel, "0").await;
+}
+
+/// `body` (force_unlock, rw_read_force_unlock or rw_write_force_unlock)
+/// refuses bad arguments, then deletes the held lock and publishes `message`
+/// on `channel`.
+async fn force_unlocks(t: &mut Bench, body: &'static str, channel: String, message: &str) {
+    let n = t.name.clone();
     let case = Case {
-        body: FORCE_UNLOCK,
+        body,
         keys: vec![n.clone(), channel.clone()],
-        args: vec![(Kind::Text, s("0")), (Kind::Publish, s("PUBLISH"))],
+        args: vec![(Kind::Text, s(message)), (Kind::Publish, s("PUBLISH"))],
         watch: vec![n.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t.eval(FORCE_UNLOCK, &case.keys, case.good()).await.unwrap();
-    assert_eq!(reply.as_i64(), Some(1));
-    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
-    assert_eq!(t.next_message().await, (channel, s("0")));
+    let reply = t.accepts(&case, &[]).await;
+    t.released(reply, &[&n], None, (channel, message)).await;
 }
 
 #[tokio::test]
@@ -471,8 +535,7 @@ async fn renew() {
         vec![s(30_000), s("c:1"), s("c:2"), s("c:3")],
         "ARGV[4]",
     )];
-    t.refuses_bad_args(&case, &extra).await;
-    let reply = t.eval(RENEW, &case.keys, case.good()).await.unwrap();
+    let reply = t.accepts(&case, &extra).await;
     let renewed: Vec<i64> = reply.convert().unwrap();
     assert_eq!(renewed, [1, 1]);
     for key in [&n1, &n2] {
@@ -496,12 +559,11 @@ async fn spin_unlock() {
         ],
         watch: vec![n.clone(), latch.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t.eval(SPIN_UNLOCK, &case.keys, case.good()).await.unwrap();
+    let reply = t.accepts(&case, &[]).await;
     assert_eq!(reply.as_i64(), Some(0));
     assert_eq!(t.hget(&n, "c:1").await, Some(1));
     assert!((29_000..=30_000).contains(&t.pttl(&n).await));
-    assert_eq!(t.cmd(&["GET", &latch]).await.as_i64(), Some(0));
+    assert_eq!(t.get(&latch).await.as_i64(), Some(0));
 }
 
 #[tokio::test]
@@ -532,8 +594,7 @@ async fn fenced_lock() {
         args: vec![(Kind::Ms, s(30_000)), (Kind::Text, s("c:1"))],
         watch: vec![n.clone(), token.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t.eval(FENCED_LOCK, &case.keys, case.good()).await.unwrap();
+    let reply = t.accepts(&case, &[]).await;
     let reply: Vec<i64> = reply.convert().unwrap();
     assert_eq!(reply, [-1, 1]);
     assert_eq!(t.hget(&n, "c:1").await, Some(1));
@@ -562,12 +623,10 @@ async fn fair_lock() {
         ],
         watch: vec![n.clone(), q.clone(), z.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t.eval(FAIR_LOCK, &case.keys, case.good()).await.unwrap();
+    let reply = t.accepts(&case, &[]).await;
     let ttl = reply.as_i64().unwrap();
     assert!((90_000..=100_000).contains(&ttl), "{ttl}");
-    let queue: Vec<String> = t.cmd(&["LRANGE", &q, "0", "-1"]).await.convert().unwrap();
-    assert_eq!(queue, ["c:1"]);
+    assert_eq!(t.list(&q).await, ["c:1"]);
     let deadline = t.cmd(&["ZSCORE", &z, "c:1"]).await.as_f64().unwrap() as i64;
     assert_eq!(deadline, now + ttl + 60_000);
     // A wait of 0 ms is valid (a sub-millisecond wait, or a zero
@@ -610,11 +669,9 @@ async fn fair_leave() {
         ],
         watch: vec![q.clone(), z.clone(), n.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t.eval(FAIR_LEAVE, &case.keys, case.good()).await.unwrap();
+    let reply = t.accepts(&case, &[]).await;
     assert!(reply.is_null());
-    let queue: Vec<String> = t.cmd(&["LRANGE", &q, "0", "-1"]).await.convert().unwrap();
-    assert_eq!(queue, ["c:2"]);
+    assert_eq!(t.list(&q).await, ["c:2"]);
     let deadline = t.cmd(&["ZSCORE", &z, "c:2"]).await.as_f64().unwrap() as i64;
     assert_eq!(deadline, now + 60_000);
     assert_eq!(t.next_message().await, (format!("{base}:c:2"), s("0")));
@@ -658,14 +715,10 @@ async fn fair_unlock() {
         ],
         watch: vec![n.clone(), q.clone(), z.clone(), latch.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t.eval(FAIR_UNLOCK, &case.keys, case.good()).await.unwrap();
-    assert_eq!(reply.as_i64(), Some(1));
-    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
-    let queue: Vec<String> = t.cmd(&["LRANGE", &q, "0", "-1"]).await.convert().unwrap();
-    assert_eq!(queue, ["c:2"]);
-    assert_eq!(t.cmd(&["GET", &latch]).await.as_i64(), Some(1));
-    assert_eq!(t.next_message().await, (format!("{base}:c:2"), s("0")));
+    let reply = t.accepts(&case, &[]).await;
+    let woken = (format!("{base}:c:2"), "0");
+    t.released(reply, &[&n], Some(&latch), woken).await;
+    assert_eq!(t.list(&q).await, ["c:2"]);
 }
 
 #[tokio::test]
@@ -683,16 +736,10 @@ async fn fair_force_unlock() {
         ],
         watch: vec![n.clone(), q.clone(), z.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t
-        .eval(FAIR_FORCE_UNLOCK, &case.keys, case.good())
-        .await
-        .unwrap();
-    assert_eq!(reply.as_i64(), Some(1));
-    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
-    let queue: Vec<String> = t.cmd(&["LRANGE", &q, "0", "-1"]).await.convert().unwrap();
-    assert_eq!(queue, ["c:2"]);
-    assert_eq!(t.next_message().await, (format!("{base}:c:2"), s("0")));
+    let reply = t.accepts(&case, &[]).await;
+    let woken = (format!("{base}:c:2"), "0");
+    t.released(reply, &[&n], None, woken).await;
+    assert_eq!(t.list(&q).await, ["c:2"]);
 }
 
 /// The read-write lock's keys for owner c:1: N, channel, key prefix, the
@@ -723,8 +770,7 @@ async fn rw_read_lock() {
         ],
         watch: vec![n.clone(), t1.clone(), t2.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t.eval(RW_READ_LOCK, &case.keys, case.good()).await.unwrap();
+    let reply = t.accepts(&case, &[]).await;
     assert!(reply.is_null());
     assert_eq!(t.hget(&n, "c:1").await, Some(2));
     assert!((29_000..=30_000).contains(&t.pttl(&t2).await));
@@ -755,15 +801,9 @@ async fn rw_read_unlock() {
         ],
         watch: vec![n.clone(), t1.clone(), latch.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t
-        .eval(RW_READ_UNLOCK, &case.keys, case.good())
-        .await
-        .unwrap();
-    assert_eq!(reply.as_i64(), Some(1));
-    assert_eq!(t.cmd(&["EXISTS", &n, &t1]).await.as_i64(), Some(0));
-    assert_eq!(t.cmd(&["GET", &latch]).await.as_i64(), Some(1));
-    assert_eq!(t.next_message().await, (channel, s("0")));
+    let reply = t.accepts(&case, &[]).await;
+    t.released(reply, &[&n, &t1], Some(&latch), (channel, "0"))
+        .await;
 }
 
 #[tokio::test]
@@ -777,11 +817,7 @@ async fn rw_write_lock() {
         args: vec![(Kind::Ms, s(30_000)), (Kind::Text, s("c:1:write"))],
         watch: vec![n.clone()],
     };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t
-        .eval(RW_WRITE_LOCK, &case.keys, case.good())
-        .await
-        .unwrap();
+    let reply = t.accepts(&case, &[]).await;
     assert!(reply.is_null());
     assert_eq!(t.hget(&n, "c:1:write").await, Some(2));
     // Re-entry adds the lease to the remaining TTL.
@@ -792,29 +828,8 @@ async fn rw_write_lock() {
 async fn rw_write_unlock() {
     let mut t = Bench::new("write-unlock").await;
     let [n, channel, _, _] = rw_keys(&t.name);
-    let latch = latch(&n);
     t.rw_held(&n, "write", "c:1:write").await;
-    let case = Case {
-        body: RW_WRITE_UNLOCK,
-        keys: vec![n.clone(), channel.clone(), latch.clone()],
-        args: vec![
-            (Kind::Text, s("1")),
-            (Kind::Ms, s(30_000)),
-            (Kind::Text, s("c:1:write")),
-            (Kind::Publish, s("PUBLISH")),
-            (Kind::Ms, s(16_000)),
-        ],
-        watch: vec![n.clone(), latch.clone()],
-    };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t
-        .eval(RW_WRITE_UNLOCK, &case.keys, case.good())
-        .await
-        .unwrap();
-    assert_eq!(reply.as_i64(), Some(1));
-    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
-    assert_eq!(t.cmd(&["GET", &latch]).await.as_i64(), Some(1));
-    assert_eq!(t.next_message().await, (channel, s("1")));
+    unlocks(&mut t, RW_WRITE_UNLOCK, channel, "c:1:write", "1").await;
 }
 
 #[tokio::test]
@@ -831,17 +846,7 @@ async fn rw_force_unlock(body: &'static str, mode: &str, message: &str) {
     let mut t = Bench::new(mode).await;
     let [n, channel, _, _] = rw_keys(&t.name);
     t.rw_held(&n, mode, "c:1").await;
-    let case = Case {
-        body,
-        keys: vec![n.clone(), channel.clone()],
-        args: vec![(Kind::Text, s(message)), (Kind::Publish, s("PUBLISH"))],
-        watch: vec![n.clone()],
-    };
-    t.refuses_bad_args(&case, &[]).await;
-    let reply = t.eval(body, &case.keys, case.good()).await.unwrap();
-    assert_eq!(reply.as_i64(), Some(1));
-    assert_eq!(t.cmd(&["EXISTS", &n]).await.as_i64(), Some(0));
-    assert_eq!(t.next_message().await, (channel, s(message)));
+    force_unlocks(&mut t, body, channel, message).await;
 }
 
 #[tokio::test]
@@ -875,11 +880,7 @@ async fn rw_renew_read() {
             "KEYS[3]",
         ),
     ];
-    t.refuses_bad_args(&case, &extra).await;
-    let reply = t
-        .eval(RW_RENEW_READ, &case.keys, case.good())
-        .await
-        .unwrap();
+    let reply = t.accepts(&case, &extra).await;
     let renewed: Vec<i64> = reply.convert().unwrap();
     assert_eq!(renewed, [1]);
     for key in [&n, &t1] {
@@ -910,19 +911,9 @@ async fn semaphore_scripts() {
         args: vec![(Kind::Permits, s(2)), (Kind::Ms, s(32_000))],
         watch: watch.clone(),
     };
-    t.refuses_bad_args(&acquire, &[]).await;
-    assert_eq!(
-        t.eval(SEM_ACQUIRE, &acquire.keys, acquire.good())
-            .await
-            .unwrap()
-            .as_i64(),
-        Some(1)
-    );
-    assert_eq!(t.cmd(&["GET", &n]).await.as_string().as_deref(), Some("3"));
-    assert_eq!(
-        t.cmd(&["GET", &latch]).await.as_string().as_deref(),
-        Some("1")
-    );
+    assert_eq!(t.accepts(&acquire, &[]).await.as_i64(), Some(1));
+    assert_eq!(t.get(&n).await.as_string().as_deref(), Some("3"));
+    assert_eq!(t.get(&latch).await.as_string().as_deref(), Some("1"));
 
     let release = Case {
         body: SEM_RELEASE,
@@ -935,14 +926,7 @@ async fn semaphore_scripts() {
         ],
         watch: watch.clone(),
     };
-    t.refuses_bad_args(&release, &[]).await;
-    assert_eq!(
-        t.eval(SEM_RELEASE, &release.keys, release.good())
-            .await
-            .unwrap()
-            .as_i64(),
-        Some(5)
-    );
+    assert_eq!(t.accepts(&release, &[]).await.as_i64(), Some(5));
     assert_eq!(t.next_message().await, (ch.clone(), s("5")));
     assert!(
         t.eval(SEM_RELEASE, &release.keys, release.good())
@@ -951,10 +935,7 @@ async fn semaphore_scripts() {
             .is_null(),
         "a replay"
     );
-    assert_eq!(
-        t.cmd(&["GET", &latch]).await.as_string().as_deref(),
-        Some("0")
-    );
+    assert_eq!(t.get(&latch).await.as_string().as_deref(), Some("0"));
 
     let release_if_exists = Case {
         body: SEM_RELEASE_IF_EXISTS,
@@ -962,18 +943,7 @@ async fn semaphore_scripts() {
         args: vec![(Kind::Permits, s(1)), (Kind::Publish, s("PUBLISH"))],
         watch: watch.clone(),
     };
-    t.refuses_bad_args(&release_if_exists, &[]).await;
-    assert_eq!(
-        t.eval(
-            SEM_RELEASE_IF_EXISTS,
-            &release_if_exists.keys,
-            release_if_exists.good()
-        )
-        .await
-        .unwrap()
-        .as_i64(),
-        Some(1)
-    );
+    assert_eq!(t.accepts(&release_if_exists, &[]).await.as_i64(), Some(1));
     assert_eq!(t.next_message().await, (ch.clone(), s("6")));
 
     let add = Case {
@@ -986,21 +956,14 @@ async fn semaphore_scripts() {
         ],
         watch: watch.clone(),
     };
-    t.refuses_bad_args(&add, &[]).await;
-    assert_eq!(
-        t.eval(SEM_ADD, &add.keys, add.good())
-            .await
-            .unwrap()
-            .as_i64(),
-        Some(4)
-    );
+    assert_eq!(t.accepts(&add, &[]).await.as_i64(), Some(4));
     assert_eq!(t.next_message().await, (ch.clone(), s("4")));
     for extreme in ["-2147483648", "2147483647"] {
         let args = vec![s(extreme), s("PUBLISH"), s("1")];
         t.eval(SEM_ADD, &add.keys, args).await.unwrap();
     }
     assert_eq!(t.next_message().await, (ch.clone(), s("2147483647")));
-    assert_eq!(t.cmd(&["GET", &n]).await.as_string().as_deref(), Some("3"));
+    assert_eq!(t.get(&n).await.as_string().as_deref(), Some("3"));
 
     // trySetPermits on an absent semaphore; the TTL is optional.
     let absent = format!("{n}-absent");
@@ -1038,7 +1001,7 @@ async fn semaphore_scripts() {
         .await
         .unwrap();
     assert_eq!(reply.as_i64(), Some(3));
-    assert_eq!(t.cmd(&["GET", &n]).await.as_string().as_deref(), Some("0"));
+    assert_eq!(t.get(&n).await.as_string().as_deref(), Some("0"));
     t.nothing_published().await;
 }
 
@@ -1072,19 +1035,8 @@ async fn permit_expirable_semaphore_scripts() {
         args[0] = s(2);
         (acquire.keys.clone(), args, "ARGV[1]")
     };
-    t.refuses_bad_args(&acquire, &[two_ids]).await;
-    let reply = t
-        .eval(PES_ACQUIRE, &acquire.keys, acquire.good())
-        .await
-        .unwrap();
-    assert_eq!(
-        reply
-            .into_array()
-            .iter()
-            .map(|v| v.as_i64())
-            .collect::<Vec<_>>(),
-        [Some(1), Some(0)]
-    );
+    let reply = t.accepts(&acquire, &[two_ids]).await;
+    assert_eq!(ints(reply), [Some(1), Some(0)]);
     assert_eq!(
         t.cmd(&["ZSCORE", &z, &id]).await.as_i64(),
         Some(now + 30_000)
@@ -1101,14 +1053,7 @@ async fn permit_expirable_semaphore_scripts() {
         ],
         watch: watch.clone(),
     };
-    t.refuses_bad_args(&update, &[]).await;
-    assert_eq!(
-        t.eval(PES_UPDATE_LEASE, &update.keys, update.good())
-            .await
-            .unwrap()
-            .as_i64(),
-        Some(1)
-    );
+    assert_eq!(t.accepts(&update, &[]).await.as_i64(), Some(1));
 
     let lease_time = Case {
         body: PES_LEASE_TIME,
@@ -1121,11 +1066,7 @@ async fn permit_expirable_semaphore_scripts() {
         ],
         watch: watch.clone(),
     };
-    t.refuses_bad_args(&lease_time, &[]).await;
-    let reply = t
-        .eval(PES_LEASE_TIME, &lease_time.keys, lease_time.good())
-        .await
-        .unwrap();
+    let reply = t.accepts(&lease_time, &[]).await;
     assert_eq!(reply.as_i64(), Some(40_000));
 
     let counts = Case {
@@ -1134,19 +1075,8 @@ async fn permit_expirable_semaphore_scripts() {
         args: vec![(Kind::Epoch, s(now)), (Kind::Publish, s("PUBLISH"))],
         watch: watch.clone(),
     };
-    t.refuses_bad_args(&counts, &[]).await;
-    let reply = t
-        .eval(PES_COUNTS, &counts.keys, counts.good())
-        .await
-        .unwrap();
-    assert_eq!(
-        reply
-            .into_array()
-            .iter()
-            .map(|v| v.as_i64())
-            .collect::<Vec<_>>(),
-        [Some(1), Some(2)]
-    );
+    let reply = t.accepts(&counts, &[]).await;
+    assert_eq!(ints(reply), [Some(1), Some(2)]);
 
     let set_permits = Case {
         body: PES_SET_PERMITS,
@@ -1154,11 +1084,7 @@ async fn permit_expirable_semaphore_scripts() {
         args: vec![(Kind::Permits0, s(4)), (Kind::Publish, s("PUBLISH"))],
         watch: watch.clone(),
     };
-    t.refuses_bad_args(&set_permits, &[]).await;
-    let reply = t
-        .eval(PES_SET_PERMITS, &set_permits.keys, set_permits.good())
-        .await
-        .unwrap();
+    let reply = t.accepts(&set_permits, &[]).await;
     assert_eq!(reply.as_i64(), Some(2), "4 in all, 2 taken");
     assert_eq!(t.next_message().await, (ch.clone(), s("4")));
 
@@ -1198,7 +1124,7 @@ async fn permit_expirable_semaphore_scripts() {
         .await
         .unwrap();
     assert_eq!(reply.as_i64(), Some(-1), "already released");
-    assert_eq!(t.cmd(&["GET", &n]).await.as_string().as_deref(), Some("4"));
+    assert_eq!(t.get(&n).await.as_string().as_deref(), Some("4"));
     t.nothing_published().await;
 }
 
@@ -1217,14 +1143,7 @@ async fn latch_scripts() {
         ],
         watch: vec![n.clone()],
     };
-    t.refuses_bad_args(&try_set, &[]).await;
-    assert_eq!(
-        t.eval(LATCH_TRY_SET, &try_set.keys, try_set.good())
-            .await
-            .unwrap()
-            .as_i64(),
-        Some(1)
-    );
+    assert_eq!(t.accepts(&try_set, &[]).await.as_i64(), Some(1));
     assert_eq!(t.next_message().await, (ch.clone(), s("1")));
     let count_down = Case {
         body: LATCH_COUNT_DOWN,
@@ -1232,28 +1151,14 @@ async fn latch_scripts() {
         args: vec![(Kind::Flag, s("0")), (Kind::Publish, s("PUBLISH"))],
         watch: vec![n.clone()],
     };
-    t.refuses_bad_args(&count_down, &[]).await;
-    assert_eq!(
-        t.eval(LATCH_COUNT_DOWN, &count_down.keys, count_down.good())
-            .await
-            .unwrap()
-            .as_i64(),
-        Some(1)
-    );
+    assert_eq!(t.accepts(&count_down, &[]).await.as_i64(), Some(1));
     let delete = Case {
         body: LATCH_DELETE,
         keys: vec![n.clone(), ch.clone()],
         args: vec![(Kind::Flag, s("1")), (Kind::Publish, s("PUBLISH"))],
         watch: vec![n.clone()],
     };
-    t.refuses_bad_args(&delete, &[]).await;
-    assert_eq!(
-        t.eval(LATCH_DELETE, &delete.keys, delete.good())
-            .await
-            .unwrap()
-            .as_i64(),
-        Some(1)
-    );
+    assert_eq!(t.accepts(&delete, &[]).await.as_i64(), Some(1));
     assert_eq!(t.next_message().await, (ch.clone(), s("1")));
     t.nothing_published().await;
 }

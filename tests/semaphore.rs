@@ -5,15 +5,14 @@
 //! replies undone exactly, bad input, and permits dropped late.
 mod common;
 
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::fault::Proxy;
-use common::{eventually, numsub, wait_numsub, Fixture};
+use common::fault::{client_through, Proxy};
+use common::{eventually, numsub, sum_of, wait_numsub, wait_numsub_blocking, Fixture, InUse};
 use fred::prelude::*;
 use rand::Rng;
-use redisson_lock::{Client, Config, Error};
+use redisson_lock::Error;
 
 /// Redisson's tryAcquire(n) (§7.1), as a Java client runs it.
 const JAVA_TRY_ACQUIRE: &str = "
@@ -145,29 +144,6 @@ async fn every_operation_leaves_the_spec_state() {
     assert_eq!(get(&fx, &absent).await.as_deref(), Some("2"));
 }
 
-/// Tracks permits in use on our side: never above the limit.
-struct InUse {
-    now: AtomicI64,
-    max: AtomicI64,
-    limit: i64,
-}
-
-impl InUse {
-    fn enter(&self, n: i64) {
-        let now = self.now.fetch_add(n, Ordering::SeqCst) + n;
-        self.max.fetch_max(now, Ordering::SeqCst);
-        assert!(
-            now <= self.limit,
-            "{now} permits in use, limit {}",
-            self.limit
-        );
-    }
-
-    fn leave(&self, n: i64) {
-        self.now.fetch_sub(n, Ordering::SeqCst);
-    }
-}
-
 /// 8 tasks on two clients, 10 000 steps in all: acquire 1 or 2 permits
 /// (waiting, trying once, or cancelled at a random point), use them, give
 /// them back by `release()` or by dropping. Permits in use never exceed the
@@ -186,11 +162,7 @@ async fn never_above_the_limit_and_exact_after_10000_random_steps() {
         .try_set_permits(LIMIT as u32)
         .await
         .unwrap());
-    let in_use = Arc::new(InUse {
-        now: AtomicI64::new(0),
-        max: AtomicI64::new(0),
-        limit: LIMIT,
-    });
+    let in_use = Arc::new(InUse::new(LIMIT));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for t in 0..TASKS {
@@ -230,15 +202,9 @@ async fn never_above_the_limit_and_exact_after_10000_random_steps() {
             acquired
         }));
     }
-    let mut acquired = 0;
-    for task in tasks {
-        acquired += tokio::time::timeout(Duration::from_secs(60), task)
-            .await
-            .expect("no task stuck")
-            .unwrap();
-    }
+    let acquired = sum_of(tasks).await;
     assert!(acquired > STEPS as u64 / 2, "{acquired} acquisitions");
-    assert!(in_use.max.load(Ordering::SeqCst) >= 2);
+    assert!(in_use.max() >= 2);
     let sem = clients[0].semaphore(&fx.name).unwrap();
     eventually("every permit back", || async {
         sem.available_permits().await.unwrap() == LIMIT
@@ -420,14 +386,11 @@ async fn dropped_waiters_and_cancelled_acquisitions_leak_nothing() {
 async fn a_lost_acquire_reply_is_undone_exactly() {
     let fx = Fixture::new("sem-lost").await;
     let proxy = Proxy::start(fx.server.port).await;
-    let client = Client::connect(
-        Config::from_url(&proxy.url())
-            .unwrap()
-            .timeout(Duration::from_millis(300))
-            .retry_delay(Duration::from_millis(50)),
-    )
-    .await
-    .unwrap();
+    let client = client_through(&proxy, |c| {
+        c.timeout(Duration::from_millis(300))
+            .retry_delay(Duration::from_millis(50))
+    })
+    .await;
     let sem = client.semaphore(&fx.name).unwrap();
     assert!(sem.try_set_permits(2).await.unwrap());
     // Load the scripts (EVALSHA would otherwise answer NOSCRIPT, stalled).
@@ -567,14 +530,7 @@ fn blocking_semaphore() {
         }
     });
     // Release once the waiter waits (it subscribed), so the publish wakes it.
-    let probe = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    probe.block_on(async {
-        let raw = server.raw().await;
-        wait_numsub(&raw, &channel(&name), 1).await;
-    });
+    wait_numsub_blocking(&server, &channel(&name), 1);
     drop(permit); // synchronous release, wakes the other thread
     assert!(matches!(waiter.join().unwrap(), Some(Ok(()))));
     assert_eq!(sem.available_permits().unwrap(), 1);

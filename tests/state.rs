@@ -4,6 +4,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use common::fault::script_flush;
 use common::{eventually, wait_numsub, Fixture};
 use fred::prelude::*;
 use redisson_lock::{Owner, Ttl};
@@ -226,16 +227,10 @@ async fn scripts_reload_after_script_flush() {
     let fx = Fixture::new("noscript").await;
     let (raw, lock) = (&fx.raw, fx.client.lock(&fx.name).unwrap());
     let guard = lock.lock().await.unwrap();
-    let _: () = raw
-        .custom(fred::cmd!("SCRIPT"), vec!["FLUSH"])
-        .await
-        .unwrap();
+    script_flush(raw).await;
     let inner = guard.reenter().await.unwrap();
     assert_eq!(guard.hold_count().await.unwrap(), 2);
-    let _: () = raw
-        .custom(fred::cmd!("SCRIPT"), vec!["FLUSH"])
-        .await
-        .unwrap();
+    script_flush(raw).await;
     inner.unlock().await.unwrap();
     guard.unlock().await.unwrap();
     assert!(!lock.is_locked().await.unwrap());

@@ -7,12 +7,19 @@
 use std::time::Duration;
 
 use fred::prelude::*;
-use redisson_lock::{AnyKind, LockGuard};
+use redisson_lock::{AnyKind, Client, Config, LockGuard};
 use redisson_lock_testkit::child::{exit_with_parent, report, ChildJob};
 
 pub use redisson_lock_testkit::child::{ChildProcess, CHILD_ENTRY};
 pub use redisson_lock_testkit::faults::*;
 pub use redisson_lock_testkit::proxy::Proxy;
+
+/// A client connected through `proxy`, with its settings changed by `config`.
+pub async fn client_through(proxy: &Proxy, config: impl FnOnce(Config) -> Config) -> Client {
+    Client::connect(config(Config::from_url(&proxy.url()).unwrap()))
+        .await
+        .unwrap()
+}
 
 /// Declare the entry point [`ChildProcess`] runs in a child: an ignored test
 /// `child_process_entry` that does nothing unless started by a
@@ -155,7 +162,9 @@ pub fn child_main() {
         .block_on(run_job(job));
 }
 
-async fn acquire(
+/// Lock `name` as a lock of `kind` (one of [`KINDS`]), waiting as long as it
+/// takes.
+pub async fn acquire(
     client: &redisson_lock::Client,
     kind: &str,
     name: &str,

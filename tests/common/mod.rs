@@ -131,3 +131,68 @@ impl Listener {
         out
     }
 }
+
+/// Wait for every task, 60 s at most each ("no task stuck"), and add up what
+/// they return (e.g. how many acquisitions each made).
+pub async fn sum_of<T: std::ops::AddAssign + Default>(tasks: Vec<tokio::task::JoinHandle<T>>) -> T {
+    let mut sum = T::default();
+    for task in tasks {
+        sum += tokio::time::timeout(std::time::Duration::from_secs(60), task)
+            .await
+            .expect("no task stuck")
+            .unwrap();
+    }
+    sum
+}
+
+/// From a thread outside any runtime (a test of the blocking API): wait until
+/// `channel` has `n` subscribers, e.g. until a waiter on another thread waits.
+pub fn wait_numsub_blocking(server: &Server, channel: &str, n: i64) {
+    let probe = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    probe.block_on(async {
+        let raw = server.raw().await;
+        wait_numsub(&raw, channel, n).await;
+    });
+}
+
+/// Permits (or holds) in use on the tests' side, and the most at once: never
+/// above `limit`.
+pub struct InUse {
+    now: std::sync::atomic::AtomicI64,
+    max: std::sync::atomic::AtomicI64,
+    limit: i64,
+}
+
+impl InUse {
+    pub fn new(limit: i64) -> InUse {
+        InUse {
+            now: 0.into(),
+            max: 0.into(),
+            limit,
+        }
+    }
+
+    /// `n` more in use; panics if that is more than the limit.
+    pub fn enter(&self, n: i64) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.now.fetch_add(n, SeqCst) + n;
+        self.max.fetch_max(now, SeqCst);
+        assert!(
+            now <= self.limit,
+            "{now} permits in use, limit {}",
+            self.limit
+        );
+    }
+
+    pub fn leave(&self, n: i64) {
+        self.now.fetch_sub(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The most in use at once so far.
+    pub fn max(&self) -> i64 {
+        self.max.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
