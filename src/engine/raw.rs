@@ -151,9 +151,20 @@ impl RawLock {
         // future dropped) runs the protocol's give-up step: a fair-lock
         // waiter may have joined the queue with its very first attempt.
         let mut leaving = GiveUp::new(self, field, mode, &order);
-        let outcome = self
-            .acquire_loop(owner, field, lease, mode, deadline, &order)
-            .await;
+        let mut attempts = LockAttempts {
+            lock: self,
+            owner,
+            field,
+            lease,
+            mode,
+            deadline,
+            order: &order,
+            waiting: None,
+            next_in_line: NEXT_IN_LINE_FIRST,
+        };
+        let outcome = wait::wait(self.inner(), self.name(), deadline, &mut attempts)
+            .await
+            .map(|done| done.map(|done| done.value));
         match &outcome {
             Ok(Some(_)) => leaving.disarm(),
             // Boxed: its Redis call would otherwise make every acquire
@@ -163,30 +174,6 @@ impl RawLock {
             Err(_) => drop(leaving),
         }
         outcome
-    }
-
-    async fn acquire_loop(
-        &self,
-        owner: Owner,
-        field: &str,
-        lease: Lease,
-        mode: AttemptMode,
-        deadline: Deadline,
-        order: &Steps,
-    ) -> Result<Option<Acquired>> {
-        let mut attempts = LockAttempts {
-            lock: self,
-            owner,
-            field,
-            lease,
-            mode,
-            deadline,
-            order,
-            waiting: None,
-            next_in_line: NEXT_IN_LINE_FIRST,
-        };
-        let done = wait::wait(self.inner(), self.name(), deadline, &mut attempts).await?;
-        Ok(done.map(|done| done.value))
     }
 
     /// One run of the acquire script, with the time it was sent, holding

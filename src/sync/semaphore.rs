@@ -268,10 +268,41 @@ impl Semaphore {
             outcome = tracing::field::Empty,
             error = tracing::field::Empty,
         );
-        let released = self
-            .release_in_span(permits, latch, mode, patience)
-            .instrument(span.clone())
-            .await;
+        let released: Result<Option<i64>> = async {
+            let inner = self.inner();
+            let ttl = millis(latch_ttl(inner));
+            let release = || {
+                inner.redis.eval(|| {
+                    ScriptCall::new(
+                        &script::SEMAPHORE_RELEASE,
+                        &[&self.shared.handle.name, &self.shared.handle.channel, latch],
+                        vec![
+                            Value::Integer(permits.into()),
+                            inner.env.publish(),
+                            Value::Integer(ttl),
+                            Value::from(match mode {
+                                Mode::Release => "0",
+                                Mode::Undo => "1",
+                            }),
+                        ],
+                    )
+                })
+            };
+            let reply = inner
+                .redis
+                .patiently(self.name(), patience, release)
+                .await?;
+            inner.delete_latch_later(latch.to_owned());
+            match reply {
+                Value::Null => Ok(None),
+                Value::Integer(count) => Ok(Some(count)),
+                other => Err(Error::Protocol(format!(
+                    "semaphore release replied {other:?}"
+                ))),
+            }
+        }
+        .instrument(span.clone())
+        .await;
         match &released {
             Ok(Some(_)) => span.record("outcome", "released"),
             Ok(None) => span.record("outcome", "already_released"),
@@ -280,47 +311,6 @@ impl Semaphore {
                 .record("error", tracing::field::display(e)),
         };
         released
-    }
-
-    /// [`release_with`](Self::release_with), within its span.
-    async fn release_in_span(
-        &self,
-        permits: u32,
-        latch: &str,
-        mode: Mode,
-        patience: Patience,
-    ) -> Result<Option<i64>> {
-        let inner = self.inner();
-        let ttl = millis(latch_ttl(inner));
-        let release = || {
-            inner.redis.eval(|| {
-                ScriptCall::new(
-                    &script::SEMAPHORE_RELEASE,
-                    &[&self.shared.handle.name, &self.shared.handle.channel, latch],
-                    vec![
-                        Value::Integer(permits.into()),
-                        inner.env.publish(),
-                        Value::Integer(ttl),
-                        Value::from(match mode {
-                            Mode::Release => "0",
-                            Mode::Undo => "1",
-                        }),
-                    ],
-                )
-            })
-        };
-        let reply = inner
-            .redis
-            .patiently(self.name(), patience, release)
-            .await?;
-        inner.delete_latch_later(latch.to_owned());
-        match reply {
-            Value::Null => Ok(None),
-            Value::Integer(count) => Ok(Some(count)),
-            other => Err(Error::Protocol(format!(
-                "semaphore release replied {other:?}"
-            ))),
-        }
     }
 
     /// Give permits back in the background, logging a failure.
