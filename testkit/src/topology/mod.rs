@@ -135,7 +135,12 @@ fn free_ports(n: usize) -> Vec<u16> {
     let mut ports: Vec<u16> = Vec::new();
     while ports.len() < n {
         let port = crate::free_port();
-        if !ports.contains(&port) && port < 55_000 {
+        // A cluster node also binds port + 10000 (its cluster bus), which
+        // lies in the kernel's ephemeral range: take the port only if that
+        // one is free too, or the node cannot start.
+        let bus_free =
+            port < 55_000 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok();
+        if !ports.contains(&port) && bus_free {
             ports.push(port);
         }
     }
