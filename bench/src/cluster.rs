@@ -19,7 +19,7 @@ use redisson_lock::{Client, Config};
 use redisson_lock_testkit::inspect::info_field;
 use redisson_lock_testkit::topology::Cluster;
 
-use crate::scenarios::Metrics;
+use crate::scenario::Metrics;
 use crate::util::median;
 
 /// 16 tasks, each locking and unlocking its own name for `secs`: pairs/s.

@@ -8,10 +8,51 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::{add_split_commands, ms, order, waits, Admin, Counters, Metrics};
 use crate::ceiling_semaphore::{CeilingPermit, CeilingSemaphore};
 use crate::libs::Kind;
-use crate::scenarios::Metrics;
+use crate::params::Params;
+use crate::report::Record;
+use crate::server;
 use crate::util::{instant_at, now_ns, quantile, sleep_until_ns};
+
+/// Scenario sem: 16 tasks, a semaphore of 4 permits.
+pub async fn run(
+    url: &str,
+    admin: &mut Admin,
+    params: &Params,
+    records: &mut Vec<Record>,
+) -> Result<()> {
+    server::flushall(admin).await?;
+    let mut clients = Vec::new();
+    for kind in params.kinds(&[Kind::Ours, Kind::Ceiling]) {
+        let c = SemClients::connect(kind, url).await?;
+        let warm = c
+            .semaphore(&format!("sem:warm:{}", kind.key()), params.sem_permits)
+            .await?;
+        warm_up(&warm).await?;
+        clients.push((kind, c));
+    }
+    for r in 0..params.sem_rounds {
+        for i in order(clients.len(), r) {
+            let (kind, c) = &clients[i];
+            let lib = c
+                .semaphore(&format!("sem:{}:{r}", kind.key()), params.sem_permits)
+                .await?;
+            let counters = Counters::start(admin).await?;
+            let begin = now_ns() + 5_000_000;
+            let start = begin + ms(params.warm_ms).as_nanos() as u64;
+            let deadline = start + ms(params.sem_round_ms).as_nanos() as u64;
+            let events = contend(&lib, params.sem_tasks, begin, deadline).await?;
+            let counted = counters.stop(admin, ms(30)).await?;
+            let mut m = analyze(events, params.sem_permits as usize, begin, start, deadline);
+            counted.per_acquisition(&mut m);
+            add_command_metrics(&mut m, &counted.commands);
+            records.push(Record::new("sem", kind.key(), r, m));
+        }
+    }
+    Ok(())
+}
 
 /// One acquisition: (task, acquire called, acquire returned, release called),
 /// `util::now_ns` ns; a wait abandoned at the deadline has `u64::MAX` as its
@@ -151,12 +192,7 @@ pub fn analyze(
     deadline_ns: u64,
 ) -> Metrics {
     let measured = |e: &SemEvent| e.2 >= start_ns;
-    let wait_us: Vec<f64> = events
-        .iter()
-        .filter(|e| measured(e))
-        .map(|e| (e.2.min(deadline_ns).max(e.1) - e.1) as f64 / 1e3)
-        .collect();
-    let abandoned = events.iter().filter(|e| e.2 == u64::MAX).count();
+    let (wait_us, abandoned) = waits(events.iter().map(|e| (e.1, e.2)), start_ns, deadline_ns);
     let done: Vec<SemEvent> = events.into_iter().filter(|e| e.2 != u64::MAX).collect();
     // (time, 0 = release / 1 = acquisition, asked): releases first on ties.
     let mut timeline: Vec<(u64, u8, u64)> = Vec::with_capacity(done.len() * 2);
@@ -208,26 +244,13 @@ pub fn analyze(
 /// DECRBY and SET (acquire) and GET, INCRBY, PUBLISH and SET (release); the
 /// clients send EVALSHA, the latch DELs, (UN)SUBSCRIBE and PING.
 pub fn add_command_metrics(metrics: &mut Metrics, diff: &HashMap<String, u64>) {
-    // Counters span the whole round, warm-up included.
-    let acquisitions = metrics
-        .get("acquisitions_all")
-        .or_else(|| metrics.get("acquisitions"))
-        .copied()
-        .unwrap_or(0.0)
-        .max(1.0);
     let get = |k: &str| diff.get(k).copied().unwrap_or(0);
     let total = crate::libs::total_commands(diff);
     let script: u64 = ["get", "decrby", "set", "incrby", "publish"]
         .iter()
         .map(|k| get(k))
         .sum();
-    let client = total.saturating_sub(script);
-    metrics.insert("round_trips_per_acq".into(), client as f64 / acquisitions);
-    metrics.insert("script_cmds_per_acq".into(), script as f64 / acquisitions);
-    metrics.insert(
-        "server_cmds_per_acq".into(),
-        (client + script) as f64 / acquisitions,
-    );
+    add_split_commands(metrics, total.saturating_sub(script), script);
 }
 
 /// A short warm-up: load the scripts and open the connections.

@@ -1,0 +1,169 @@
+//! Scenario 4: 4 worker processes × 2 tasks on one name, every library in
+//! every worker, all following one wall-clock schedule of slots (the
+//! workers' side is `rounds`, run as `Job::Rounds`).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::contended::{analyze, contend, Event};
+use super::{add_command_metrics, ms, order, Admin};
+use crate::libs::{Kind, Lib, ALL};
+use crate::params::Params;
+use crate::report::{Pooled, Record};
+use crate::server;
+use crate::util::{now_ns, sleep_until_ns};
+use crate::workers::{Job, Synced};
+
+/// One slot of an interleaved multi-process schedule: `kind` contends for
+/// `name` from `base + offset_ns - warm_ns` (warm-up) to `base + offset_ns +
+/// length_ns`; the window measured starts at `base + offset_ns`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Slot {
+    pub round: usize,
+    pub kind: Kind,
+    pub name: String,
+    pub offset_ns: u64,
+    pub warm_ns: u64,
+    pub length_ns: u64,
+}
+
+/// Scenario 4: 4 worker processes × 2 tasks on one name, every library in
+/// every worker, all following one wall-clock schedule of slots.
+pub async fn run(
+    url: &str,
+    admin: &mut Admin,
+    params: &Params,
+    records: &mut Vec<Record>,
+    pooled: &mut Pooled,
+) -> Result<()> {
+    server::flushall(admin).await?;
+    let kinds = params.kinds(&ALL);
+    let (length, warm, gap) = (
+        ms(params.s4_round_ms).as_nanos() as u64,
+        ms(params.warm_ms).as_nanos() as u64,
+        ms(params.s4_gap_ms).as_nanos() as u64,
+    );
+    // Slot i: tasks start at offset - warm, the window is [offset, offset +
+    // length], then a gap for the last holds to finish.
+    let mut slots = Vec::new();
+    let mut offset = gap + warm;
+    for r in 0..params.s4_rounds {
+        for i in order(kinds.len(), r) {
+            let kind = kinds[i];
+            slots.push(Slot {
+                round: r,
+                kind,
+                name: format!("s4:{}:{r}", kind.key()),
+                offset_ns: offset,
+                warm_ns: warm,
+                length_ns: length,
+            });
+            offset += length + gap + warm;
+        }
+    }
+    let jobs = (0..params.s4_processes)
+        .map(|p| Job::Rounds {
+            kinds: kinds.clone(),
+            url: url.to_owned(),
+            tasks: params.s4_tasks_each,
+            first_task: p * params.s4_tasks_each,
+            slots: slots.clone(),
+        })
+        .collect();
+    let mut workers = Synced::start(jobs, Duration::from_secs(60)).await?;
+    let base = now_ns() + 100_000_000;
+    workers.go(base).await?;
+    // Server counters in the middle of every gap: before each slot's
+    // warm-up, and after the last slot.
+    let mut marks = Vec::with_capacity(slots.len() + 1);
+    for at in slots
+        .iter()
+        .map(|s| s.offset_ns)
+        .chain(std::iter::once(offset))
+    {
+        sleep_until_ns(base + at - warm - gap / 2).await;
+        marks.push((
+            server::commandstats(admin).await?,
+            server::server_cpu_us(admin).await?,
+        ));
+    }
+    let schedule_s = offset as f64 / 1e9;
+    let answers = workers
+        .finish(Duration::from_secs_f64(60.0 + schedule_s))
+        .await?;
+    let mut per_process: Vec<Vec<Vec<Event>>> = Vec::new();
+    for a in answers {
+        per_process.push(serde_json::from_value(a)?);
+    }
+    let tasks = params.s4_processes * params.s4_tasks_each;
+    for (i, slot) in slots.iter().enumerate() {
+        let mut events = Vec::new();
+        for p in &mut per_process {
+            events.append(p.get_mut(i).context("a worker's answer lacks a slot")?);
+        }
+        let start = base + slot.offset_ns;
+        let c = analyze(events, tasks, start, start + slot.length_ns);
+        let mut m = c.metrics;
+        let diff = server::diff(&marks[i].0, &marks[i + 1].0);
+        let acquisitions = m["acquisitions_all"];
+        m.insert(
+            "server_cpu_us_per_acq".into(),
+            (marks[i + 1].1 - marks[i].1) / acquisitions.max(1.0),
+        );
+        add_command_metrics(slot.kind, &mut m, &diff);
+        pooled.add("s4", slot.kind.key(), c.handover_us, &c.per_task);
+        records.push(Record::new("s4", slot.kind.key(), slot.round, m));
+    }
+    Ok(())
+}
+
+/// A worker's part of the schedule: connect (and warm up) every library,
+/// print `ready`, read the common base instant (`now_ns`) from stdin, then
+/// run this process's `tasks` tasks in every slot; answers with the events
+/// of each slot.
+pub async fn rounds(
+    kinds: Vec<Kind>,
+    url: &str,
+    tasks: u32,
+    first_task: u32,
+    slots: Vec<Slot>,
+) -> Result<serde_json::Value> {
+    let mut libs = HashMap::new();
+    for kind in kinds {
+        let lib = Lib::connect(kind, url).await?;
+        let warm = format!("s4:warm:{}:{first_task}", kind.key());
+        for _ in 0..20 {
+            lib.lock(&warm).await?.unlock().await?;
+        }
+        libs.insert(kind, lib);
+    }
+    println!("ready");
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await??;
+    let base: u64 = line.trim().parse().context("base instant on stdin")?;
+    let mut answer = Vec::with_capacity(slots.len());
+    for slot in slots {
+        let lib = libs
+            .get(&slot.kind)
+            .context("slot of a library not connected")?;
+        let start = base + slot.offset_ns;
+        let events = contend(
+            lib,
+            &slot.name,
+            tasks,
+            first_task,
+            start - slot.warm_ns,
+            start + slot.length_ns,
+            Duration::ZERO,
+        )
+        .await?;
+        answer.push(events);
+    }
+    Ok(serde_json::to_value(answer)?)
+}

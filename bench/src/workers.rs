@@ -1,0 +1,264 @@
+//! Worker processes: this binary run as `worker <job json>` for the
+//! scenarios that need processes of their own (4, 5a, 5b, 6i, 6ii). A job
+//! is started and answered here; what it does lives with its scenario.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::libs::Kind;
+use crate::scenario::cross_process::{self, Slot};
+use crate::scenario::stock_market::{self, Method};
+use crate::scenario::{scale_waiters, scale_watchdog, Metrics};
+
+/// The worker process's `main`: run `job`, print its answer (one JSON line).
+pub fn main(job: &str) -> ExitCode {
+    let outcome = (|| -> Result<serde_json::Value> {
+        let job: Job = serde_json::from_str(job).context("worker job")?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(run_job(job))
+    })();
+    match outcome {
+        Ok(answer) => {
+            println!("{answer}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("worker failed: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What a worker process does (sent as JSON on its command line).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "job")]
+pub enum Job {
+    /// Scenario 4: this process's `tasks` tasks contend in every slot of
+    /// `slots`, the same schedule in every process. Connects every library
+    /// first, prints `ready`, reads the common base instant (`now_ns`) from
+    /// stdin, then answers with the events of each slot.
+    Rounds {
+        kinds: Vec<Kind>,
+        url: String,
+        tasks: u32,
+        first_task: u32,
+        slots: Vec<Slot>,
+    },
+    Waiters {
+        kind: Kind,
+        url: String,
+        waiters: usize,
+        names: usize,
+        limit_s: u64,
+    },
+    Watchdog {
+        url: String,
+        locks: usize,
+        watchdog_ms: u64,
+        batch: usize,
+        intervals: u32,
+    },
+    Stock {
+        method: Method,
+        url: String,
+        start_ns: u64,
+        limit_s: u64,
+    },
+    Market {
+        method: Method,
+        url: String,
+        start_ns: u64,
+        items: usize,
+        target: u64,
+        limit_s: u64,
+    },
+}
+
+async fn run_job(job: Job) -> Result<serde_json::Value> {
+    match job {
+        Job::Rounds {
+            kinds,
+            url,
+            tasks,
+            first_task,
+            slots,
+        } => cross_process::rounds(kinds, &url, tasks, first_task, slots).await,
+        Job::Waiters {
+            kind,
+            url,
+            waiters,
+            names,
+            limit_s,
+        } => {
+            let limit = Duration::from_secs(limit_s);
+            scale_waiters::waiters(kind, &url, waiters, names, limit).await
+        }
+        Job::Watchdog {
+            url,
+            locks,
+            watchdog_ms,
+            batch,
+            intervals,
+        } => {
+            scale_watchdog::watchdog(
+                &url,
+                locks,
+                Duration::from_millis(watchdog_ms),
+                batch,
+                intervals,
+            )
+            .await
+        }
+        Job::Stock {
+            method,
+            url,
+            start_ns,
+            limit_s,
+        } => {
+            let limit = Duration::from_secs(limit_s);
+            stock_market::stock(method, &url, start_ns, limit).await
+        }
+        Job::Market {
+            method,
+            url,
+            start_ns,
+            items,
+            target,
+            limit_s,
+        } => {
+            let limit = Duration::from_secs(limit_s);
+            stock_market::market(method, &url, start_ns, items, target, limit).await
+        }
+    }
+}
+
+/// Worker processes that run one schedule together (`Job::Rounds`).
+pub struct Synced {
+    children: Vec<(
+        tokio::process::Child,
+        tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    )>,
+}
+
+impl Synced {
+    /// Start the workers and wait until every one has connected.
+    pub async fn start(jobs: Vec<Job>, limit: Duration) -> Result<Synced> {
+        use tokio::io::AsyncBufReadExt;
+        let exe = std::env::current_exe()?;
+        let mut children = Vec::new();
+        for job in &jobs {
+            let mut child = tokio::process::Command::new(&exe)
+                .arg("worker")
+                .arg(serde_json::to_string(job)?)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::inherit())
+                .kill_on_drop(true)
+                .spawn()
+                .context("spawning a worker process")?;
+            let stdout = child.stdout.take().context("worker stdout")?;
+            children.push((child, tokio::io::BufReader::new(stdout).lines()));
+        }
+        for (_, lines) in &mut children {
+            let line = tokio::time::timeout(limit, lines.next_line())
+                .await
+                .context("a worker did not get ready in time")??;
+            ensure!(
+                line.as_deref() == Some("ready"),
+                "a worker said {line:?} instead of ready"
+            );
+        }
+        Ok(Synced { children })
+    }
+
+    /// Tell every worker the base instant of the schedule.
+    pub async fn go(&mut self, base_ns: u64) -> Result<()> {
+        use tokio::io::AsyncWriteExt;
+        for (child, _) in &mut self.children {
+            let stdin = child.stdin.as_mut().context("worker stdin")?;
+            stdin.write_all(format!("{base_ns}\n").as_bytes()).await?;
+            stdin.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Each worker's answer (its last line of output).
+    pub async fn finish(self, limit: Duration) -> Result<Vec<serde_json::Value>> {
+        let mut answers = Vec::new();
+        for (mut child, mut lines) in self.children {
+            let mut last = None;
+            let read = async {
+                while let Some(line) = lines.next_line().await? {
+                    last = Some(line);
+                }
+                anyhow::Ok(child.wait().await?)
+            };
+            let status = tokio::time::timeout(limit, read)
+                .await
+                .context("a worker did not finish in time")??;
+            ensure!(status.success(), "a worker process failed: {status}");
+            answers.push(serde_json::from_str(
+                &last.context("a worker printed nothing")?,
+            )?);
+        }
+        Ok(answers)
+    }
+}
+
+/// Run jobs in worker processes (this binary, `worker <json>`), collecting
+/// each one's JSON answer. Children are killed if this future is dropped.
+pub async fn run_workers(jobs: Vec<Job>, limit: Duration) -> Result<Vec<serde_json::Value>> {
+    let exe = std::env::current_exe()?;
+    let mut children = Vec::new();
+    for job in &jobs {
+        let child = tokio::process::Command::new(&exe)
+            .arg("worker")
+            .arg(serde_json::to_string(job)?)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .context("spawning a worker process")?;
+        children.push(child);
+    }
+    let outputs = tokio::time::timeout(
+        limit,
+        futures::future::join_all(children.into_iter().map(|c| c.wait_with_output())),
+    )
+    .await
+    .with_context(|| format!("worker processes did not finish within {limit:?}"))?;
+    let mut answers = Vec::new();
+    for output in outputs {
+        let output = output?;
+        ensure!(
+            output.status.success(),
+            "a worker process failed: {}",
+            output.status
+        );
+        let text = String::from_utf8_lossy(&output.stdout);
+        let line = text.lines().last().context("a worker printed nothing")?;
+        answers.push(serde_json::from_str(line)?);
+    }
+    Ok(answers)
+}
+
+/// The numeric fields of a worker's answer (booleans as 0/1).
+pub fn numbers(answer: &serde_json::Value) -> Metrics {
+    let mut m = Metrics::new();
+    if let Some(obj) = answer.as_object() {
+        for (k, v) in obj {
+            if let Some(x) = v.as_f64() {
+                m.insert(k.clone(), x);
+            } else if let Some(b) = v.as_bool() {
+                m.insert(k.clone(), if b { 1.0 } else { 0.0 });
+            }
+        }
+    }
+    m
+}
