@@ -25,17 +25,17 @@ mod workers;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 
 use libs::{Kind, ALL};
 use params::Params;
-use report::{Pooled, Record};
+use report::Record;
 use scenario::uncontended::Placement;
 use scenario::{
     contended, cross_process, parallel, scale_waiters, scale_watchdog, semaphore, stock_market,
-    uncontended, Admin,
+    uncontended, Admin, Bench,
 };
 
 /// Counts live and peak heap bytes when scenario 5a turns it on (`alloc.rs`).
@@ -99,13 +99,9 @@ impl Drop for Pinned {
 
 /// `redis_pid`: the server this bench started (scenario 1p pins it).
 async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()> {
-    let started = Instant::now();
-    let mut admin = server::admin(url).await?;
-    let mut records: Vec<Record> = Vec::new();
-    let mut pooled = Pooled::default();
+    let admin = server::admin(url).await?;
+    let mut b = Bench::new(url, admin, params);
     let mut notes: BTreeMap<String, String> = BTreeMap::new();
-    let progress =
-        |what: &str| eprintln!("{what} ({:.0} s so far)", started.elapsed().as_secs_f64());
     let interleaved = |rounds: usize, round_ms: u64, extra: &str| {
         format!(
             "Interleaved: {rounds} round(s); in each, every subject runs {round_ms} ms in turn \
@@ -117,8 +113,8 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
         if !params.wants(id) {
             continue;
         }
-        progress(&format!("scenario {id}"));
-        uncontended::run(url, &mut admin, params, id, placement, &mut records).await?;
+        b.progress.show(&format!("scenario {id}"));
+        uncontended::run(&mut b, id, placement).await?;
         let place = match placement {
             Placement::Worker => "; the loop runs in a spawned task on a runtime worker",
             Placement::BlockOn => "; the loop runs on the block_on thread",
@@ -138,19 +134,11 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
     }
     if params.wants("s1p") {
         if let Some(redis_pid) = redis_pid {
-            progress("scenario s1p");
+            b.progress.show("scenario s1p");
             // The bench (every thread) and redis-server on CPU 0 only, so
             // that no subject's pairs cross CPUs (see BENCHMARKS.md).
             let pinned = Pinned(util::pin(&[std::process::id(), redis_pid], "0")?);
-            uncontended::run(
-                url,
-                &mut admin,
-                params,
-                "s1p",
-                Placement::Worker,
-                &mut records,
-            )
-            .await?;
+            uncontended::run(&mut b, "s1p", Placement::Worker).await?;
             drop(pinned);
             notes.insert(
                 "s1p".into(),
@@ -167,8 +155,8 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
         }
     }
     if params.wants("s2") {
-        progress("scenario s2");
-        parallel::run(url, &mut admin, params, &mut records).await?;
+        b.progress.show("scenario s2");
+        parallel::run(&mut b).await?;
         notes.insert(
             "s2".into(),
             interleaved(params.s2_rounds, params.s2_round_ms, ""),
@@ -178,17 +166,8 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
         if !params.wants(id) {
             continue;
         }
-        progress(&format!("scenario {id}"));
-        contended::run(
-            url,
-            &mut admin,
-            params,
-            id,
-            think,
-            &mut records,
-            &mut pooled,
-        )
-        .await?;
+        b.progress.show(&format!("scenario {id}"));
+        contended::run(&mut b, id, think).await?;
         notes.insert(
             id.into(),
             interleaved(
@@ -203,8 +182,8 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
         );
     }
     if params.wants("s4") {
-        progress("scenario s4");
-        cross_process::run(url, &mut admin, params, &mut records, &mut pooled).await?;
+        b.progress.show("scenario s4");
+        cross_process::run(&mut b).await?;
         notes.insert(
             "s4".into(),
             interleaved(
@@ -220,8 +199,8 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
         );
     }
     if params.wants("sem") {
-        progress("scenario sem");
-        semaphore::run(url, &mut admin, params, &mut records).await?;
+        b.progress.show("scenario sem");
+        semaphore::run(&mut b).await?;
         notes.insert(
             "sem".into(),
             interleaved(
@@ -245,7 +224,7 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
         )
     };
     if params.wants("s5w") {
-        scale_waiters::run(url, &mut admin, params, &mut records, &progress).await?;
+        scale_waiters::run(&mut b).await?;
         notes.insert(
             "s5w".into(),
             sequential("one worker process per subject and run"),
@@ -253,7 +232,7 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
     }
     if params.wants("s5r") && params.wants_lib(Kind::Ours) {
         let runs = runs.min(2);
-        scale_watchdog::run(url, &mut admin, params, runs, &mut records, &progress).await?;
+        scale_watchdog::run(&mut b, runs).await?;
         notes.insert(
             "s5r".into(),
             format!("Sequential: {runs} run(s) (a count, not a timing)."),
@@ -263,29 +242,29 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
         if !params.wants(id) {
             continue;
         }
-        stock_market::run(url, &mut admin, params, id, &mut records, &progress).await?;
+        stock_market::run(&mut b, id).await?;
         notes.insert(
             id.into(),
             sequential("fixed work, one worker process per client process"),
         );
     }
-    server::flushall(&mut admin).await?;
+    server::flushall(&mut b.admin).await?;
     let mut cluster_text = String::new();
     if params.wants("s7") {
-        progress("scenario 7: a local Redis Cluster");
+        b.progress.show("scenario 7: a local Redis Cluster");
         let (subjects, text) = cluster::run(url, params.smoke).await?;
         for (subject, m) in subjects {
-            records.push(Record::new("s7", &subject, 0, m));
+            b.records.push(Record::new("s7", &subject, 0, m));
         }
         cluster_text = text;
     }
 
-    let redis_version = redis_version(&mut admin).await.unwrap_or_default();
-    let summary = report::summarize(&records, &notes, &pooled);
+    let redis_version = redis_version(&mut b.admin).await.unwrap_or_default();
+    let summary = report::summarize(&b.records, &notes, &b.pooled);
     println!("{}", summary.table);
     println!("{}", summary.targets_text);
     println!("{cluster_text}");
-    eprintln!("total bench time {:.0} s", started.elapsed().as_secs_f64());
+    eprintln!("total bench time {:.0} s", b.progress.elapsed_s());
 
     // Only the full default run updates the published results; smoke and
     // partial runs (--only, --libs, --rounds, --runs) go to results/scratch/.
@@ -304,12 +283,12 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
             "redis_version": redis_version,
             "url_from_env": std::env::var("REDIS_URL").is_ok(),
         },
-        "wall_s": started.elapsed().as_secs_f64(),
+        "wall_s": b.progress.elapsed_s(),
         "notes": notes,
         "medians": summary.medians,
         "ratios": summary.ratios,
         "targets": summary.targets,
-        "records": records,
+        "records": b.records,
     });
     std::fs::write(
         dir.join("latest.txt"),
@@ -330,7 +309,8 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
         let series = ALL
             .iter()
             .map(|k| {
-                let v = pooled
+                let v = b
+                    .pooled
                     .handover_us
                     .get(&(scenario.to_string(), k.key().to_string()))
                     .cloned()

@@ -137,6 +137,20 @@ async fn run_job(job: Job) -> Result<serde_json::Value> {
     }
 }
 
+/// Start a worker process (this binary, `worker <json>`) on `job`; its
+/// stdout piped, its stderr this process's; killed when dropped.
+fn spawn(job: &Job, stdin: std::process::Stdio) -> Result<tokio::process::Child> {
+    tokio::process::Command::new(std::env::current_exe()?)
+        .arg("worker")
+        .arg(serde_json::to_string(job)?)
+        .stdin(stdin)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .context("spawning a worker process")
+}
+
 /// Worker processes that run one schedule together (`Job::Rounds`).
 pub struct Synced {
     children: Vec<(
@@ -149,18 +163,9 @@ impl Synced {
     /// Start the workers and wait until every one has connected.
     pub async fn start(jobs: Vec<Job>, limit: Duration) -> Result<Synced> {
         use tokio::io::AsyncBufReadExt;
-        let exe = std::env::current_exe()?;
         let mut children = Vec::new();
         for job in &jobs {
-            let mut child = tokio::process::Command::new(&exe)
-                .arg("worker")
-                .arg(serde_json::to_string(job)?)
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::inherit())
-                .kill_on_drop(true)
-                .spawn()
-                .context("spawning a worker process")?;
+            let mut child = spawn(job, std::process::Stdio::piped())?;
             let stdout = child.stdout.take().context("worker stdout")?;
             children.push((child, tokio::io::BufReader::new(stdout).lines()));
         }
@@ -213,19 +218,9 @@ impl Synced {
 /// Run jobs in worker processes (this binary, `worker <json>`), collecting
 /// each one's JSON answer. Children are killed if this future is dropped.
 pub async fn run_workers(jobs: Vec<Job>, limit: Duration) -> Result<Vec<serde_json::Value>> {
-    let exe = std::env::current_exe()?;
     let mut children = Vec::new();
     for job in &jobs {
-        let child = tokio::process::Command::new(&exe)
-            .arg("worker")
-            .arg(serde_json::to_string(job)?)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .context("spawning a worker process")?;
-        children.push(child);
+        children.push(spawn(job, std::process::Stdio::null())?);
     }
     let outputs = tokio::time::timeout(
         limit,

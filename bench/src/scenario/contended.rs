@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{add_command_metrics, ms, order, waits, Admin, Counters, Metrics, MAX_ITER};
+use super::{add_command_metrics, ms, order, waits, Bench, Counters, Metrics, MAX_ITER};
 use crate::libs::{Lib, ALL};
-use crate::params::Params;
-use crate::report::{Pooled, Record};
+use crate::report::Record;
 use crate::server;
 use crate::util::{instant_at, now_ns, quantile, sleep_until_ns};
 
@@ -20,15 +19,9 @@ use crate::util::{instant_at, now_ns, quantile, sleep_until_ns};
 pub type Event = (u32, u64, u64, u64, u64);
 
 /// Scenarios 3 and 3b: 8 tasks of this process on one name.
-pub async fn run(
-    url: &str,
-    admin: &mut Admin,
-    params: &Params,
-    id: &str,
-    think: Duration,
-    records: &mut Vec<Record>,
-    pooled: &mut Pooled,
-) -> Result<()> {
+pub async fn run(b: &mut Bench<'_>, id: &str, think: Duration) -> Result<()> {
+    let (url, admin, params, records, pooled) =
+        (b.url, &mut b.admin, b.params, &mut b.records, &mut b.pooled);
     server::flushall(admin).await?;
     let mut libs = Vec::new();
     for kind in params.kinds(&ALL) {

@@ -9,10 +9,9 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::contended::{analyze, contend, Event};
-use super::{add_command_metrics, ms, order, Admin};
+use super::{add_command_metrics, ms, order, Bench};
 use crate::libs::{Kind, Lib, ALL};
-use crate::params::Params;
-use crate::report::{Pooled, Record};
+use crate::report::Record;
 use crate::server;
 use crate::util::{now_ns, sleep_until_ns};
 use crate::workers::{Job, Synced};
@@ -32,13 +31,9 @@ pub struct Slot {
 
 /// Scenario 4: 4 worker processes × 2 tasks on one name, every library in
 /// every worker, all following one wall-clock schedule of slots.
-pub async fn run(
-    url: &str,
-    admin: &mut Admin,
-    params: &Params,
-    records: &mut Vec<Record>,
-    pooled: &mut Pooled,
-) -> Result<()> {
+pub async fn run(b: &mut Bench<'_>) -> Result<()> {
+    let (url, admin, params, records, pooled) =
+        (b.url, &mut b.admin, b.params, &mut b.records, &mut b.pooled);
     server::flushall(admin).await?;
     let kinds = params.kinds(&ALL);
     let (length, warm, gap) = (

@@ -15,11 +15,13 @@ pub mod subject;
 pub mod uncontended;
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use crate::libs::Kind;
+use crate::params::Params;
+use crate::report::{Pooled, Record};
 use crate::server;
 use crate::util::Usage;
 
@@ -31,6 +33,43 @@ pub type Admin = redis::aio::MultiplexedConnection;
 
 /// Upper bound on iterations of any measuring loop (they are also time-bounded).
 pub const MAX_ITER: u64 = 50_000_000;
+
+/// What every driver works with: the server, the sizes, and the results.
+pub struct Bench<'a> {
+    pub url: &'a str,
+    pub admin: Admin,
+    pub params: &'a Params,
+    pub records: Vec<Record>,
+    /// The contended scenarios' samples of all rounds together.
+    pub pooled: Pooled,
+    pub progress: Progress,
+}
+
+impl<'a> Bench<'a> {
+    pub fn new(url: &'a str, admin: Admin, params: &'a Params) -> Bench<'a> {
+        Bench {
+            url,
+            admin,
+            params,
+            records: Vec::new(),
+            pooled: Pooled::default(),
+            progress: Progress(Instant::now()),
+        }
+    }
+}
+
+/// Progress lines on stderr, with the time since the bench started.
+pub struct Progress(Instant);
+
+impl Progress {
+    pub fn show(&self, what: &str) {
+        eprintln!("{what} ({:.0} s so far)", self.elapsed_s());
+    }
+
+    pub fn elapsed_s(&self) -> f64 {
+        self.0.elapsed().as_secs_f64()
+    }
+}
 
 /// The order of the subjects in round `round`: rotated by one each round,
 /// and reversed every other full rotation, so that every subject runs in

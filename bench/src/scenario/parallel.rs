@@ -5,20 +5,15 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 
 use super::subject::{Runner, Subject};
-use super::{add_command_metrics, ms, order, Admin, Counters, Metrics, MAX_ITER};
+use super::{add_command_metrics, ms, order, Admin, Bench, Counters, Metrics, MAX_ITER};
 use crate::libs::{Kind, WITH_FLOORS};
-use crate::params::Params;
 use crate::report::Record;
 use crate::server;
 use crate::util::{now_ns, sleep_until_ns};
 
 /// Scenario 2: 16 tasks on their own names.
-pub async fn run(
-    url: &str,
-    admin: &mut Admin,
-    params: &Params,
-    records: &mut Vec<Record>,
-) -> Result<()> {
+pub async fn run(b: &mut Bench<'_>) -> Result<()> {
+    let (url, admin, params, records) = (b.url, &mut b.admin, b.params, &mut b.records);
     server::flushall(admin).await?;
     let mut subjects = Vec::new();
     for kind in params.kinds(&WITH_FLOORS) {

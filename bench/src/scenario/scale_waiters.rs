@@ -5,27 +5,22 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 
-use super::{order, Admin};
+use super::{order, Bench};
 use crate::alloc;
 use crate::libs::{Kind, Lib};
-use crate::params::Params;
 use crate::report::Record;
 use crate::server;
 use crate::util::vm_rss_kib;
 use crate::workers::{numbers, run_workers, Job};
 
 /// Every subject in a fresh worker process, run after run (order ABBA).
-pub async fn run(
-    url: &str,
-    admin: &mut Admin,
-    params: &Params,
-    records: &mut Vec<Record>,
-    progress: &dyn Fn(&str),
-) -> Result<()> {
+pub async fn run(b: &mut Bench<'_>) -> Result<()> {
+    let (url, admin, params, records, progress) =
+        (b.url, &mut b.admin, b.params, &mut b.records, &b.progress);
     let kinds = params.kinds(&[Kind::Ours, Kind::Ceiling]);
     let runs = params.runs;
     for run in 0..runs {
-        progress(&format!("scenario s5w, run {}/{runs}", run + 1));
+        progress.show(&format!("scenario s5w, run {}/{runs}", run + 1));
         for i in order(kinds.len(), run) {
             let kind = kinds[i];
             server::flushall(admin).await?;

@@ -7,23 +7,17 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use futures::StreamExt;
 
-use super::Admin;
-use crate::params::Params;
+use super::Bench;
 use crate::report::Record;
 use crate::server;
 use crate::workers::{numbers, run_workers, Job};
 
 /// `runs` runs, each in a fresh worker process (ours only).
-pub async fn run(
-    url: &str,
-    admin: &mut Admin,
-    params: &Params,
-    runs: usize,
-    records: &mut Vec<Record>,
-    progress: &dyn Fn(&str),
-) -> Result<()> {
+pub async fn run(b: &mut Bench<'_>, runs: usize) -> Result<()> {
+    let (url, admin, params, records, progress) =
+        (b.url, &mut b.admin, b.params, &mut b.records, &b.progress);
     for run in 0..runs {
-        progress(&format!("scenario s5r, run {}/{runs}", run + 1));
+        progress.show(&format!("scenario s5r, run {}/{runs}", run + 1));
         server::flushall(admin).await?;
         let job = Job::Watchdog {
             url: url.to_owned(),

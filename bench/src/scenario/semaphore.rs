@@ -8,21 +8,16 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{add_split_commands, ms, order, waits, Admin, Counters, Metrics};
+use super::{add_split_commands, ms, order, waits, Bench, Counters, Metrics};
 use crate::ceiling_semaphore::{CeilingPermit, CeilingSemaphore};
 use crate::libs::Kind;
-use crate::params::Params;
 use crate::report::Record;
 use crate::server;
 use crate::util::{instant_at, now_ns, quantile, sleep_until_ns};
 
 /// Scenario sem: 16 tasks, a semaphore of 4 permits.
-pub async fn run(
-    url: &str,
-    admin: &mut Admin,
-    params: &Params,
-    records: &mut Vec<Record>,
-) -> Result<()> {
+pub async fn run(b: &mut Bench<'_>) -> Result<()> {
+    let (url, admin, params, records) = (b.url, &mut b.admin, b.params, &mut b.records);
     server::flushall(admin).await?;
     let mut clients = Vec::new();
     for kind in params.kinds(&[Kind::Ours, Kind::Ceiling]) {

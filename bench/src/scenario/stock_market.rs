@@ -11,9 +11,8 @@ use anyhow::{bail, ensure, Result};
 use fred::interfaces::{HashesInterface, KeysInterface};
 use serde::{Deserialize, Serialize};
 
-use super::{order, Admin, Counted, Counters, Metrics, MAX_ITER};
+use super::{order, Admin, Bench, Counted, Counters, Metrics, MAX_ITER};
 use crate::libs;
-use crate::params::Params;
 use crate::report::Record;
 use crate::server;
 use crate::util::{now_ns, sleep_until_ns};
@@ -39,29 +38,23 @@ impl Method {
 
 /// Scenario `id` (`s6i` or `s6ii`): every method in fresh worker
 /// processes, run after run (order ABBA).
-pub async fn run(
-    url: &str,
-    admin: &mut Admin,
-    params: &Params,
-    id: &str,
-    records: &mut Vec<Record>,
-    progress: &dyn Fn(&str),
-) -> Result<()> {
+pub async fn run(b: &mut Bench<'_>, id: &str) -> Result<()> {
     let methods: Vec<Method> = [Method::Lock, Method::Watch]
         .into_iter()
-        .filter(|m| params.wants_method(*m))
+        .filter(|m| b.params.wants_method(*m))
         .collect();
-    let runs = params.runs;
+    let runs = b.params.runs;
     for run in 0..runs {
-        progress(&format!("scenario {id}, run {}/{runs}", run + 1));
+        b.progress
+            .show(&format!("scenario {id}, run {}/{runs}", run + 1));
         for i in order(methods.len(), run) {
             let method = methods[i];
             let m = if id == "s6i" {
-                stock_run(url, admin, params, method).await?
+                stock_run(b, method).await?
             } else {
-                market_run(url, admin, params, method).await?
+                market_run(b, method).await?
             };
-            records.push(Record::new(id, method.key(), run, m));
+            b.records.push(Record::new(id, method.key(), run, m));
         }
     }
     Ok(())
@@ -128,12 +121,8 @@ impl Outcome {
 }
 
 /// Scenario 6 (i): processes take 2 units at a time from one stock key.
-async fn stock_run(
-    url: &str,
-    admin: &mut Admin,
-    params: &Params,
-    method: Method,
-) -> Result<Metrics> {
+async fn stock_run(b: &mut Bench<'_>, method: Method) -> Result<Metrics> {
+    let (url, admin, params) = (b.url, &mut b.admin, b.params);
     server::flushall(admin).await?;
     let _: () = redis::cmd("SET")
         .arg("stock")
@@ -168,12 +157,8 @@ async fn stock_run(
 }
 
 /// Scenario 6 (ii): a hash market; processes buy 2 units round-robin.
-async fn market_run(
-    url: &str,
-    admin: &mut Admin,
-    params: &Params,
-    method: Method,
-) -> Result<Metrics> {
+async fn market_run(b: &mut Bench<'_>, method: Method) -> Result<Metrics> {
+    let (url, admin, params) = (b.url, &mut b.admin, b.params);
     server::flushall(admin).await?;
     let mut hset = redis::cmd("HSET");
     hset.arg("market");

@@ -5,23 +5,16 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::subject::{Runner, Subject};
-use super::{add_command_metrics, ms, order, Admin, Counters, Metrics, MAX_ITER};
+use super::{add_command_metrics, ms, order, Admin, Bench, Counters, Metrics, MAX_ITER};
 use crate::floor::Floor;
 use crate::libs::{Lib, WITH_FLOOR};
-use crate::params::Params;
 use crate::report::Record;
 use crate::server;
 use crate::util::{quantile, Usage};
 
 /// Scenario `id` (1, 1p or 1m): every subject in turn, round by round.
-pub async fn run(
-    url: &str,
-    admin: &mut Admin,
-    params: &Params,
-    id: &str,
-    placement: Placement,
-    records: &mut Vec<Record>,
-) -> Result<()> {
+pub async fn run(b: &mut Bench<'_>, id: &str, placement: Placement) -> Result<()> {
+    let (url, admin, params, records) = (b.url, &mut b.admin, b.params, &mut b.records);
     server::flushall(admin).await?;
     let mut subjects = Vec::new();
     for kind in params.kinds(&WITH_FLOOR) {
