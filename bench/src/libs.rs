@@ -36,27 +36,40 @@ pub enum Kind {
     Floor,
     /// The floor for many tasks on one connection, in lockstep (scenario 2).
     FloorP,
+    /// The real Java Redisson client in a JVM of its own (`java.rs`); not a
+    /// `Lib`: every scenario that runs it drives the JVM itself.
+    Java,
 }
 
 /// The async libraries, in every contended scenario.
-pub const ALL: [Kind; 4] = [Kind::Ours, Kind::Ceiling, Kind::Rslock, Kind::Arl];
+pub const ALL: [Kind; 5] = [
+    Kind::Ours,
+    Kind::Ceiling,
+    Kind::Rslock,
+    Kind::Arl,
+    Kind::Java,
+];
 /// Scenario 1: the libraries and the floor.
-pub const WITH_FLOOR: [Kind; 5] = [
+pub const WITH_FLOOR: [Kind; 6] = [
     Kind::Ours,
     Kind::Ceiling,
     Kind::Floor,
     Kind::Rslock,
     Kind::Arl,
+    Kind::Java,
 ];
 /// Scenario 2: the libraries and both floors.
-pub const WITH_FLOORS: [Kind; 6] = [
+pub const WITH_FLOORS: [Kind; 7] = [
     Kind::Ours,
     Kind::Ceiling,
     Kind::Floor,
     Kind::FloorP,
     Kind::Rslock,
     Kind::Arl,
+    Kind::Java,
 ];
+/// The semaphore scenario and scenario 5a.
+pub const SEMAPHORES: [Kind; 3] = [Kind::Ours, Kind::Ceiling, Kind::Java];
 
 impl Kind {
     pub fn label(self) -> &'static str {
@@ -67,6 +80,7 @@ impl Kind {
             Kind::Arl => "async-redis-lock",
             Kind::Floor => "floor",
             Kind::FloorP => "floor, pipelined",
+            Kind::Java => "Redisson (Java)",
         }
     }
 
@@ -78,6 +92,7 @@ impl Kind {
             Kind::Arl => "arl",
             Kind::Floor => "floor",
             Kind::FloorP => "floorp",
+            Kind::Java => "java",
         }
     }
 
@@ -98,7 +113,8 @@ impl Kind {
             // lock.lua: exists, hexists, hincrby, pexpire, pttl; unlock.lua:
             // get, hexists, hincrby, pexpire, set, del, publish. Clients send
             // DEL only for latches; scripts DEL exactly once per PUBLISH.
-            Kind::Ours | Kind::Ceiling | Kind::Floor | Kind::FloorP => {
+            // Java Redisson runs the same scripts (its own text, same calls).
+            Kind::Ours | Kind::Ceiling | Kind::Floor | Kind::FloorP | Kind::Java => {
                 [
                     "exists", "hexists", "hincrby", "pexpire", "pttl", "get", "set", "publish",
                 ]
@@ -151,6 +167,7 @@ impl Lib {
             }
             Kind::Arl => Lib::Arl(async_redis_lock::Locker::from_redis_url(url).await?),
             Kind::Floor | Kind::FloorP => anyhow::bail!("the floor is not an async library"),
+            Kind::Java => anyhow::bail!("Java Redisson runs in a JVM of its own (java.rs)"),
         })
     }
 

@@ -13,6 +13,7 @@ mod ceiling_pubsub;
 mod ceiling_semaphore;
 mod cluster;
 mod floor;
+mod java;
 mod libs;
 mod params;
 mod plot;
@@ -28,6 +29,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
+use java::JavaSpec;
 
 use libs::{Kind, ALL};
 use params::Params;
@@ -100,8 +102,27 @@ impl Drop for Pinned {
 /// `redis_pid`: the server this bench started (scenario 1p pins it).
 async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()> {
     let admin = server::admin(url).await?;
-    let mut b = Bench::new(url, admin, params);
+    let java = if params.wants_lib(Kind::Java) {
+        JavaSpec::find(Duration::from_millis(params.java_warm_ms))?
+    } else {
+        None
+    };
     let mut notes: BTreeMap<String, String> = BTreeMap::new();
+    if java.is_some() {
+        notes.insert(
+            "java".into(),
+            format!(
+                "java: Redisson {} (the real Java client, built from ../shared/redisson-java), \
+                 interop/java/RedissonBench.java in a JVM of its own with the JVM's and \
+                 Redisson's defaults (Config: only the address set); JIT warm-up {} ms \
+                 before its first round; a task is a Java thread; its client CPU is every \
+                 JVM thread's (GC and JIT included).",
+                java::VERSION,
+                params.java_warm_ms
+            ),
+        );
+    }
+    let mut b = Bench::new(url, admin, params, java);
     let interleaved = |rounds: usize, round_ms: u64, extra: &str| {
         format!(
             "Interleaved: {rounds} round(s); in each, every subject runs {round_ms} ms in turn \

@@ -101,9 +101,25 @@ impl Usage {
         }
     }
 
+    /// Another process's CPU known only as a total (the JVM's, summed over
+    /// its threads' `schedstat`): user, sys and context switches unknown
+    /// (NaN), and left out by [`Usage::per`].
+    pub fn total(cpu_us: f64) -> Usage {
+        Usage {
+            user_us: cpu_us,
+            sys_us: f64::NAN,
+            vcsw: f64::NAN,
+            ivcsw: f64::NAN,
+        }
+    }
+
     /// Per-operation figures under `client_*` keys.
     pub fn per(self, ops: f64, unit: &str, m: &mut std::collections::BTreeMap<String, f64>) {
         let ops = ops.max(1.0);
+        if self.sys_us.is_nan() {
+            m.insert(format!("client_cpu_us_per_{unit}"), self.user_us / ops);
+            return;
+        }
         m.insert(
             format!("client_cpu_us_per_{unit}"),
             (self.user_us + self.sys_us) / ops,

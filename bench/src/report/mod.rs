@@ -119,6 +119,9 @@ pub fn summarize(records: &[Record], notes: &BTreeMap<String, String>, pooled: &
          Ratios A/B: 'of medians' = A's median / B's median (matches the values);\n\
          'per round' (or run) = median of A/B taken within each round, with IQR and min–max."
     );
+    if let Some(java) = notes.get("java") {
+        let _ = writeln!(table, "{java}");
+    }
     for s in SECTIONS {
         if !records.iter().any(|r| r.scenario == s.id) {
             continue;

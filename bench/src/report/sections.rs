@@ -41,20 +41,30 @@ pub fn subject_label(s: &str) -> &str {
         "lock" => "per-item lock",
         "watch" => "WATCH/MULTI",
         "floorp" => "floor, pipelined",
+        "java" => "Redisson (Java)",
+        "javapool" => "Redisson (Java), pool for all names",
         other => other,
     }
 }
 
-const LIBS: &[&str] = &["ours", "ceiling", "rslock", "arl"];
-const WITH_FLOOR: &[&str] = &["ours", "ceiling", "floor", "rslock", "arl"];
-const WITH_FLOORS: &[&str] = &["ours", "ceiling", "floor", "floorp", "rslock", "arl"];
-const VS: &[(&str, &str)] = &[("ours", "ceiling"), ("ours", "rslock"), ("ours", "arl")];
+const LIBS: &[&str] = &["ours", "ceiling", "rslock", "arl", "java"];
+const WITH_FLOOR: &[&str] = &["ours", "ceiling", "floor", "rslock", "arl", "java"];
+const WITH_FLOORS: &[&str] = &[
+    "ours", "ceiling", "floor", "floorp", "rslock", "arl", "java",
+];
+const VS: &[(&str, &str)] = &[
+    ("ours", "ceiling"),
+    ("ours", "rslock"),
+    ("ours", "arl"),
+    ("ours", "java"),
+];
 const VS_FLOOR: &[(&str, &str)] = &[
     ("ours", "floor"),
     ("ceiling", "floor"),
     ("ours", "ceiling"),
     ("ours", "rslock"),
     ("ours", "arl"),
+    ("ours", "java"),
 ];
 
 /// The costs of a lock+unlock pair (scenarios 1 and 2).
@@ -202,6 +212,7 @@ pub const SECTIONS: &[Section] = &[
             ("ours", "ceiling"),
             ("ours", "rslock"),
             ("ours", "arl"),
+            ("ours", "java"),
         ],
         ratio_metrics: &[
             "pairs_per_s",
@@ -229,7 +240,7 @@ pub const SECTIONS: &[Section] = &[
     Section {
         id: "sem",
         title: "sem semaphore: 4 permits, 16 tasks, 1 process, take 1 and give it back at once",
-        subjects: &["ours", "ceiling"],
+        subjects: &["ours", "ceiling", "java"],
         metrics: &[
             HANDOVERS,
             &[
@@ -240,7 +251,7 @@ pub const SECTIONS: &[Section] = &[
             ],
             ACQUISITION_COSTS,
         ],
-        pairs: &[("ours", "ceiling")],
+        pairs: &[("ours", "ceiling"), ("ours", "java")],
         ratio_metrics: &["acq_per_s", "handover_p50_us", "handover_p99_us"],
         pooled: false,
         sequential: false,
@@ -248,10 +259,11 @@ pub const SECTIONS: &[Section] = &[
     Section {
         id: "s5w",
         title: "5a scale: waiters on held names, 1 process",
-        subjects: &["ours", "ceiling"],
+        subjects: &["ours", "ceiling", "java", "javapool"],
         metrics: &[&[
             ("waiters", "waiters"),
             ("names", "names"),
+            ("subscription_pool", "Java subscriptionConnectionPoolSize"),
             ("heap_live_bytes_per_waiter", "heap live bytes/waiter (all waiting)"),
             (
                 "heap_peak_start_bytes_per_waiter",
@@ -278,7 +290,7 @@ pub const SECTIONS: &[Section] = &[
             ("errors", "errors"),
             ("hang", "hang (1 = yes)"),
         ]],
-        pairs: &[("ours", "ceiling")],
+        pairs: &[("ours", "ceiling"), ("ours", "java"), ("ours", "javapool")],
         ratio_metrics: &[
             "heap_live_bytes_per_waiter",
             "heap_peak_start_bytes_per_waiter",

@@ -1,4 +1,4 @@
-//! The targets of issues 4 and 12, checked against the run's records: each
+//! The targets of issues 4, 12 and 19, checked against the run's records: each
 //! a value, a goal and a verdict (MET, MISSED, or N/A if not measured).
 
 use std::fmt::Write;
@@ -221,8 +221,12 @@ pub fn check(data: &Data, pooled: &Pooled) -> (String, serde_json::Value) {
         String::new(),
     );
 
-    let mut targets_text =
-        String::from("\n## Targets ([12] = issue 12, client side; [4] = issue 4)\n");
+    issue_19(data, &mut t);
+
+    let mut targets_text = String::from(
+        "\n## Targets ([19] = issue 19, against Java Redisson; [12] = issue 12, client side; \
+         [4] = issue 4)\n",
+    );
     let mut targets_json = Vec::new();
     for (name, value, goal, met, detail) in &targets {
         let verdict = if value.is_nan() {
@@ -247,4 +251,104 @@ pub fn check(data: &Data, pooled: &Pooled) -> (String, serde_json::Value) {
         }));
     }
     (targets_text, targets_json.into())
+}
+
+/// Issue 19: ours against the real Java Redisson client, contended at or
+/// above the ceiling, and the client's own CPU per pair.
+fn issue_19(data: &Data, t: &mut impl FnMut(String, f64, &str, bool, String)) {
+    let per_round = |r: &Ratio| format!("median of per-round ratios; {}", r.text("rounds"));
+    for (id, metric, what, min) in [
+        ("s1", "pairs_per_s", "1 uncontended pairs/s", 2.0),
+        ("s2", "pairs_per_s", "2 parallel pairs/s", 2.0),
+        ("s3", "acq_per_s", "3 contended acquisitions/s", 1.5),
+        (
+            "s4",
+            "acq_per_s",
+            "4 contended (4 processes) acquisitions/s",
+            1.5,
+        ),
+        ("sem", "acq_per_s", "sem semaphore acquisitions/s", 1.5),
+    ] {
+        let r = data.ratio(id, "ours", "java", metric);
+        t(
+            format!("[19] {what}, ours / Java Redisson"),
+            r.median,
+            if min == 2.0 { ">= 2.0" } else { ">= 1.5" },
+            r.median >= min,
+            per_round(&r),
+        );
+    }
+    // 5a: every waiter served by ours, where Java fails or needs more memory.
+    let served = |subject: &str| {
+        data.min("s5w", subject, "completed") == data.max("s5w", subject, "waiters")
+            && data.max("s5w", subject, "errors") == 0.0
+            && data.max("s5w", subject, "hang") == 0.0
+    };
+    let heap = |subject: &str| data.median("s5w", subject, "heap_live_bytes_per_waiter");
+    let java_errors = data.max("s5w", "java", "errors");
+    let ran = !data.values("s5w", "ours", "waiters").is_empty()
+        && !data.values("s5w", "java", "waiters").is_empty();
+    let pooled = if data.values("s5w", "javapool", "waiters").is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; Java, {} connections: {} served at least, live heap bytes/waiter {}",
+            fmt(data.median("s5w", "javapool", "subscription_pool")),
+            fmt(data.min("s5w", "javapool", "completed")),
+            fmt(heap("javapool")),
+        )
+    };
+    let ok = served("ours") && (java_errors > 0.0 || heap("java") > heap("ours"));
+    t(
+        "[19] 5a ours serves every waiter, no error, where Java fails or needs more memory".into(),
+        if ran {
+            f64::from(u8::from(ok))
+        } else {
+            f64::NAN
+        },
+        "= 1",
+        ok,
+        format!(
+            "ours: every waiter served {}, live heap bytes/waiter {}; Java (defaults): {} of {} \
+             served at least, {} errors at most, live heap bytes/waiter {}{pooled}",
+            served("ours"),
+            fmt(heap("ours")),
+            fmt(data.min("s5w", "java", "completed")),
+            fmt(data.max("s5w", "java", "waiters")),
+            fmt(java_errors),
+            fmt(heap("java")),
+        ),
+    );
+    // Contended at or above the ceiling, at no more client CPU.
+    for (id, what) in [("s3", "3 in-process"), ("s4", "4 cross-process")] {
+        let r = data.ratio(id, "ours", "ceiling", "acq_per_s");
+        t(
+            format!("[19] {what}: acquisitions/s, ours / ceiling"),
+            r.median,
+            ">= 1.0",
+            r.median >= 1.0,
+            per_round(&r),
+        );
+    }
+    let r = data.ratio("s3", "ours", "ceiling", "client_cpu_us_per_acq");
+    t(
+        "[19] 3 in-process: client CPU µs/acq, ours / ceiling".into(),
+        r.median,
+        "<= 1.0",
+        r.median <= 1.0,
+        per_round(&r),
+    );
+    let r = data.ratio("s1p", "ours", "ceiling", "client_user_us_per_pair");
+    t(
+        "[19] 1p (one CPU): client user CPU µs/pair, ours / ceiling".into(),
+        r.median,
+        "<= 1.0",
+        r.median <= 1.0,
+        format!(
+            "{}; {} vs {} µs (medians)",
+            per_round(&r),
+            fmt(r.a),
+            fmt(r.b)
+        ),
+    );
 }

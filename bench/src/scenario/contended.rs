@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::{add_command_metrics, ms, order, waits, Bench, Counters, Metrics, MAX_ITER};
-use crate::libs::{Lib, ALL};
+use crate::java::{self, Java, JavaSpec};
+use crate::libs::{Kind, Lib, ALL};
 use crate::report::Record;
 use crate::server;
 use crate::util::{instant_at, now_ns, quantile, sleep_until_ns};
@@ -20,27 +21,39 @@ pub type Event = (u32, u64, u64, u64, u64);
 
 /// Scenarios 3 and 3b: 8 tasks of this process on one name.
 pub async fn run(b: &mut Bench<'_>, id: &str, think: Duration) -> Result<()> {
+    let kinds = b.kinds(&ALL);
     let (url, admin, params, records, pooled) =
         (b.url, &mut b.admin, b.params, &mut b.records, &mut b.pooled);
     server::flushall(admin).await?;
-    let mut libs = Vec::new();
-    for kind in params.kinds(&ALL) {
-        let lib = Lib::connect(kind, url).await?;
-        let warm = format!("{id}:warm:{}", kind.key());
-        for _ in 0..20 {
-            lib.lock(&warm).await?.unlock().await?;
-        }
-        libs.push((kind, lib));
+    let mut subjects = Vec::new();
+    for kind in kinds {
+        subjects.push((
+            kind,
+            Contender::connect(kind, url, id, b.java.as_ref()).await?,
+        ));
     }
     for r in 0..params.s3_rounds {
-        for i in order(libs.len(), r) {
-            let (kind, lib) = &libs[i];
+        for i in order(subjects.len(), r) {
+            let (kind, subject) = &mut subjects[i];
             let name = format!("{id}:{}:{r}", kind.key());
-            let counters = Counters::start(admin).await?;
+            let counters = Counters::start_for(admin, subject.jvm()).await?;
             let begin = now_ns() + 5_000_000;
             let start = begin + ms(params.warm_ms).as_nanos() as u64;
             let deadline = start + ms(params.s3_round_ms).as_nanos() as u64;
-            let events = contend(lib, &name, params.s3_tasks, 0, begin, deadline, think).await?;
+            let events = match subject {
+                Contender::Lib(lib) => {
+                    contend(lib, &name, params.s3_tasks, 0, begin, deadline, think).await?
+                }
+                Contender::Java(java) => {
+                    let tasks = params.s3_tasks;
+                    let think_us = think.as_micros();
+                    java.call(
+                        &format!("contend {name} {tasks} 0 {begin} {deadline} {think_us}"),
+                        Duration::from_nanos(deadline - now_ns()) + java::ANSWER,
+                    )
+                    .await?
+                }
+            };
             let counted = counters.stop(admin, ms(30)).await?;
             let c = analyze(events, params.s3_tasks, start, deadline);
             let mut m = c.metrics;
@@ -51,6 +64,34 @@ pub async fn run(b: &mut Bench<'_>, id: &str, think: Duration) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A subject of scenarios 3 and 3b: a library of this process, or a JVM.
+enum Contender {
+    Lib(Lib),
+    Java(Java),
+}
+
+impl Contender {
+    /// Connect `kind` and warm it up (20 pairs; the JVM warms itself).
+    async fn connect(kind: Kind, url: &str, id: &str, java: Option<&JavaSpec>) -> Result<Self> {
+        if let (Kind::Java, Some(java)) = (kind, java) {
+            return Ok(Contender::Java(java.start(url).await?));
+        }
+        let lib = Lib::connect(kind, url).await?;
+        let warm = format!("{id}:warm:{}", kind.key());
+        for _ in 0..20 {
+            lib.lock(&warm).await?.unlock().await?;
+        }
+        Ok(Contender::Lib(lib))
+    }
+
+    fn jvm(&self) -> Option<u32> {
+        match self {
+            Contender::Java(java) => Some(java.pid()),
+            Contender::Lib(_) => None,
+        }
+    }
 }
 
 /// `tasks` tasks of this process contending for `name` from `start_ns` (the

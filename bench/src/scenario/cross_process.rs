@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::contended::{analyze, contend, Event};
 use super::{add_command_metrics, ms, order, Bench};
+use crate::java;
 use crate::libs::{Kind, Lib, ALL};
 use crate::report::Record;
 use crate::server;
@@ -32,10 +33,10 @@ pub struct Slot {
 /// Scenario 4: 4 worker processes × 2 tasks on one name, every library in
 /// every worker, all following one wall-clock schedule of slots.
 pub async fn run(b: &mut Bench<'_>) -> Result<()> {
+    let kinds = b.kinds(&ALL);
     let (url, admin, params, records, pooled) =
         (b.url, &mut b.admin, b.params, &mut b.records, &mut b.pooled);
     server::flushall(admin).await?;
-    let kinds = params.kinds(&ALL);
     let (length, warm, gap) = (
         ms(params.s4_round_ms).as_nanos() as u64,
         ms(params.warm_ms).as_nanos() as u64,
@@ -59,18 +60,42 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
             offset += length + gap + warm;
         }
     }
+    // The Rust workers run the libraries' slots; Java, as a fourth set of
+    // processes (one JVM per worker process, as many threads as its tasks),
+    // runs Java's slots of the same schedule.
+    let is_java = |slot: &Slot| slot.kind == Kind::Java;
+    let ours: Vec<Slot> = slots.iter().filter(|s| !is_java(s)).cloned().collect();
+    let javas: Vec<Slot> = slots.iter().filter(|s| is_java(s)).cloned().collect();
+    let libs: Vec<Kind> = kinds.iter().copied().filter(|k| *k != Kind::Java).collect();
     let jobs = (0..params.s4_processes)
         .map(|p| Job::Rounds {
-            kinds: kinds.clone(),
+            kinds: libs.clone(),
             url: url.to_owned(),
             tasks: params.s4_tasks_each,
             first_task: p * params.s4_tasks_each,
-            slots: slots.clone(),
+            slots: ours.clone(),
         })
         .collect();
     let mut workers = Synced::start(jobs, Duration::from_secs(60)).await?;
+    let mut jvms = Vec::new();
+    if let (false, Some(java)) = (javas.is_empty(), b.java.as_ref()) {
+        let starting = (0..params.s4_processes).map(|_| java.start(url));
+        jvms = futures::future::try_join_all(starting).await?;
+    }
     let base = now_ns() + 100_000_000;
     workers.go(base).await?;
+    let spec: Vec<String> = javas
+        .iter()
+        .map(|s| format!("{}:{}:{}:{}", s.name, s.offset_ns, s.warm_ns, s.length_ns))
+        .collect();
+    for (p, jvm) in (0u32..).zip(&mut jvms) {
+        let (tasks, first) = (params.s4_tasks_each, p * params.s4_tasks_each);
+        jvm.send(&format!(
+            "slots {base} {tasks} {first} 0 {}",
+            spec.join(",")
+        ))
+        .await?;
+    }
     // Server counters in the middle of every gap: before each slot's
     // warm-up, and after the last slot.
     let mut marks = Vec::with_capacity(slots.len() + 1);
@@ -89,15 +114,29 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
     let answers = workers
         .finish(Duration::from_secs_f64(60.0 + schedule_s))
         .await?;
+    // Per process set, per process, per slot of that set: the events.
     let mut per_process: Vec<Vec<Vec<Event>>> = Vec::new();
     for a in answers {
         per_process.push(serde_json::from_value(a)?);
     }
+    let mut per_jvm: Vec<Vec<Vec<Event>>> = Vec::new();
+    for jvm in &mut jvms {
+        let answer = jvm.recv(java::ANSWER).await?;
+        per_jvm.push(serde_json::from_str(&answer)?);
+    }
+    let (mut next_ours, mut next_java) = (0, 0);
     let tasks = params.s4_processes * params.s4_tasks_each;
     for (i, slot) in slots.iter().enumerate() {
+        let (set, index) = if is_java(slot) {
+            next_java += 1;
+            (&mut per_jvm, next_java - 1)
+        } else {
+            next_ours += 1;
+            (&mut per_process, next_ours - 1)
+        };
         let mut events = Vec::new();
-        for p in &mut per_process {
-            events.append(p.get_mut(i).context("a worker's answer lacks a slot")?);
+        for p in set.iter_mut() {
+            events.append(p.get_mut(index).context("a worker's answer lacks a slot")?);
         }
         let start = base + slot.offset_ns;
         let c = analyze(events, tasks, start, start + slot.length_ns);

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::java::{self, JavaSpec};
 use crate::libs::Kind;
 use crate::params::Params;
 use crate::report::{Pooled, Record};
@@ -39,6 +40,8 @@ pub struct Bench<'a> {
     pub url: &'a str,
     pub admin: Admin,
     pub params: &'a Params,
+    /// How to start the Java subject; `None`: skipped (said once, at start).
+    pub java: Option<JavaSpec>,
     pub records: Vec<Record>,
     /// The contended scenarios' samples of all rounds together.
     pub pooled: Pooled,
@@ -46,15 +49,33 @@ pub struct Bench<'a> {
 }
 
 impl<'a> Bench<'a> {
-    pub fn new(url: &'a str, admin: Admin, params: &'a Params) -> Bench<'a> {
+    pub fn new(
+        url: &'a str,
+        admin: Admin,
+        params: &'a Params,
+        java: Option<JavaSpec>,
+    ) -> Bench<'a> {
         Bench {
             url,
             admin,
             params,
+            java,
             records: Vec::new(),
             pooled: Pooled::default(),
             progress: Progress(Instant::now()),
         }
+    }
+}
+
+impl Bench<'_> {
+    /// The subjects of `of` to run: those `--libs` asks for, less Java when
+    /// it cannot run here.
+    pub fn kinds(&self, of: &[Kind]) -> Vec<Kind> {
+        let mut kinds = self.params.kinds(of);
+        if self.java.is_none() {
+            kinds.retain(|k| *k != Kind::Java);
+        }
+        kinds
     }
 }
 
@@ -90,12 +111,14 @@ pub fn ms(ms: u64) -> Duration {
     Duration::from_millis(ms)
 }
 
-/// The server's counters (commands, redis-server CPU) and this process's
-/// CPU, read at the start of an in-process round.
+/// The server's counters (commands, redis-server CPU) and the client's
+/// CPU (this process's, or a JVM's), read at the start of a round.
 pub struct Counters {
     commands: HashMap<String, u64>,
     server_cpu_us: f64,
     usage: Usage,
+    /// The JVM that is the client, and its CPU µs at the start.
+    jvm: Option<(u32, f64)>,
 }
 
 /// What `Counters` measured over a round.
@@ -108,20 +131,31 @@ pub struct Counted {
 }
 
 impl Counters {
+    /// Counters for a round whose client is this process.
     pub async fn start(admin: &mut Admin) -> Result<Counters> {
+        Counters::start_for(admin, None).await
+    }
+
+    /// Counters for a round whose client is the JVM `jvm` (a pid), if any,
+    /// else this process.
+    pub async fn start_for(admin: &mut Admin, jvm: Option<u32>) -> Result<Counters> {
         let commands = server::commandstats(admin).await?;
         let server_cpu_us = server::server_cpu_us(admin).await?;
         Ok(Counters {
             commands,
             server_cpu_us,
             usage: Usage::now(),
+            jvm: jvm.map(|pid| (pid, java::cpu_us(pid))),
         })
     }
 
     /// Stop the client's count at once, the server's after `settle` (for
     /// fire-and-forget commands such as latch DELs to land).
     pub async fn stop(self, admin: &mut Admin, settle: Duration) -> Result<Counted> {
-        let usage = Usage::now().since(self.usage);
+        let usage = match self.jvm {
+            Some((pid, cpu0)) => Usage::total(java::cpu_us(pid) - cpu0),
+            None => Usage::now().since(self.usage),
+        };
         if !settle.is_zero() {
             tokio::time::sleep(settle).await;
         }

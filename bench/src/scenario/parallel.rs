@@ -6,6 +6,7 @@ use anyhow::{ensure, Context, Result};
 
 use super::subject::{Runner, Subject};
 use super::{add_command_metrics, ms, order, Admin, Bench, Counters, Metrics, MAX_ITER};
+use crate::java;
 use crate::libs::{Kind, WITH_FLOORS};
 use crate::report::Record;
 use crate::server;
@@ -13,11 +14,12 @@ use crate::util::{now_ns, sleep_until_ns};
 
 /// Scenario 2: 16 tasks on their own names.
 pub async fn run(b: &mut Bench<'_>) -> Result<()> {
+    let kinds = b.kinds(&WITH_FLOORS);
     let (url, admin, params, records) = (b.url, &mut b.admin, b.params, &mut b.records);
     server::flushall(admin).await?;
     let mut subjects = Vec::new();
-    for kind in params.kinds(&WITH_FLOORS) {
-        subjects.push(Subject::connect(kind, url, params.s2_tasks).await?);
+    for kind in kinds {
+        subjects.push(Subject::connect(kind, url, params.s2_tasks, b.java.as_ref()).await?);
     }
     let length = ms(params.s2_round_ms);
     for s in &mut subjects {
@@ -44,8 +46,18 @@ async fn round(
     tasks: usize,
     duration: Duration,
 ) -> Result<Metrics> {
-    let counters = Counters::start(admin).await?;
+    let counters = Counters::start_for(admin, subject.jvm()).await?;
     let (pairs, elapsed_s) = match &mut subject.runner {
+        Runner::Java(java) => {
+            let start = now_ns() + 5_000_000;
+            let run: java::Parallel = java
+                .call(
+                    &format!("parallel {prefix} {tasks} {start} {}", duration.as_millis()),
+                    duration + java::ANSWER,
+                )
+                .await?;
+            (run.pairs, run.elapsed_s)
+        }
         Runner::Lib(lib) => {
             let start = now_ns() + 5_000_000;
             let deadline = start + duration.as_nanos() as u64;

@@ -5,37 +5,161 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 
-use super::{order, Bench};
+use super::{order, Admin, Bench, Metrics};
 use crate::alloc;
-use crate::libs::{Kind, Lib};
+use crate::java::{self, Drained, Java, JavaSpec, Memory};
+use crate::libs::{Kind, Lib, SEMAPHORES};
+use crate::params::Params;
 use crate::report::Record;
 use crate::server;
 use crate::util::vm_rss_kib;
 use crate::workers::{numbers, run_workers, Job};
 
-/// Every subject in a fresh worker process, run after run (order ABBA).
+/// Every subject in a fresh worker process (Java: a fresh JVM), run after
+/// run (order ABBA).
 pub async fn run(b: &mut Bench<'_>) -> Result<()> {
+    let kinds = b.kinds(&SEMAPHORES);
     let (url, admin, params, records, progress) =
         (b.url, &mut b.admin, b.params, &mut b.records, &b.progress);
-    let kinds = params.kinds(&[Kind::Ours, Kind::Ceiling]);
+    // Java with Redisson's defaults, and, when its names need more channels
+    // than the default subscription pool holds, with a pool that holds them.
+    let pool = params.waiter_names.div_ceil(JAVA_CHANNELS_PER_CONNECTION);
+    let mut subjects: Vec<(Kind, Option<u32>)> = kinds.iter().map(|k| (*k, None)).collect();
+    if kinds.contains(&Kind::Java) && pool > JAVA_DEFAULT_POOL {
+        subjects.push((Kind::Java, Some(u32::try_from(pool)?)));
+    }
     let runs = params.runs;
     for run in 0..runs {
         progress.show(&format!("scenario s5w, run {}/{runs}", run + 1));
-        for i in order(kinds.len(), run) {
-            let kind = kinds[i];
+        for i in order(subjects.len(), run) {
+            let (kind, pool) = subjects[i];
             server::flushall(admin).await?;
-            let job = Job::Waiters {
-                kind,
-                url: url.to_owned(),
-                waiters: params.waiters,
-                names: params.waiter_names,
-                limit_s: 60,
+            let limit = Duration::from_secs(60);
+            let (key, m) = match (kind, b.java.as_ref()) {
+                (Kind::Java, Some(java)) => {
+                    let key = if pool.is_some() { "javapool" } else { "java" };
+                    let m = java_waiters(java, url, admin, params, pool, limit).await?;
+                    (key, m)
+                }
+                _ => {
+                    let job = Job::Waiters {
+                        kind,
+                        url: url.to_owned(),
+                        waiters: params.waiters,
+                        names: params.waiter_names,
+                        limit_s: limit.as_secs(),
+                    };
+                    let answer = run_workers(vec![job], Duration::from_secs(150)).await?;
+                    (kind.key(), numbers(&answer[0]))
+                }
             };
-            let answer = run_workers(vec![job], Duration::from_secs(150)).await?;
-            records.push(Record::new("s5w", kind.key(), run, numbers(&answer[0])));
+            records.push(Record::new("s5w", key, run, m));
         }
     }
     Ok(())
+}
+
+/// Redisson's defaults: `subscriptionConnectionPoolSize` and
+/// `subscriptionsPerConnection`.
+const JAVA_DEFAULT_POOL: usize = 50;
+const JAVA_CHANNELS_PER_CONNECTION: usize = 5;
+
+/// Scenario 5a in a JVM: a second Redisson client holds the names, then
+/// `waiters` waiters (`lockAsync` with their own thread ids, as tasks are
+/// ours) wait on them. Memory per waiter: the JVM's heap after a full GC
+/// (live objects, as the bench's allocator counts ours) and its RSS.
+async fn java_waiters(
+    java: &JavaSpec,
+    url: &str,
+    admin: &mut Admin,
+    params: &Params,
+    pool: Option<u32>,
+    limit: Duration,
+) -> Result<Metrics> {
+    let (waiters, names) = (params.waiters, params.waiter_names);
+    let mut jvm = Java::start(&java.classpath, url, java.warm, pool).await?;
+    let prefix = "scale:java";
+    jvm.send(&format!("hold {prefix} {names}")).await?;
+    jvm.recv(limit).await?;
+    let before: Memory = jvm.call("memory", limit).await?;
+    let evals = |stats: &std::collections::HashMap<String, u64>| {
+        stats.get("evalsha").copied().unwrap_or(0) + stats.get("eval").copied().unwrap_or(0)
+    };
+    let evals0 = evals(&server::commandstats(admin).await?);
+    jvm.send(&format!("wait {prefix} {names} {waiters}"))
+        .await?;
+    jvm.recv(limit).await?;
+    // As for ours: until every waiter has tried twice (try, subscribe, try
+    // again); or until the count has stood still for 2 s, when some failed.
+    let started = Instant::now();
+    let (mut seen, mut moved) = (0, Instant::now());
+    loop {
+        let n = evals(&server::commandstats(admin).await?) - evals0;
+        if n >= 2 * waiters as u64 || started.elapsed() >= limit {
+            break;
+        }
+        if n != seen {
+            (seen, moved) = (n, Instant::now());
+        } else if moved.elapsed() >= Duration::from_secs(2) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let waiting_after_s = started.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let waiting: Memory = jvm.call("memory", limit).await?;
+    let channels: Vec<String> = redis::cmd("PUBSUB")
+        .arg("CHANNELS")
+        .arg("redisson_lock__channel:*")
+        .query_async(admin)
+        .await?;
+    let drained: Drained = jvm
+        .call(
+            &format!("release {}", limit.as_secs()),
+            limit + java::ANSWER,
+        )
+        .await?;
+    let after: Memory = jvm.call("memory", limit).await?;
+    if !drained.error.is_empty() {
+        eprintln!(
+            "s5w java (subscription pool {}): {} of {waiters} waiters failed, the first with {}",
+            pool.map_or("default".to_string(), |p| p.to_string()),
+            drained.errors,
+            drained.error
+        );
+    }
+    let n = waiters as f64;
+    let kib = |a: u64, b: u64| (a as f64 - b as f64) * 1024.0 / n;
+    let bytes = |a: u64, b: u64| (a as f64 - b as f64) / n;
+    Ok(Metrics::from([
+        ("waiters".into(), n),
+        ("names".into(), names as f64),
+        ("subscription_pool".into(), f64::from(pool.unwrap_or(50))),
+        ("rss_before_kib".into(), before.rss_kib as f64),
+        ("rss_waiting_kib".into(), waiting.rss_kib as f64),
+        (
+            "bytes_per_waiter".into(),
+            kib(waiting.rss_kib, before.rss_kib),
+        ),
+        (
+            "rss_after_drain_bytes_per_waiter".into(),
+            kib(after.rss_kib, before.rss_kib),
+        ),
+        (
+            "heap_live_bytes_per_waiter".into(),
+            bytes(waiting.heap_bytes, before.heap_bytes),
+        ),
+        (
+            "heap_after_drain_bytes_per_waiter".into(),
+            bytes(after.heap_bytes, before.heap_bytes),
+        ),
+        ("subscribed_channels".into(), channels.len() as f64),
+        ("all_waiting_after_s".into(), waiting_after_s),
+        ("drain_s".into(), drained.drain_s),
+        ("completed".into(), drained.completed as f64),
+        ("errors".into(), drained.errors as f64),
+        ("hang".into(), if drained.hang { 1.0 } else { 0.0 }),
+    ]))
 }
 
 /// `waiters` tasks waiting on `names` held locks in this process: memory per

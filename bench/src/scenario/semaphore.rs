@@ -6,47 +6,79 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::{add_split_commands, ms, order, waits, Bench, Counters, Metrics};
 use crate::ceiling_semaphore::{CeilingPermit, CeilingSemaphore};
-use crate::libs::Kind;
+use crate::java::{self, Java};
+use crate::libs::{Kind, SEMAPHORES};
 use crate::report::Record;
 use crate::server;
 use crate::util::{instant_at, now_ns, quantile, sleep_until_ns};
 
 /// Scenario sem: 16 tasks, a semaphore of 4 permits.
 pub async fn run(b: &mut Bench<'_>) -> Result<()> {
+    let kinds = b.kinds(&SEMAPHORES);
     let (url, admin, params, records) = (b.url, &mut b.admin, b.params, &mut b.records);
     server::flushall(admin).await?;
-    let mut clients = Vec::new();
-    for kind in params.kinds(&[Kind::Ours, Kind::Ceiling]) {
+    let mut subjects = Vec::new();
+    for kind in kinds {
+        if let (Kind::Java, Some(java)) = (kind, b.java.as_ref()) {
+            subjects.push((kind, Subject::Java(Box::new(java.start(url).await?))));
+            continue;
+        }
         let c = SemClients::connect(kind, url).await?;
         let warm = c
             .semaphore(&format!("sem:warm:{}", kind.key()), params.sem_permits)
             .await?;
         warm_up(&warm).await?;
-        clients.push((kind, c));
+        subjects.push((kind, Subject::Rust(c)));
     }
+    let (tasks, permits) = (params.sem_tasks, params.sem_permits);
     for r in 0..params.sem_rounds {
-        for i in order(clients.len(), r) {
-            let (kind, c) = &clients[i];
-            let lib = c
-                .semaphore(&format!("sem:{}:{r}", kind.key()), params.sem_permits)
-                .await?;
-            let counters = Counters::start(admin).await?;
+        for i in order(subjects.len(), r) {
+            let (kind, subject) = &mut subjects[i];
+            let name = format!("sem:{}:{r}", kind.key());
+            let lib = match subject {
+                Subject::Rust(c) => Some(c.semaphore(&name, permits).await?),
+                Subject::Java(_) => None,
+            };
+            let jvm = match subject {
+                Subject::Java(java) => Some(java.pid()),
+                Subject::Rust(_) => None,
+            };
+            let counters = Counters::start_for(admin, jvm).await?;
             let begin = now_ns() + 5_000_000;
             let start = begin + ms(params.warm_ms).as_nanos() as u64;
             let deadline = start + ms(params.sem_round_ms).as_nanos() as u64;
-            let events = contend(&lib, params.sem_tasks, begin, deadline).await?;
+            let events = match subject {
+                Subject::Java(java) => {
+                    // The JVM sets the permits itself (trySetPermits) first.
+                    java.call(
+                        &format!("sem {name} {permits} {tasks} {begin} {deadline}"),
+                        Duration::from_nanos(deadline - now_ns()) + java::ANSWER,
+                    )
+                    .await?
+                }
+                Subject::Rust(_) => {
+                    let lib = lib.as_ref().context("a Rust subject has its semaphore")?;
+                    contend(lib, tasks, begin, deadline).await?
+                }
+            };
             let counted = counters.stop(admin, ms(30)).await?;
-            let mut m = analyze(events, params.sem_permits as usize, begin, start, deadline);
+            let mut m = analyze(events, permits as usize, begin, start, deadline);
             counted.per_acquisition(&mut m);
             add_command_metrics(&mut m, &counted.commands);
             records.push(Record::new("sem", kind.key(), r, m));
         }
     }
     Ok(())
+}
+
+/// A subject of scenario sem: a Rust client, or a JVM.
+enum Subject {
+    Rust(SemClients),
+    Java(Box<Java>),
 }
 
 /// One acquisition: (task, acquire called, acquire returned, release called),

@@ -3,6 +3,7 @@
 use anyhow::Result;
 
 use crate::floor::Floor;
+use crate::java::{Java, JavaSpec};
 use crate::libs::{Kind, Lib};
 
 /// What runs a scenario-1 or -2 round: a library, or the floor client (one
@@ -11,6 +12,8 @@ use crate::libs::{Kind, Lib};
 pub enum Runner {
     Lib(Lib),
     Floor(Vec<Floor>),
+    /// The JVM, whose threads run the round (`java.rs`).
+    Java(Java),
 }
 
 /// One subject of an interleaved scenario, connected once for all its rounds.
@@ -21,14 +24,21 @@ pub struct Subject {
 
 impl Subject {
     /// Connect `kind`; the floor opens `floor_connections` connections, the
-    /// pipelined floor one.
-    pub async fn connect(kind: Kind, url: &str, floor_connections: usize) -> Result<Subject> {
+    /// pipelined floor one; Java starts (and warms) a JVM.
+    pub async fn connect(
+        kind: Kind,
+        url: &str,
+        floor_connections: usize,
+        java: Option<&JavaSpec>,
+    ) -> Result<Subject> {
         let floor_connections = if kind == Kind::FloorP {
             1
         } else {
             floor_connections
         };
-        let runner = if matches!(kind, Kind::Floor | Kind::FloorP) {
+        let runner = if let (Kind::Java, Some(java)) = (kind, java) {
+            Runner::Java(java.start(url).await?)
+        } else if matches!(kind, Kind::Floor | Kind::FloorP) {
             let url = url.to_owned();
             Runner::Floor(
                 tokio::task::spawn_blocking(move || {
@@ -42,5 +52,13 @@ impl Subject {
             Runner::Lib(Lib::connect(kind, url).await?)
         };
         Ok(Subject { kind, runner })
+    }
+
+    /// The JVM's pid when the subject is Java (its CPU is the client's).
+    pub fn jvm(&self) -> Option<u32> {
+        match &self.runner {
+            Runner::Java(java) => Some(java.pid()),
+            _ => None,
+        }
     }
 }

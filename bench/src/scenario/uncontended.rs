@@ -7,18 +7,25 @@ use anyhow::{Context, Result};
 use super::subject::{Runner, Subject};
 use super::{add_command_metrics, ms, order, Admin, Bench, Counters, Metrics, MAX_ITER};
 use crate::floor::Floor;
-use crate::libs::{Lib, WITH_FLOOR};
+use crate::java::{self, Java};
+use crate::libs::{Kind, Lib, WITH_FLOOR};
 use crate::report::Record;
 use crate::server;
 use crate::util::{quantile, Usage};
 
 /// Scenario `id` (1, 1p or 1m): every subject in turn, round by round.
 pub async fn run(b: &mut Bench<'_>, id: &str, placement: Placement) -> Result<()> {
+    let mut kinds = b.kinds(&WITH_FLOOR);
+    if id != "s1" {
+        // 1p pins this process and the server, 1m places our loop: Java
+        // runs in scenario 1 only.
+        kinds.retain(|k| *k != Kind::Java);
+    }
     let (url, admin, params, records) = (b.url, &mut b.admin, b.params, &mut b.records);
     server::flushall(admin).await?;
     let mut subjects = Vec::new();
-    for kind in params.kinds(&WITH_FLOOR) {
-        subjects.push(Subject::connect(kind, url, 1).await?);
+    for kind in kinds {
+        subjects.push(Subject::connect(kind, url, 1, b.java.as_ref()).await?);
     }
     let length = ms(params.s1_round_ms);
     // Warm-up, not recorded: connections, scripts, allocator, caches.
@@ -78,6 +85,22 @@ async fn lib_pairs(lib: &Lib, name: &str, duration: Duration) -> Result<PairRun>
     })
 }
 
+async fn java_pairs(java: &mut Java, name: &str, duration: Duration) -> Result<PairRun> {
+    let cpu0 = java::cpu_us(java.pid());
+    let run: java::Pairs = java
+        .call(
+            &format!("pairs {name} {}", duration.as_millis()),
+            duration + java::ANSWER,
+        )
+        .await?;
+    Ok(PairRun {
+        lat_us: run.lat_us,
+        elapsed_s: run.elapsed_s,
+        usage: Usage::total(java::cpu_us(java.pid()) - cpu0),
+        syscalls: None,
+    })
+}
+
 fn floor_pairs(floor: &mut Floor, name: &str, duration: Duration) -> Result<PairRun> {
     let mut lat_us = Vec::with_capacity(1 << 16);
     let s0 = floor.syscalls();
@@ -122,6 +145,7 @@ async fn round(
                 Placement::BlockOn => pairs.await?,
             }
         }
+        Runner::Java(java) => java_pairs(java, name, duration).await?,
         Runner::Floor(conns) => {
             let mut conn = conns.pop().context("no floor connection")?;
             let name = name.to_owned();

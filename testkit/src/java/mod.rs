@@ -1,7 +1,8 @@
 //! A real Java Redisson client beside the crate: finds (or builds) a Redisson
-//! class path under `target/redisson-java/VERSION/` ([`redisson`]), compiles
-//! `interop/java/RedissonPeer.java` against it (once per version and source
-//! hash, into `target/redisson-peer/`), starts it as a child process on the
+//! class path under `target/redisson-java/VERSION/` ([`redisson`], or
+//! [`locate`] without the tests' policy), compiles `interop/java/*.java`
+//! against it (once per version and source hash, into
+//! `target/redisson-peer/`), starts the tests' peer as a child process on the
 //! same Redis and talks to it line by line ([`Peer`]; see the header of
 //! `RedissonPeer.java` for the commands). The JVM is killed on drop. Paths
 //! are relative to the workspace root.
@@ -138,11 +139,31 @@ pub fn redisson(version: &str) -> Option<Redisson> {
             return None;
         }
     }
-    let jars = std::fs::read_to_string(classpath_file(version))
-        .unwrap_or_else(|e| panic!("read {}: {e}", classpath_file(version).display()));
+    Some(locate(version).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The Redisson build of `version` with the Java programs compiled against
+/// it, or why it cannot be had here, without the tests' policy: no panic,
+/// `REDISSON_VERSIONS` and `CI` are not read. When no version is built at
+/// all, 4.7.0 is built once (as [`redisson`] does). For the benchmark.
+pub fn locate(version: &str) -> Result<Redisson, String> {
+    if !has_java() {
+        return Err("java/javac not found on PATH".into());
+    }
+    if !VERSIONS.iter().any(|v| classpath_file(v).exists()) {
+        build_default()?;
+    }
+    let file = classpath_file(version);
+    let jars = std::fs::read_to_string(&file).map_err(|e| {
+        format!(
+            "Redisson {version} is not built ({}: {e}); build it with \
+             bash interop/redisson/build.sh {version} target/redisson-java/{version}",
+            file.display()
+        )
+    })?;
     let jars = jars.trim().to_string();
-    let classes = compile_peer(version, &jars);
-    Some(Redisson {
+    let classes = compile_peer(version, &jars)?;
+    Ok(Redisson {
         version: version.to_string(),
         classpath: format!("{jars}:{}", classes.display()),
     })
@@ -189,27 +210,42 @@ fn fnv(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Compile the peer against `jars` into
+/// The Java programs, compiled together: the tests' peer and the bench's
+/// worker (`RedissonBench.java`).
+const SOURCES: [&str; 2] = ["RedissonPeer.java", "RedissonBench.java"];
+
+/// Compile the Java programs ([`SOURCES`]) against `jars` into
 /// `target/redisson-peer/VERSION-HASH/` unless already there; returns that
 /// directory. Safe against parallel tests and processes (compiles into a
 /// temporary directory, then renames).
-fn compile_peer(version: &str, jars: &str) -> PathBuf {
+fn compile_peer(version: &str, jars: &str) -> Result<PathBuf, String> {
     static COMPILED: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
     let mut compiled = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, dir)) = compiled.iter().find(|(v, _)| v == version) {
-        return dir.clone();
+        return Ok(dir.clone());
     }
-    let source = root().join("interop/java/RedissonPeer.java");
-    let text = std::fs::read(&source).unwrap_or_else(|e| panic!("read {}: {e}", source.display()));
+    let sources: Vec<PathBuf> = SOURCES
+        .iter()
+        .map(|f| root().join("interop/java").join(f))
+        .collect();
+    let mut text = Vec::new();
+    for source in &sources {
+        text.extend(std::fs::read(source).map_err(|e| format!("read {}: {e}", source.display()))?);
+    }
     let hash = fnv(&[text.as_slice(), jars.as_bytes()].concat());
     let base = root().join("target/redisson-peer");
     let dir = base.join(format!("{version}-{hash:016x}"));
-    if !dir.join("RedissonPeer.class").exists() {
+    let done = |dir: &PathBuf| {
+        SOURCES
+            .iter()
+            .all(|f| dir.join(f.replace(".java", ".class")).exists())
+    };
+    if !done(&dir) {
         let tmp = base.join(format!(
             "{version}-{hash:016x}.tmp-{}",
             uuid::Uuid::new_v4().simple()
         ));
-        std::fs::create_dir_all(&tmp).expect("create the peer's class directory");
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
         let out = std::process::Command::new("javac")
             .args([
                 "--release",
@@ -222,26 +258,24 @@ fn compile_peer(version: &str, jars: &str) -> PathBuf {
                 "-d",
             ])
             .arg(&tmp)
-            .arg(&source)
+            .args(&sources)
             .output()
-            .expect("javac runs");
-        assert!(
-            out.status.success(),
-            "javac of {} against Redisson {version} failed:\n{}{}",
-            source.display(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .map_err(|e| format!("javac does not run: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "javac of interop/java against Redisson {version} failed:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
         if std::fs::rename(&tmp, &dir).is_err() {
             // Another process got there first.
             let _ = std::fs::remove_dir_all(&tmp);
         }
-        assert!(
-            dir.join("RedissonPeer.class").exists(),
-            "compiled peer missing in {}",
-            dir.display()
-        );
+        if !done(&dir) {
+            return Err(format!("compiled classes missing in {}", dir.display()));
+        }
     }
     compiled.push((version.to_string(), dir.clone()));
-    dir
+    Ok(dir)
 }

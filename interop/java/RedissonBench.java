@@ -1,0 +1,426 @@
+// The real Java Redisson client as a subject of the benchmark (bench/src/java.rs
+// starts and drives it). Written for this repository; it uses only Redisson's
+// public API that exists from 3.17.0 to 4.7.0, with Redisson's default Config
+// (pools, threads, codec, timeouts) apart from the server address.
+//
+// Usage:
+//   java -cp REDISSON_CLASSPATH:DIR RedissonBench redis://127.0.0.1:6379 WARM_MS [POOL]
+//
+// POOL, if given and above 0, sets subscriptionConnectionPoolSize (default 50
+// connections of subscriptionsPerConnection = 5 channels each): scenario 5a
+// runs Java with the default and with a pool large enough for its names.
+// On start it connects, warms the JVM (JIT) for WARM_MS on names `warm:*`
+// (single-task pairs, 8 tasks on one lock, a 16-task semaphore), and prints one
+// line: `ready <redissonVersion>` (or `fatal <ExceptionClass> <message>`).
+// Then every stdin line is one command, answered by one line: JSON, `ok`, or
+// `err <ExceptionClass> <message>`. Times are epoch nanoseconds (the bench's
+// `util::now_ns` clock: CLOCK_REALTIME), read through System.nanoTime from one
+// calibration at start; an abandoned wait has 18446744073709551615 (u64::MAX)
+// as its later times, as in the bench.
+//   pairs NAME MS
+//       one thread locks and unlocks NAME for MS -> {"lat_us":[..],"elapsed_s":S}
+//   parallel PREFIX TASKS START_NS MS
+//       TASKS threads from START_NS, each on PREFIX:i -> {"pairs":N,"elapsed_s":S}
+//   contend NAME TASKS FIRST BEGIN_NS DEADLINE_NS THINK_US
+//       TASKS threads (numbered from FIRST) take NAME from BEGIN_NS to DEADLINE_NS
+//       with tryLock(time left), pausing THINK_US after each unlock
+//       -> [[task,asked,acquired,releasing,released],..]
+//   sem NAME PERMITS TASKS BEGIN_NS DEADLINE_NS
+//       trySetPermits(PERMITS), then TASKS threads tryAcquire(time left) and
+//       release one permit -> [[task,asked,acquired,releasing],..]
+//   slots BASE_NS TASKS FIRST THINK_US NAME:OFFSET_NS:WARM_NS:LENGTH_NS,..
+//       `contend` in every slot of a wall-clock schedule (scenario 4), from
+//       BASE_NS + OFFSET - WARM to BASE_NS + OFFSET + LENGTH -> [[events],..]
+//   hold PREFIX NAMES
+//       a second client takes PREFIX:0 .. PREFIX:NAMES-1 -> ok
+//   wait PREFIX NAMES N
+//       N waiters, lockAsync(thread id 1..N) on PREFIX:(i mod NAMES), each
+//       unlocking as soon as it holds -> ok (at once)
+//   release LIMIT_S
+//       the second client unlocks its names; waits up to LIMIT_S for the
+//       waiters -> {"completed":C,"errors":E,"hang":B,"drain_s":S,"error":"first"}
+//   memory
+//       after a full GC -> {"rss_kib":K,"heap_bytes":B}
+//   quit
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+
+import org.redisson.Redisson;
+import org.redisson.api.RFuture;
+import org.redisson.api.RLock;
+import org.redisson.api.RSemaphore;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+public final class RedissonBench {
+    private static final PrintStream OUT = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    private static final String NEVER = "18446744073709551615";
+    /** Task threads, reused across rounds (created on first use). */
+    private static final ExecutorService POOL = Executors.newCachedThreadPool();
+
+    private static long epoch0;
+    private static long mono0;
+
+    private static RedissonClient client;
+    private static RedissonClient holderClient;
+    private static final List<RLock> HELD = new ArrayList<>();
+    private static final List<CompletableFuture<Void>> WAITERS = new ArrayList<>();
+    private static final AtomicInteger FAILED = new AtomicInteger();
+    private static final AtomicReference<String> FIRST_ERROR = new AtomicReference<>("");
+
+    /** Epoch nanoseconds. */
+    static long now() {
+        return epoch0 + (System.nanoTime() - mono0);
+    }
+
+    static void sleepUntil(long epochNs) {
+        long left;
+        while ((left = epochNs - now()) > 0) {
+            LockSupport.parkNanos(left);
+        }
+    }
+
+    /** Calibrate `now()` on the sample with the smallest gap between the two clocks' reads. */
+    static void calibrate() {
+        long bestGap = Long.MAX_VALUE;
+        for (int i = 0; i < 100; i++) {
+            long a = System.nanoTime();
+            Instant t = Instant.now();
+            long b = System.nanoTime();
+            if (b - a < bestGap) {
+                bestGap = b - a;
+                epoch0 = t.getEpochSecond() * 1_000_000_000L + t.getNano();
+                mono0 = a + (b - a) / 2;
+            }
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        calibrate();
+        long warmMs = args.length > 1 ? Long.parseLong(args[1]) : 0;
+        String version = "unknown";
+        try {
+            int pool = args.length > 2 ? Integer.parseInt(args[2]) : 0;
+            Config config = new Config();
+            config.useSingleServer().setAddress(args[0]);
+            if (pool > 0) {
+                config.useSingleServer().setSubscriptionConnectionPoolSize(pool);
+            }
+            client = Redisson.create(config);
+            Config second = new Config();
+            second.useSingleServer().setAddress(args[0]);
+            holderClient = Redisson.create(second);
+            String v = Redisson.class.getPackage().getImplementationVersion();
+            if (v != null) {
+                version = v;
+            }
+            warm(warmMs);
+        } catch (Throwable e) {
+            OUT.println("fatal " + e.getClass().getName() + " " + clean(String.valueOf(e.getMessage())));
+            Runtime.getRuntime().halt(3);
+        }
+        OUT.println("ready " + version);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            line = line.trim();
+            if (line.isEmpty()) {
+                continue;
+            }
+            String[] a = line.split(" ");
+            if (a[0].equals("quit")) {
+                break;
+            }
+            try {
+                OUT.println(run(a));
+            } catch (Throwable e) {
+                Throwable t = e.getCause() != null && e.getCause() != e ? e.getCause() : e;
+                OUT.println("err " + t.getClass().getName() + " " + clean(String.valueOf(t.getMessage())));
+            }
+        }
+        OUT.flush();
+        Runtime.getRuntime().halt(0);
+    }
+
+    static String clean(String s) {
+        return s.replace('\n', ' ').replace('\r', ' ');
+    }
+
+    static String run(String[] a) throws Exception {
+        switch (a[0]) {
+            case "pairs":
+                return pairs(a[1], Long.parseLong(a[2]));
+            case "parallel":
+                return parallel(a[1], Integer.parseInt(a[2]), Long.parseLong(a[3]), Long.parseLong(a[4]));
+            case "contend":
+                return events(contend(a[1], Integer.parseInt(a[2]), Integer.parseInt(a[3]),
+                        Long.parseLong(a[4]), Long.parseLong(a[5]), Long.parseLong(a[6])));
+            case "sem":
+                return events(semaphore(a[1], Integer.parseInt(a[2]), Integer.parseInt(a[3]),
+                        Long.parseLong(a[4]), Long.parseLong(a[5])));
+            case "slots":
+                return slots(Long.parseLong(a[1]), Integer.parseInt(a[2]), Integer.parseInt(a[3]),
+                        Long.parseLong(a[4]), a[5]);
+            case "hold":
+                return hold(a[1], Integer.parseInt(a[2]));
+            case "wait":
+                return waiters(a[1], Integer.parseInt(a[2]), Integer.parseInt(a[3]));
+            case "release":
+                return release(Long.parseLong(a[1]));
+            case "memory":
+                return memory();
+            default:
+                throw new IllegalArgumentException("unknown command " + a[0]);
+        }
+    }
+
+    /** JIT warm-up before the first measured round: the paths every scenario uses. */
+    static void warm(long ms) throws Exception {
+        if (ms <= 0) {
+            return;
+        }
+        long third = ms / 3 * 1_000_000L;
+        pairs("warm:pairs", ms / 3);
+        long begin = now();
+        contend("warm:contend", 8, 0, begin, begin + third, 0);
+        begin = now();
+        semaphore("warm:sem:" + begin, 4, 16, begin, begin + third);
+    }
+
+    static String pairs(String name, long ms) {
+        RLock lock = client.getLock(name);
+        double[] lat = new double[1 << 16];
+        int n = 0;
+        long start = System.nanoTime();
+        long end = start + ms * 1_000_000L;
+        long t0 = start;
+        while (t0 < end) {
+            lock.lock();
+            lock.unlock();
+            long t1 = System.nanoTime();
+            if (n == lat.length) {
+                lat = java.util.Arrays.copyOf(lat, n * 2);
+            }
+            lat[n++] = (t1 - t0) / 1e3;
+            t0 = t1;
+        }
+        double elapsed = (t0 - start) / 1e9;
+        StringBuilder s = new StringBuilder("{\"elapsed_s\":").append(elapsed).append(",\"lat_us\":[");
+        for (int i = 0; i < n; i++) {
+            if (i > 0) {
+                s.append(',');
+            }
+            s.append(lat[i]);
+        }
+        return s.append("]}").toString();
+    }
+
+    static String parallel(String prefix, int tasks, long startNs, long ms) throws Exception {
+        long deadline = startNs + ms * 1_000_000L;
+        List<Future<long[]>> done = new ArrayList<>();
+        for (int t = 0; t < tasks; t++) {
+            RLock lock = client.getLock(prefix + ":" + t);
+            done.add(POOL.submit(() -> {
+                sleepUntil(startNs);
+                long n = 0;
+                long at;
+                while ((at = now()) < deadline) {
+                    lock.lock();
+                    lock.unlock();
+                    n++;
+                }
+                return new long[] {n, at};
+            }));
+        }
+        long pairs = 0;
+        long end = startNs;
+        for (Future<long[]> f : done) {
+            long[] r = f.get();
+            pairs += r[0];
+            end = Math.max(end, r[1]);
+        }
+        return "{\"pairs\":" + pairs + ",\"elapsed_s\":" + ((end - startNs) / 1e9) + "}";
+    }
+
+    static List<String> contend(String name, int tasks, int first, long begin, long deadline, long thinkUs)
+            throws Exception {
+        List<Future<List<String>>> done = new ArrayList<>();
+        for (int t = 0; t < tasks; t++) {
+            int task = first + t;
+            RLock lock = client.getLock(name);
+            done.add(POOL.submit(() -> {
+                sleepUntil(begin);
+                List<String> events = new ArrayList<>();
+                long asked;
+                while ((asked = now()) < deadline) {
+                    if (!lock.tryLock(deadline - asked, TimeUnit.NANOSECONDS)) {
+                        events.add("[" + task + "," + asked + "," + NEVER + "," + NEVER + "," + NEVER + "]");
+                        break;
+                    }
+                    long acquired = now();
+                    long releasing = now();
+                    lock.unlock();
+                    events.add("[" + task + "," + asked + "," + acquired + "," + releasing + "," + now() + "]");
+                    if (thinkUs > 0) {
+                        LockSupport.parkNanos(thinkUs * 1000);
+                    }
+                }
+                return events;
+            }));
+        }
+        return gather(done);
+    }
+
+    static List<String> semaphore(String name, int permits, int tasks, long begin, long deadline)
+            throws Exception {
+        RSemaphore sem = client.getSemaphore(name);
+        if (!sem.trySetPermits(permits)) {
+            throw new IllegalStateException("semaphore " + name + " already set");
+        }
+        List<Future<List<String>>> done = new ArrayList<>();
+        for (int t = 0; t < tasks; t++) {
+            int task = t;
+            done.add(POOL.submit(() -> {
+                sleepUntil(begin);
+                List<String> events = new ArrayList<>();
+                long asked;
+                while ((asked = now()) < deadline) {
+                    if (!sem.tryAcquire(deadline - asked, TimeUnit.NANOSECONDS)) {
+                        events.add("[" + task + "," + asked + "," + NEVER + "," + NEVER + "]");
+                        break;
+                    }
+                    long acquired = now();
+                    long releasing = now();
+                    sem.release();
+                    events.add("[" + task + "," + asked + "," + acquired + "," + releasing + "]");
+                }
+                return events;
+            }));
+        }
+        return gather(done);
+    }
+
+    static List<String> gather(List<Future<List<String>>> done) throws Exception {
+        List<String> all = new ArrayList<>();
+        for (Future<List<String>> f : done) {
+            all.addAll(f.get());
+        }
+        return all;
+    }
+
+    static String events(List<String> events) {
+        return "[" + String.join(",", events) + "]";
+    }
+
+    static String slots(long base, int tasks, int first, long thinkUs, String spec) throws Exception {
+        StringBuilder s = new StringBuilder("[");
+        String[] slots = spec.split(",");
+        for (int i = 0; i < slots.length; i++) {
+            String[] f = slots[i].split(":");
+            // NAME may hold ':' itself: the last three fields are numbers.
+            int k = f.length;
+            String name = String.join(":", java.util.Arrays.copyOfRange(f, 0, k - 3));
+            long offset = Long.parseLong(f[k - 3]);
+            long warm = Long.parseLong(f[k - 2]);
+            long length = Long.parseLong(f[k - 1]);
+            if (i > 0) {
+                s.append(',');
+            }
+            s.append(events(contend(name, tasks, first, base + offset - warm, base + offset + length, thinkUs)));
+        }
+        return s.append("]").toString();
+    }
+
+    static String hold(String prefix, int names) {
+        for (int i = 0; i < names; i++) {
+            RLock lock = holderClient.getLock(prefix + ":" + i);
+            lock.lock();
+            HELD.add(lock);
+        }
+        return "ok";
+    }
+
+    static String waiters(String prefix, int names, int n) {
+        FAILED.set(0);
+        FIRST_ERROR.set("");
+        WAITERS.clear();
+        for (int i = 0; i < n; i++) {
+            long threadId = i + 1;
+            RLock lock = client.getLock(prefix + ":" + (i % names));
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            RFuture<Void> locked = lock.lockAsync(threadId);
+            locked.whenComplete((ok, e) -> {
+                if (e != null) {
+                    fail(e);
+                    done.complete(null);
+                    return;
+                }
+                lock.unlockAsync(threadId).whenComplete((ok2, e2) -> {
+                    if (e2 != null) {
+                        fail(e2);
+                    }
+                    done.complete(null);
+                });
+            });
+            WAITERS.add(done);
+        }
+        return "ok";
+    }
+
+    static void fail(Throwable e) {
+        FAILED.incrementAndGet();
+        Throwable t = e.getCause() != null ? e.getCause() : e;
+        FIRST_ERROR.compareAndSet("", t.getClass().getName() + ": " + clean(String.valueOf(t.getMessage())));
+    }
+
+    static String release(long limitS) throws Exception {
+        long released = System.nanoTime();
+        for (RLock lock : HELD) {
+            lock.unlock();
+        }
+        HELD.clear();
+        boolean hang = false;
+        try {
+            CompletableFuture.allOf(WAITERS.toArray(new CompletableFuture[0])).get(limitS, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            hang = true;
+        }
+        double drain = (System.nanoTime() - released) / 1e9;
+        long finished = WAITERS.stream().filter(CompletableFuture::isDone).count();
+        int failed = FAILED.get();
+        return "{\"completed\":" + (finished - failed) + ",\"errors\":" + failed + ",\"hang\":" + hang
+                + ",\"drain_s\":" + drain + ",\"error\":\"" + FIRST_ERROR.get().replace("\\", "\\\\").replace("\"", "'")
+                + "\"}";
+    }
+
+    static String memory() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+        }
+        Runtime r = Runtime.getRuntime();
+        long heap = r.totalMemory() - r.freeMemory();
+        long rss = 0;
+        for (String l : Files.readAllLines(Paths.get("/proc/self/status"))) {
+            if (l.startsWith("VmRSS:")) {
+                rss = Long.parseLong(l.replaceAll("[^0-9]", ""));
+            }
+        }
+        return "{\"rss_kib\":" + rss + ",\"heap_bytes\":" + heap + "}";
+    }
+}
