@@ -56,7 +56,8 @@
 --                   read-write lock `hash` if it is in mode `mode`, else 0.
 -- Integers are decimal digits only, no sign (delta_arg's may have "-"), no leading zero, as Redis parses
 -- PEXPIRE and SET PX values; each range stays exact in a Lua double.
--- KEYS, ARGV  none of its own: the helpers read the script's ARGV.
+-- KEYS, ARGV  none of its own: the checks read the script's ARGV; the other
+--             helpers take what they use as arguments.
 -- Returns     nothing. A failed check ends the script with the error reply
 --             INVALID_ARGUMENT ARGV[<i>] must be <what>, got "<value>"
 --             (the value cut to 40 bytes, control bytes as '?'; got nothing when
