@@ -12,32 +12,21 @@ use std::time::{Duration, Instant};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (url, _server) = support::redis()?;
-    let services = [support::connect(&url).await?, support::connect(&url).await?];
+    let (_server, services, name) = support::two_services("demo").await?;
     for (i, client) in services.iter().enumerate() {
         println!("service {i}: client id {}", client.id());
     }
 
-    let name = format!("demo-{}", std::process::id());
     let start = Instant::now();
-    let mut workers = Vec::new();
-    for worker in 0..4 {
-        let service = worker % 2;
-        let lock = services[service].lock(&name)?;
-        workers.push(tokio::spawn(async move {
-            for round in 0..3 {
-                let guard = lock.lock().await?;
-                let at = start.elapsed().as_millis();
-                println!("{at:>6} ms  worker {worker} (service {service}) holds {} as owner {}, round {round}", lock.name(), guard.owner());
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                guard.unlock().await?;
-            }
-            Ok::<_, redisson_lock::Error>(())
-        }));
-    }
-    for worker in workers {
-        worker.await??;
-    }
+    let locks = (0..4)
+        .map(|worker| services[worker % 2].lock(&name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let said = name.clone();
+    support::take_turns(locks, 3, Duration::from_millis(50), move |worker, round, guard| {
+        let (at, service) = (start.elapsed().as_millis(), worker % 2);
+        println!("{at:>6} ms  worker {worker} (service {service}) holds {said} as owner {}, round {round}", guard.owner());
+    })
+    .await?;
     println!(
         "12 turns in {} ms, one holder at a time, waiters woken by pub/sub",
         start.elapsed().as_millis()

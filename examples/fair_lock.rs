@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (url, _server) = support::redis()?;
-    let services = [support::connect(&url).await?, support::connect(&url).await?];
-    let name = format!("payouts-{}", std::process::id());
+    let (_server, services, name) = support::two_services("payouts").await?;
     let holder = services[0].fair_lock(&name)?.lock().await?;
 
     let start = Instant::now();

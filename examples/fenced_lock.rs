@@ -34,9 +34,7 @@ impl Ledger {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (url, _server) = support::redis()?;
-    let (a, b) = (support::connect(&url).await?, support::connect(&url).await?);
-    let name = format!("ledger-{}", std::process::id());
+    let (_server, [a, b], name) = support::two_services("ledger").await?;
     let ledger = Ledger::default();
 
     let held_by_a = a

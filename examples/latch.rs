@@ -16,9 +16,7 @@ use redisson_lock::LatchOpened;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (url, _server) = support::redis()?;
-    let (coordinator, workers) = (support::connect(&url).await?, support::connect(&url).await?);
-    let name = format!("import-{}", std::process::id());
+    let (_server, [coordinator, workers], name) = support::two_services("import").await?;
     let done = coordinator.count_down_latch(&name)?;
     done.try_set_count(3).await?;
 

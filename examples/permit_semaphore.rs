@@ -16,9 +16,7 @@ use std::time::{Duration, Instant};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (url, _server) = support::redis()?;
-    let (a, b) = (support::connect(&url).await?, support::connect(&url).await?);
-    let name = format!("render-slots-{}", std::process::id());
+    let (_server, [a, b], name) = support::two_services("render-slots").await?;
     let slots = a.permit_expirable_semaphore(&name)?;
     slots.try_set_permits(1).await?;
 

@@ -13,9 +13,7 @@ use std::time::{Duration, Instant};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (url, _server) = support::redis()?;
-    let (readers, writers) = (support::connect(&url).await?, support::connect(&url).await?);
-    let name = format!("catalog-{}", std::process::id());
+    let (_server, [readers, writers], name) = support::two_services("catalog").await?;
     let start = Instant::now();
     let at = move || start.elapsed().as_millis();
 

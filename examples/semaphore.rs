@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (url, _server) = support::redis()?;
-    let services = [support::connect(&url).await?, support::connect(&url).await?];
-    let name = format!("partner-api-{}", std::process::id());
+    let (_server, services, name) = support::two_services("partner-api").await?;
     // Once, by whoever comes first (Java's trySetPermits): false if set.
     services[0].semaphore(&name)?.try_set_permits(2).await?;
 

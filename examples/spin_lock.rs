@@ -15,9 +15,7 @@ use redisson_lock::BackOff;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (url, _server) = support::redis()?;
-    let services = [support::connect(&url).await?, support::connect(&url).await?];
-    let name = format!("cache-fill-{}", std::process::id());
+    let (_server, services, name) = support::two_services("cache-fill").await?;
     // Redisson's default back-off is exponential, 1 ms to 128 ms; here
     // from 2 ms to 32 ms.
     let backoff = BackOff::Exponential {
@@ -27,25 +25,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     let start = Instant::now();
-    let mut workers = Vec::new();
-    for worker in 0..3 {
-        let lock = services[worker % 2].spin_lock_with(&name, backoff)?;
-        workers.push(tokio::spawn(async move {
-            for round in 0..2 {
-                let guard = lock.lock().await?;
-                println!(
-                    "{:>5} ms  worker {worker} fills the cache, round {round}",
-                    start.elapsed().as_millis()
-                );
-                tokio::time::sleep(Duration::from_millis(30)).await;
-                guard.unlock().await?;
-            }
-            Ok::<_, redisson_lock::Error>(())
-        }));
-    }
-    for worker in workers {
-        worker.await??;
-    }
+    let locks = (0..3)
+        .map(|worker| services[worker % 2].spin_lock_with(&name, backoff))
+        .collect::<Result<Vec<_>, _>>()?;
+    support::take_turns(
+        locks,
+        2,
+        Duration::from_millis(30),
+        move |worker, round, _| {
+            println!(
+                "{:>5} ms  worker {worker} fills the cache, round {round}",
+                start.elapsed().as_millis()
+            );
+        },
+    )
+    .await?;
     println!(
         "6 turns, no subscription, {} ms",
         start.elapsed().as_millis()

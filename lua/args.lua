@@ -1,4 +1,4 @@
--- Fragment placed first in every script that writes (see src/script.rs):
+-- Fragment placed first in every script that writes (see src/connection/script.rs):
 -- the publish helper, and argument checks a script runs before its first write, so that a bad
 -- argument fails the whole call with nothing written (PEXPIRE, SET PX or a
 -- publish command failing half-way would leave partial state behind).
@@ -24,26 +24,40 @@
 --                   more. Redis before 7 cannot report an error table raised by
 --                   `error()` (its handler concatenates it as text), so every
 --                   script that starts with this fragment runs its body through
---                   run_body (src/script.rs adds the call), which catches the
+--                   run_body (src/connection/script.rs adds the call), which catches the
 --                   failure and returns it as the script's reply; any other error
 --                   (a failed redis.call) is raised again as it was.
 -- run_body(body)    body(), with fail() turned into the error reply.
 -- publish(cmd, channel, message)  publish by `cmd` (a checked publish_arg):
 --                   PUBLISH, SPUBLISH, or BOTH (the two, for clusters whose
 --                   clients disagree on sharded pub/sub).
--- The unlock steps every lock kind's unlock shares (docs/PROTOCOL.md §2.3, §2.4);
+-- The steps the lock kinds' scripts share (docs/PROTOCOL.md §2.2-§2.5, §5.3-§5.7);
 -- each script still states its whole wire contract in its own header:
+-- holds(hash, field, refusal)  whether `field` holds the lock hash `hash`; when it
+--                   does and `refusal` is given (a non-reentrant lock), fail(refusal).
 -- replayed(latch)   the reply an unlock already gave under the latch key `latch`
---                   (a resend of it), or nil.
+--                   (a resend of it), or nil; a number (0 or 1), so
+--                   `replayed(latch) or unlock()` runs the unlock only once.
 -- latched(latch, ttl, reply)  record `reply` (0: still held, 1: released) under
 --                   the latch key for `ttl` ms, and return it.
--- take_hold(hash, field, lease, latch, ttl)  take one of `field`'s holds of the
---                   hash away: nil if it holds none; 0 if it still holds some (the
---                   hash then lives `lease` ms; latched); 1 if that was its last
---                   (its field stays at 0: the caller releases and latches 1).
+-- release_hold(hash, field, lease, latch, ttl, release)  take one of `field`'s
+--                   holds of the hash away: nil if it holds none; 0 if it still
+--                   holds some (the hash then lives `lease` ms; latched); 1 if that
+--                   was its last (its field stays at 0): release() runs, then 1 is
+--                   latched.
+-- take_rw(hash, mode, field)  take the free read-write lock `hash` in mode
+--                   `mode` for `field`, with one hold (its TTL is the caller's).
+-- unlock_mode(hash, cmd, channel, message, latch, ttl)  the mode of the read-write
+--                   lock `hash`; when it has none, nil, with `message` published
+--                   by `cmd` on `channel` and 1 latched anyway, as Redisson does.
+-- delete_published(key, cmd, channel, message)  delete `key`; if it existed,
+--                   publish `message` by `cmd` on `channel` and return 1, else 0.
+-- force_unlock_mode(hash, mode, cmd, channel, message)  delete_published on the
+--                   read-write lock `hash` if it is in mode `mode`, else 0.
 -- Integers are decimal digits only, no sign (delta_arg's may have "-"), no leading zero, as Redis parses
 -- PEXPIRE and SET PX values; each range stays exact in a Lua double.
--- KEYS, ARGV  none of its own: the helpers read the script's ARGV.
+-- KEYS, ARGV  none of its own: the checks read the script's ARGV; the other
+--             helpers take what they use as arguments.
 -- Returns     nothing. A failed check ends the script with the error reply
 --             INVALID_ARGUMENT ARGV[<i>] must be <what>, got "<value>"
 --             (the value cut to 40 bytes, control bytes as '?'; got nothing when
@@ -75,31 +89,32 @@ local function bad_arg(i, what)
     fail('INVALID_ARGUMENT ARGV[' .. i .. '] must be ' .. what .. ', got ' .. got)
 end
 
-local function int_arg(i, min, max, what)
-    local v = ARGV[i]
-    if v ~= nil and (v == '0' or string.find(v, '^[1-9]%d*$')) then
-        local n = tonumber(v)
-        if n >= min and n <= max then
-            return n
+-- The check of ARGV[i] as a number in [min, max], a decimal integer (after a "-"
+-- when `signed`); `what` names the range in the error.
+local function ranged_arg(min, max, what, signed)
+    local digits = signed and '^%-?[1-9]%d*$' or '^[1-9]%d*$'
+    return function(i)
+        local v = ARGV[i]
+        if v ~= nil and (v == '0' or string.find(v, digits)) then
+            local n = tonumber(v)
+            if n >= min and n <= max then
+                return n
+            end
         end
+        bad_arg(i, what)
     end
-    bad_arg(i, what)
 end
 
-local function ms_arg(i)
-    return int_arg(i, 1, 3155760000000, 'an integer of milliseconds in [1, 3155760000000]')
-end
-
-local function ms0_arg(i)
-    return int_arg(i, 0, 3155760000000, 'an integer of milliseconds in [0, 3155760000000]')
-end
-
-local function epoch_ms_arg(i)
-    return int_arg(i, 1, 9007199254740991, 'epoch milliseconds in [1, 9007199254740991]')
-end
+local ms_arg = ranged_arg(1, 3155760000000, 'an integer of milliseconds in [1, 3155760000000]')
+local ms0_arg = ranged_arg(0, 3155760000000, 'an integer of milliseconds in [0, 3155760000000]')
+local epoch_ms_arg = ranged_arg(1, 9007199254740991, 'epoch milliseconds in [1, 9007199254740991]')
+local permits_arg = ranged_arg(1, 2147483647, 'a permit count in [1, 2147483647]')
+local permits0_arg = ranged_arg(0, 2147483647, 'a permit count in [0, 2147483647]')
+local delta_arg = ranged_arg(-2147483648, 2147483647, 'a permit change in [-2147483648, 2147483647]', true)
+local positive_arg = ranged_arg(1, 9007199254740991, 'an integer in [1, 9007199254740991]')
 
 local function count_arg(i)
-    return int_arg(i, 1, #ARGV - i, 'a count in [1, ' .. (#ARGV - i) .. '] of the arguments after it')
+    return ranged_arg(1, #ARGV - i, 'a count in [1, ' .. (#ARGV - i) .. '] of the arguments after it')(i)
 end
 
 local function text_arg(i)
@@ -148,7 +163,17 @@ local function latched(latch, ttl, reply)
     return reply
 end
 
-local function take_hold(hash, field, lease, latch, ttl)
+local function holds(hash, field, refusal)
+    if redis.call('hexists', hash, field) == 0 then
+        return false
+    end
+    if refusal then
+        fail(refusal)
+    end
+    return true
+end
+
+local function release_hold(hash, field, lease, latch, ttl, release)
     if redis.call('hexists', hash, field) == 0 then
         return nil
     end
@@ -156,28 +181,36 @@ local function take_hold(hash, field, lease, latch, ttl)
         redis.call('pexpire', hash, lease)
         return latched(latch, ttl, 0)
     end
-    return 1
+    release()
+    return latched(latch, ttl, 1)
 end
 
-local function permits_arg(i)
-    return int_arg(i, 1, 2147483647, 'a permit count in [1, 2147483647]')
+local function take_rw(hash, mode, field)
+    redis.call('hset', hash, 'mode', mode)
+    redis.call('hset', hash, field, 1)
 end
 
-local function permits0_arg(i)
-    return int_arg(i, 0, 2147483647, 'a permit count in [0, 2147483647]')
-end
-
-local function delta_arg(i)
-    local v = ARGV[i]
-    if v ~= nil and (v == '0' or string.find(v, '^%-?[1-9]%d*$')) then
-        local n = tonumber(v)
-        if n >= -2147483648 and n <= 2147483647 then
-            return n
-        end
+local function unlock_mode(hash, cmd, channel, message, latch, ttl)
+    local mode = redis.call('hget', hash, 'mode')
+    if mode == false then
+        publish(cmd, channel, message)
+        latched(latch, ttl, 1)
+        return nil
     end
-    bad_arg(i, 'a permit change in [-2147483648, 2147483647]')
+    return mode
 end
 
-local function positive_arg(i)
-    return int_arg(i, 1, 9007199254740991, 'an integer in [1, 9007199254740991]')
+local function delete_published(key, cmd, channel, message)
+    if redis.call('del', key) == 1 then
+        publish(cmd, channel, message)
+        return 1
+    end
+    return 0
+end
+
+local function force_unlock_mode(hash, mode, cmd, channel, message)
+    if redis.call('hget', hash, 'mode') ~= mode then
+        return 0
+    end
+    return delete_published(hash, cmd, channel, message)
 end

@@ -1,5 +1,5 @@
 -- Fragment placed after args.lua in the semaphore and count-down latch scripts
--- (see src/script.rs): reading and writing the integer text those keys hold.
+-- (see src/connection/script.rs): reading and writing the integer text those keys hold.
 -- count_of(key)  the integer the string `key` holds, nil if it does not exist.
 --                Raises WRONGTYPE, before anything is written, if `key` holds
 --                another Redis type (Redis' own error) or anything but integer

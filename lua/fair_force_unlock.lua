@@ -14,11 +14,8 @@ text_arg(1)
 local now = epoch_ms_arg(2)
 publish_arg(3)
 purge_stale_head(KEYS[2], KEYS[3], now)
-if redis.call('del', KEYS[1]) == 1 then
-    local head = redis.call('lindex', KEYS[2], 0)
-    if head ~= false then
-        publish(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
-    end
-    return 1
+if redis.call('del', KEYS[1]) == 0 then
+    return 0
 end
-return 0
+wake_head(KEYS[2], ARGV[3], KEYS[4], ARGV[1])
+return 1

@@ -46,10 +46,7 @@ if redis.call('exists', KEYS[1]) == 0 and
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    if ARGV[6] then
-        return redis.error_reply(ARGV[6])
-    end
+if holds(KEYS[1], ARGV[2], ARGV[6]) then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil

@@ -23,26 +23,18 @@ text_arg(3)
 local now = epoch_ms_arg(4)
 publish_arg(5)
 ms_arg(6)
-local replay = replayed(KEYS[5])
-if replay ~= nil then
-    return replay
-end
-purge_stale_head(KEYS[2], KEYS[3], now)
-if redis.call('exists', KEYS[1]) == 0 then
-    local head = redis.call('lindex', KEYS[2], 0)
-    if head ~= false then
-        publish(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
+local function unlock()
+    purge_stale_head(KEYS[2], KEYS[3], now)
+    if redis.call('exists', KEYS[1]) == 0 then
+        wake_head(KEYS[2], ARGV[5], KEYS[4], ARGV[1])
+        return nil
     end
-    return nil
+    local released = release_hold(KEYS[1], ARGV[3], ARGV[2], KEYS[5], ARGV[6], function()
+        redis.call('del', KEYS[1])
+    end)
+    if released == 1 then
+        wake_head(KEYS[2], ARGV[5], KEYS[4], ARGV[1])
+    end
+    return released
 end
-local taken = take_hold(KEYS[1], ARGV[3], ARGV[2], KEYS[5], ARGV[6])
-if taken ~= 1 then
-    return taken
-end
-redis.call('del', KEYS[1])
-latched(KEYS[5], ARGV[6], 1)
-local head = redis.call('lindex', KEYS[2], 0)
-if head ~= false then
-    publish(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
-end
-return 1
+return replayed(KEYS[5]) or unlock()

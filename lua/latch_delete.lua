@@ -8,8 +8,4 @@
 --          (args.lua).
 flag_arg(1)
 publish_arg(2)
-if redis.call('del', KEYS[1]) == 1 then
-    publish(ARGV[2], KEYS[2], ARGV[1])
-    return 1
-end
-return 0
+return delete_published(KEYS[1], ARGV[2], KEYS[2], ARGV[1])

@@ -11,15 +11,7 @@
 --          out of range (args.lua).
 ms_arg(1)
 text_arg(2)
-if redis.call('exists', KEYS[1]) == 0 then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
-end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    if ARGV[3] then
-        return redis.error_reply(ARGV[3])
-    end
+if redis.call('exists', KEYS[1]) == 0 or holds(KEYS[1], ARGV[2], ARGV[3]) then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil

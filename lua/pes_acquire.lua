@@ -25,9 +25,7 @@ epoch_ms_arg(2)
 epoch_ms_arg(3)
 local never = epoch_ms_arg(4)
 publish_arg(5)
-for i = 6, #ARGV do
-    id_arg(i)
-end
+id_args(6)
 count_of(KEYS[1])
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[5], n)
 local available = count_of(KEYS[1])

@@ -1,7 +1,8 @@
 -- Fragment placed after args.lua and count.lua in the RPermitExpirableSemaphore
--- scripts (see src/script.rs).
+-- scripts (see src/connection/script.rs).
 -- id_arg(i)  ARGV[i], a permit id: 16 bytes (Redisson >= 3.17 writes permit ids
 --            as raw 16 bytes, docs/PROTOCOL.md §7.2).
+-- id_args(i)  id_arg of ARGV[i] and of every argument after it.
 -- reclaim(available, timeouts, channel, now, publish_cmd, limit)
 --            Redisson's "reclaim expired" step R(limit) (§7.2): the permits of
 --            the zset `timeouts` whose expiry score is at most `now` (at most
@@ -18,6 +19,12 @@ local function id_arg(i)
         bad_arg(i, 'a permit id of 16 bytes')
     end
     return v
+end
+
+local function id_args(first)
+    for i = first, #ARGV do
+        id_arg(i)
+    end
 end
 
 local function reclaim(available, timeouts, channel, now, publish_cmd, limit)

@@ -20,9 +20,7 @@ if #ARGV ~= 3 + n then
 end
 local now = epoch_ms_arg(2)
 publish_arg(3)
-for i = 4, #ARGV do
-    id_arg(i)
-end
+id_args(4)
 count_of(KEYS[1])
 for i = 4, #ARGV do
     local expiry = redis.call('zscore', KEYS[3], ARGV[i])

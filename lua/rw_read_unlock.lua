@@ -20,49 +20,40 @@ text_arg(1)
 text_arg(2)
 publish_arg(3)
 ms_arg(4)
-local replay = replayed(KEYS[5])
-if replay ~= nil then
-    return replay
-end
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
-    publish(ARGV[3], KEYS[2], ARGV[1])
-    redis.call('set', KEYS[5], 1, 'px', ARGV[4])
-    return nil
-end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
-    return nil
-end
-local count = redis.call('hincrby', KEYS[1], ARGV[2], -1)
-if count == 0 then
-    redis.call('hdel', KEYS[1], ARGV[2])
-end
-redis.call('del', KEYS[3] .. ':' .. (count + 1))
-if redis.call('hlen', KEYS[1]) > 1 then
-    -- Every numeric field (readers, and the writer, whose keys never exist):
-    -- the longest-lived timeout key decides how long N stays.
-    local max_remain = -3
-    local fields = redis.call('hgetall', KEYS[1])
-    for i = 1, #fields, 2 do
-        local held = tonumber(fields[i + 1])
-        if held ~= nil then
-            for k = held, 1, -1 do
-                local remain = redis.call('pttl', KEYS[4] .. ':' .. fields[i] .. ':rwlock_timeout:' .. k)
-                max_remain = math.max(max_remain, remain)
+local function unlock()
+    local mode = unlock_mode(KEYS[1], ARGV[3], KEYS[2], ARGV[1], KEYS[5], ARGV[4])
+    if mode == nil or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+        return nil
+    end
+    local count = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+    if count == 0 then
+        redis.call('hdel', KEYS[1], ARGV[2])
+    end
+    redis.call('del', KEYS[3] .. ':' .. (count + 1))
+    if redis.call('hlen', KEYS[1]) > 1 then
+        -- Every numeric field (readers, and the writer, whose keys never exist):
+        -- the longest-lived timeout key decides how long N stays.
+        local max_remain = -3
+        local fields = redis.call('hgetall', KEYS[1])
+        for i = 1, #fields, 2 do
+            local held = tonumber(fields[i + 1])
+            if held ~= nil then
+                for k = held, 1, -1 do
+                    local remain = redis.call('pttl', KEYS[4] .. ':' .. fields[i] .. ':rwlock_timeout:' .. k)
+                    max_remain = math.max(max_remain, remain)
+                end
             end
         end
+        if max_remain > 0 then
+            redis.call('pexpire', KEYS[1], max_remain)
+            return latched(KEYS[5], ARGV[4], 0)
+        end
+        if mode == 'write' then
+            return latched(KEYS[5], ARGV[4], 0)
+        end
     end
-    if max_remain > 0 then
-        redis.call('pexpire', KEYS[1], max_remain)
-        redis.call('set', KEYS[5], 0, 'px', ARGV[4])
-        return 0
-    end
-    if mode == 'write' then
-        redis.call('set', KEYS[5], 0, 'px', ARGV[4])
-        return 0
-    end
+    redis.call('del', KEYS[1])
+    publish(ARGV[3], KEYS[2], ARGV[1])
+    return latched(KEYS[5], ARGV[4], 1)
 end
-redis.call('del', KEYS[1])
-publish(ARGV[3], KEYS[2], ARGV[1])
-redis.call('set', KEYS[5], 1, 'px', ARGV[4])
-return 1
+return replayed(KEYS[5]) or unlock()

@@ -9,9 +9,4 @@
 --          argument is out of range (args.lua).
 text_arg(1)
 publish_arg(2)
-if redis.call('hget', KEYS[1], 'mode') == 'write' then
-    redis.call('del', KEYS[1])
-    publish(ARGV[2], KEYS[2], ARGV[1])
-    return 1
-end
-return 0
+return force_unlock_mode(KEYS[1], 'write', ARGV[2], KEYS[2], ARGV[1])

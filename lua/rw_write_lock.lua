@@ -10,8 +10,7 @@ ms_arg(1)
 text_arg(2)
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-    redis.call('hset', KEYS[1], 'mode', 'write')
-    redis.call('hset', KEYS[1], ARGV[2], 1)
+    take_rw(KEYS[1], 'write', ARGV[2])
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
 end

@@ -24,29 +24,18 @@ ms_arg(2)
 text_arg(3)
 publish_arg(4)
 ms_arg(5)
-local replay = replayed(KEYS[3])
-if replay ~= nil then
-    return replay
-end
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
-    publish(ARGV[4], KEYS[2], ARGV[1])
-    redis.call('set', KEYS[3], 1, 'px', ARGV[5])
-    return nil
-end
-if mode == 'write' then
-    local taken = take_hold(KEYS[1], ARGV[3], ARGV[2], KEYS[3], ARGV[5])
-    if taken ~= 1 then
-        return taken
+local function unlock()
+    if unlock_mode(KEYS[1], ARGV[4], KEYS[2], ARGV[1], KEYS[3], ARGV[5]) ~= 'write' then
+        return nil
     end
-    redis.call('hdel', KEYS[1], ARGV[3])
-    if redis.call('hlen', KEYS[1]) == 1 then
-        redis.call('del', KEYS[1])
+    return release_hold(KEYS[1], ARGV[3], ARGV[2], KEYS[3], ARGV[5], function()
+        redis.call('hdel', KEYS[1], ARGV[3])
+        if redis.call('hlen', KEYS[1]) == 1 then
+            redis.call('del', KEYS[1])
+        else
+            redis.call('hset', KEYS[1], 'mode', 'read')
+        end
         publish(ARGV[4], KEYS[2], ARGV[1])
-    else
-        redis.call('hset', KEYS[1], 'mode', 'read')
-        publish(ARGV[4], KEYS[2], ARGV[1])
-    end
-    return latched(KEYS[3], ARGV[5], 1)
+    end)
 end
-return nil
+return replayed(KEYS[3]) or unlock()

@@ -12,13 +12,6 @@
 ms_arg(1)
 text_arg(2)
 ms_arg(3)
-local replay = replayed(KEYS[2])
-if replay ~= nil then
-    return replay
-end
-local taken = take_hold(KEYS[1], ARGV[2], ARGV[1], KEYS[2], ARGV[3])
-if taken ~= 1 then
-    return taken
-end
-redis.call('del', KEYS[1])
-return latched(KEYS[2], ARGV[3], 1)
+return replayed(KEYS[2]) or release_hold(KEYS[1], ARGV[2], ARGV[1], KEYS[2], ARGV[3], function()
+    redis.call('del', KEYS[1])
+end)

@@ -18,14 +18,7 @@ ms_arg(2)
 text_arg(3)
 publish_arg(4)
 ms_arg(5)
-local replay = replayed(KEYS[3])
-if replay ~= nil then
-    return replay
-end
-local taken = take_hold(KEYS[1], ARGV[3], ARGV[2], KEYS[3], ARGV[5])
-if taken ~= 1 then
-    return taken
-end
-redis.call('del', KEYS[1])
-publish(ARGV[4], KEYS[2], ARGV[1])
-return latched(KEYS[3], ARGV[5], 1)
+return replayed(KEYS[3]) or release_hold(KEYS[1], ARGV[3], ARGV[2], KEYS[3], ARGV[5], function()
+    redis.call('del', KEYS[1])
+    publish(ARGV[4], KEYS[2], ARGV[1])
+end)

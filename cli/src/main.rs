@@ -9,6 +9,7 @@ mod commands;
 mod exit;
 mod inspect;
 mod run;
+mod values;
 
 use std::process::ExitCode;
 
@@ -130,27 +131,19 @@ async fn dispatch(global: &Global, command: Command) -> CliResult<u8> {
             let r = run::run(&client, a, signals).await;
             (client, r)
         }
-        Command::Status(a) => {
-            let client = connect(global, None).await?;
-            let r = commands::status(&client, a, global.json).await;
-            (client, r)
-        }
-        Command::Watch(a) => {
-            let client = connect(global, None).await?;
-            let r = commands::watch(&client, a, global.json).await;
-            (client, r)
-        }
-        Command::List(a) => {
-            let client = connect(global, None).await?;
-            let r = commands::list(&client, a, global.json).await;
-            (client, r)
-        }
-        Command::ForceUnlock(a) => {
-            let client = connect(global, None).await?;
-            let r = commands::force_unlock(&client, a, global.json).await;
-            (client, r)
-        }
         Command::Completions { .. } | Command::Version => return Ok(exit::OK),
+        command => {
+            let (client, json) = (connect(global, None).await?, global.json);
+            let r = match command {
+                Command::Status(a) => commands::status(&client, a, json).await,
+                Command::Watch(a) => commands::watch(&client, a, json).await,
+                Command::List(a) => commands::list(&client, a, json).await,
+                Command::ForceUnlock(a) => commands::force_unlock(&client, a, json).await,
+                // Handled above.
+                Command::Run(_) | Command::Completions { .. } | Command::Version => Ok(exit::OK),
+            };
+            (client, r)
+        }
     };
     // Lets releases and queue departures under way finish, then closes.
     client.shutdown().await;

@@ -503,15 +503,9 @@ fn run_signals_the_command_when_the_lock_is_lost() {
     // --grace: a TERM that lands between `sleep`'s fork and its exec is
     // lost (the shell's trap handler is still installed there), and the tool
     // then waits for the whole group, `sleep` included.
-    let child = server
-        .cli_command(&[
-            "run", &name, "--check", "100ms", "--grace", "1s", "--", "sh", "-c", &script,
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = server.cli_spawn(&[
+        "run", &name, "--check", "100ms", "--grace", "1s", "--", "sh", "-c", &script,
+    ]);
     eventually("the command started", || started.read().is_some());
     assert!(raw.exists(&name));
     let out = server.cli(&["force-unlock", &name]);
@@ -718,13 +712,7 @@ fn run_kills_the_whole_process_group_when_the_lock_is_lost() {
         "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; wait",
         pid_file.str()
     );
-    let child = server
-        .cli_command(&["run", &name, "--check", "100ms", "--", "sh", "-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = server.cli_spawn(&["run", &name, "--check", "100ms", "--", "sh", "-c", &script]);
     let cli = KillOnDrop(child.id());
     let grandchild = grandchild_pid(&pid_file);
     let guard = KillOnDrop(grandchild);
@@ -747,15 +735,9 @@ fn run_kills_the_whole_process_group_when_the_lock_is_lost() {
          </dev/null >/dev/null 2>&1 & wait",
         pid_file.str()
     );
-    let child = server
-        .cli_command(&[
-            "run", &name, "--check", "100ms", "--grace", "500ms", "--", "sh", "-c", &script,
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = server.cli_spawn(&[
+        "run", &name, "--check", "100ms", "--grace", "500ms", "--", "sh", "-c", &script,
+    ]);
     let cli = KillOnDrop(child.id());
     let grandchild = grandchild_pid(&pid_file);
     let guard = KillOnDrop(grandchild);
@@ -786,13 +768,7 @@ fn run_passes_term_and_int_on_to_the_whole_process_group() {
             marker = marker.str(),
             pid = pid_file.str()
         );
-        let child = server
-            .cli_command(&["run", &name, "--", "sh", "-c", &script])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = server.cli_spawn(&["run", &name, "--", "sh", "-c", &script]);
         let cli = KillOnDrop(child.id());
         let grandchild = grandchild_pid(&pid_file);
         let guard = KillOnDrop(grandchild);

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use redisson_lock::{Client, Config};
+use redisson_lock::{Client, Config, Kind, Lock, LockGuard};
 /// A private redis-server (the test kit's), killed on drop.
 pub use redisson_lock_testkit::Server as PrivateRedis;
 
@@ -53,4 +53,44 @@ pub async fn connect_with(
             other => return other,
         }
     }
+}
+
+/// What most examples start with: the Redis to use ([`redis`]; the private
+/// server, if any, runs while the first value lives), two clients of it (two
+/// "services"), and a name of this run, `<what>-<process id>`.
+pub async fn two_services(
+    what: &str,
+) -> Result<(Option<PrivateRedis>, [Client; 2], String), Box<dyn std::error::Error>> {
+    let (url, server) = redis()?;
+    let services = [connect(&url).await?, connect(&url).await?];
+    Ok((server, services, format!("{what}-{}", std::process::id())))
+}
+
+/// One worker per lock of `locks` (handles to one lock), each taking it
+/// `rounds` times in turn and holding it for `hold`, `say(worker, round,
+/// guard)` printing what it does; returns once they have all finished.
+pub async fn take_turns<K: Kind>(
+    locks: Vec<Lock<K>>,
+    rounds: usize,
+    hold: Duration,
+    say: impl Fn(usize, usize, &LockGuard<K>) + Send + Sync + 'static,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let say = std::sync::Arc::new(say);
+    let mut workers = Vec::new();
+    for (worker, lock) in locks.into_iter().enumerate() {
+        let say = say.clone();
+        workers.push(tokio::spawn(async move {
+            for round in 0..rounds {
+                let guard = lock.lock().await?;
+                say(worker, round, &guard);
+                tokio::time::sleep(hold).await;
+                guard.unlock().await?;
+            }
+            Ok::<_, redisson_lock::Error>(())
+        }));
+    }
+    for worker in workers {
+        worker.await??;
+    }
+    Ok(())
 }

@@ -53,6 +53,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntConsumer;
+import java.util.function.IntPredicate;
+import java.util.function.IntSupplier;
 
 import org.redisson.Redisson;
 import org.redisson.api.RBucket;
@@ -405,16 +408,26 @@ public final class RedissonPeer {
         }
     }
 
+    /** trysetpermits, addpermits and available: alike for both semaphores, which share no interface. */
+    private static String counts(String[] a, IntPredicate trySet, IntConsumer add, IntSupplier available) {
+        switch (a[0]) {
+            case "trysetpermits":
+                return Boolean.toString(trySet.test(Integer.parseInt(a[2])));
+            case "addpermits":
+                add.accept(Integer.parseInt(a[2]));
+                return null;
+            default:
+                return Integer.toString(available.getAsInt());
+        }
+    }
+
     private static String semaphore(RSemaphore s, String[] a) throws Exception {
         int n = 1;
         switch (a[0]) {
             case "trysetpermits":
-                return Boolean.toString(s.trySetPermits(Integer.parseInt(a[2])));
             case "addpermits":
-                s.addPermits(Integer.parseInt(a[2]));
-                return null;
             case "available":
-                return Integer.toString(s.availablePermits());
+                return counts(a, s::trySetPermits, s::addPermits, s::availablePermits);
             case "acquire":
                 s.acquire(a.length > 2 ? Integer.parseInt(a[2]) : n);
                 return null;
@@ -431,12 +444,9 @@ public final class RedissonPeer {
     private static String permits(RPermitExpirableSemaphore s, String[] a) throws Exception {
         switch (a[0]) {
             case "trysetpermits":
-                return Boolean.toString(s.trySetPermits(Integer.parseInt(a[2])));
             case "addpermits":
-                s.addPermits(Integer.parseInt(a[2]));
-                return null;
             case "available":
-                return Integer.toString(s.availablePermits());
+                return counts(a, s::trySetPermits, s::addPermits, s::availablePermits);
             case "acquire": {
                 long lease = a.length > 2 ? Long.parseLong(a[2]) : -1;
                 return lease < 0 ? s.acquire() : s.acquire(lease, TimeUnit.MILLISECONDS);

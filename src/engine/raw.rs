@@ -230,14 +230,7 @@ impl RawLock {
                 if let Error::NotReplicated { .. } = e {
                     // It ran: register the hold it took, so that releasing
                     // it leaves the owner's other holds as they were.
-                    let _status = inner.holds.acquired(
-                        self.name(),
-                        field,
-                        self.proto.kind(),
-                        lease,
-                        self.proto.renewal(),
-                        sent_at,
-                    );
+                    let _status = self.register(field, lease, sent_at);
                 }
                 let proto = self.proto.clone();
                 let field = field.to_owned();
@@ -256,6 +249,24 @@ impl RawLock {
         }
     }
 
+    /// Register the hold of `field` taken by a command sent at `sent_at`
+    /// in the client's registry.
+    fn register(
+        &self,
+        field: &str,
+        lease: Lease,
+        sent_at: Instant,
+    ) -> tokio::sync::watch::Receiver<crate::client::holds::Status> {
+        self.inner().holds.acquired(
+            self.name(),
+            field,
+            self.proto.kind(),
+            lease,
+            self.proto.renewal(),
+            sent_at,
+        )
+    }
+
     /// Record a successful attempt in the client's registry.
     fn acquired(
         &self,
@@ -265,14 +276,7 @@ impl RawLock {
         sent_at: Instant,
         token: Option<i64>,
     ) -> Acquired {
-        let status = self.inner().holds.acquired(
-            self.name(),
-            field,
-            self.proto.kind(),
-            lease,
-            self.proto.renewal(),
-            sent_at,
-        );
+        let status = self.register(field, lease, sent_at);
         Acquired {
             owner,
             field: field.to_owned(),

@@ -34,7 +34,7 @@ use crate::engine::guard::LockGuard;
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
 use crate::engine::protocol::{Attempt, AttemptMode, Protocol};
-use crate::kinds::rlock::{unlock_call, Reentrant};
+use crate::kinds::rlock::{lease_args, unlock_call, Reentrant};
 
 /// Redisson's fenced lock (`getFencedLock(name)`).
 pub type FencedLock = Lock<Fenced>;
@@ -128,7 +128,7 @@ impl Protocol for Fenced {
         ScriptCall::new(
             &script::FENCED_LOCK,
             &[self.rlock.name(), &self.token_key],
-            vec![Value::Integer(lease_ms), Value::from(field)],
+            lease_args(field, lease_ms),
         )
     }
 

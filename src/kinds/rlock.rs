@@ -9,7 +9,7 @@ use crate::base::error::{Result, NON_REENTRANT};
 use crate::base::names::LockKeys;
 use crate::client::Client;
 use crate::connection::script::ScriptEnv;
-use crate::connection::script::{self, ScriptCall};
+use crate::connection::script::{self, Script, ScriptCall};
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
 use crate::engine::protocol::{AttemptMode, Protocol};
@@ -113,7 +113,7 @@ impl Protocol for Reentrant {
         lease_ms: i64,
         _mode: AttemptMode,
     ) -> ScriptCall {
-        let mut args = vec![Value::Integer(lease_ms), Value::from(field)];
+        let mut args = lease_args(field, lease_ms);
         if !self.reentrant {
             args.push(Value::from(NON_REENTRANT));
         }
@@ -125,12 +125,29 @@ impl Protocol for Reentrant {
     }
 
     fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
-        ScriptCall::new(
-            &script::FORCE_UNLOCK,
-            &[&self.keys.name, &self.keys.channel],
-            vec![Value::from("0"), env.publish()],
-        )
+        force_unlock_call(&script::FORCE_UNLOCK, env, &self.keys, "0")
     }
+}
+
+/// The arguments every acquire script starts with: the lease in
+/// milliseconds, then the owner field.
+pub(crate) fn lease_args(field: &str, lease_ms: i64) -> Vec<Value> {
+    vec![Value::Integer(lease_ms), Value::from(field)]
+}
+
+/// A forced unlock by `script` of the lock of `keys`: KEYS `[N, channel]`,
+/// ARGV `[message, publish command]` (the RLock and read-write lock ones).
+pub(crate) fn force_unlock_call(
+    script: &'static Script,
+    env: &ScriptEnv,
+    keys: &LockKeys,
+    message: &'static str,
+) -> ScriptCall {
+    ScriptCall::new(
+        script,
+        &[&keys.name, &keys.channel],
+        vec![Value::from(message), env.publish()],
+    )
 }
 
 /// The RLock unlock script call (shared by the kinds with RLock's layout).

@@ -25,11 +25,12 @@ use crate::base::names::LockKeys;
 use crate::client::holds::Renewal;
 use crate::client::Client;
 use crate::connection::script::ScriptEnv;
-use crate::connection::script::{self, ScriptCall};
+use crate::connection::script::{self, Script, ScriptCall};
 use crate::engine::guard::LockGuard;
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
 use crate::engine::protocol::{AttemptMode, Protocol};
+use crate::kinds::rlock::{force_unlock_call, lease_args};
 
 /// The read half of a [`ReadWriteLock`] (Redisson's `readLock()`): shared
 /// among readers, excluded by a writer other than the reader itself.
@@ -221,6 +222,11 @@ impl RwKeys {
     fn timeout_prefix(&self, field: &str) -> String {
         layout::rw_timeout_prefix(&self.lock.name, field)
     }
+
+    /// The call of one half's read-only `isLocked` script: KEYS `[N]`.
+    fn is_locked(&self, script: &'static Script) -> ScriptCall {
+        ScriptCall::new(script, &[&self.lock.name], Vec::new())
+    }
 }
 
 impl Protocol for Read {
@@ -270,19 +276,11 @@ impl Protocol for Read {
     }
 
     fn is_locked(&self) -> ScriptCall {
-        ScriptCall::new(
-            &script::RW_READ_IS_LOCKED,
-            &[&self.keys.lock.name],
-            Vec::new(),
-        )
+        self.keys.is_locked(&script::RW_READ_IS_LOCKED)
     }
 
     fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
-        ScriptCall::new(
-            &script::RW_READ_FORCE_UNLOCK,
-            &[&self.keys.lock.name, &self.keys.lock.channel],
-            vec![Value::from("0"), env.publish()],
-        )
+        force_unlock_call(&script::RW_READ_FORCE_UNLOCK, env, &self.keys.lock, "0")
     }
 
     fn renewal(&self) -> Renewal {
@@ -324,7 +322,7 @@ impl Protocol for Write {
         ScriptCall::new(
             &script::RW_WRITE_LOCK,
             &[&self.keys.lock.name],
-            vec![Value::Integer(lease_ms), Value::from(field)],
+            lease_args(field, lease_ms),
         )
     }
 
@@ -343,19 +341,11 @@ impl Protocol for Write {
     }
 
     fn is_locked(&self) -> ScriptCall {
-        ScriptCall::new(
-            &script::RW_WRITE_IS_LOCKED,
-            &[&self.keys.lock.name],
-            Vec::new(),
-        )
+        self.keys.is_locked(&script::RW_WRITE_IS_LOCKED)
     }
 
     fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
-        ScriptCall::new(
-            &script::RW_WRITE_FORCE_UNLOCK,
-            &[&self.keys.lock.name, &self.keys.lock.channel],
-            vec![Value::from("1"), env.publish()],
-        )
+        force_unlock_call(&script::RW_WRITE_FORCE_UNLOCK, env, &self.keys.lock, "1")
     }
 }
 

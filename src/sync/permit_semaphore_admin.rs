@@ -65,24 +65,21 @@ impl PermitExpirableSemaphore {
         check_permits(count)?;
         let (semaphore, ids) = (self.clone(), ids.to_vec());
         let call = async move {
-            let inner = semaphore.inner();
-            let shared = &semaphore.shared;
-            let release = || {
-                inner.redis.eval(|| {
+            let reply = semaphore
+                .eval_retrying(|| {
                     let mut args = vec![
                         Value::Integer(count.into()),
                         Value::Integer(epoch_ms()),
-                        inner.env.publish(),
+                        semaphore.inner().env.publish(),
                     ];
                     args.extend(ids.iter().map(PermitId::value));
                     ScriptCall::new(
                         &script::PES_RELEASE_MANY,
-                        &shared.keys_channel_first(),
+                        &semaphore.shared.keys_channel_first(),
                         args,
                     )
                 })
-            };
-            let reply = inner.redis.retrying(&shared.handle.name, release).await?;
+                .await?;
             let released = integer(reply, "permit release")?;
             Ok(u32::try_from(released).unwrap_or(0))
         };
@@ -104,24 +101,19 @@ impl PermitExpirableSemaphore {
     /// A dropped future may or may not have run; running it again is harmless.
     pub async fn update_lease_time(&self, id: &PermitId, lease: Duration) -> Result<bool> {
         crate::base::time::checked("lease", lease)?;
-        let inner = self.inner();
-        let shared = &self.shared;
-        let reply = inner
-            .redis
-            .retrying(&shared.handle.name, || {
-                inner.redis.eval(|| {
-                    let now = epoch_ms();
-                    ScriptCall::new(
-                        &script::PES_UPDATE_LEASE,
-                        &shared.keys_timeouts_first(),
-                        vec![
-                            id.value(),
-                            Value::Integer(now.saturating_add(millis(lease))),
-                            Value::Integer(now),
-                            inner.env.publish(),
-                        ],
-                    )
-                })
+        let reply = self
+            .eval_retrying(|| {
+                let now = epoch_ms();
+                ScriptCall::new(
+                    &script::PES_UPDATE_LEASE,
+                    &self.shared.keys_timeouts_first(),
+                    vec![
+                        id.value(),
+                        Value::Integer(now.saturating_add(millis(lease))),
+                        Value::Integer(now),
+                        self.inner().env.publish(),
+                    ],
+                )
             })
             .await?;
         Ok(integer(reply, "permit updateLeaseTime")? == 1)
@@ -141,23 +133,18 @@ impl PermitExpirableSemaphore {
     /// It only reads (and gives expired permits back, which any later call
     /// would do too): dropping it at any point leaves nothing behind.
     pub async fn get_lease_time(&self, id: &PermitId) -> Result<Option<PermitLease>> {
-        let inner = self.inner();
-        let shared = &self.shared;
-        let reply = inner
-            .redis
-            .retrying(&shared.handle.name, || {
-                inner.redis.eval(|| {
-                    ScriptCall::new(
-                        &script::PES_LEASE_TIME,
-                        &shared.keys_timeouts_first(),
-                        vec![
-                            id.value(),
-                            Value::Integer(NEVER_EXPIRES),
-                            Value::Integer(epoch_ms()),
-                            inner.env.publish(),
-                        ],
-                    )
-                })
+        let reply = self
+            .eval_retrying(|| {
+                ScriptCall::new(
+                    &script::PES_LEASE_TIME,
+                    &self.shared.keys_timeouts_first(),
+                    vec![
+                        id.value(),
+                        Value::Integer(NEVER_EXPIRES),
+                        Value::Integer(epoch_ms()),
+                        self.inner().env.publish(),
+                    ],
+                )
             })
             .await?;
         Ok(match integer(reply, "permit getLeaseTime")? {
@@ -171,18 +158,13 @@ impl PermitExpirableSemaphore {
 
     /// `(available, acquired)` after expired permits were given back.
     async fn counts(&self) -> Result<(i64, i64)> {
-        let inner = self.inner();
-        let shared = &self.shared;
-        let reply = inner
-            .redis
-            .retrying(&shared.handle.name, || {
-                inner.redis.eval(|| {
-                    ScriptCall::new(
-                        &script::PES_COUNTS,
-                        &shared.keys_timeouts_first(),
-                        vec![Value::Integer(epoch_ms()), inner.env.publish()],
-                    )
-                })
+        let reply = self
+            .eval_retrying(|| {
+                ScriptCall::new(
+                    &script::PES_COUNTS,
+                    &self.shared.keys_timeouts_first(),
+                    vec![Value::Integer(epoch_ms()), self.inner().env.publish()],
+                )
             })
             .await?;
         match reply {
@@ -257,21 +239,15 @@ impl PermitExpirableSemaphore {
     /// A dropped future may or may not have run; running it again is harmless.
     pub async fn set_permits(&self, permits: u32) -> Result<()> {
         check_permits(permits)?;
-        let inner = self.inner();
-        let shared = &self.shared;
-        inner
-            .redis
-            .retrying(&shared.handle.name, || {
-                inner.redis.eval(|| {
-                    ScriptCall::new(
-                        &script::PES_SET_PERMITS,
-                        &shared.keys_channel_first(),
-                        vec![Value::Integer(permits.into()), inner.env.publish()],
-                    )
-                })
-            })
-            .await
-            .map(drop)
+        self.eval_retrying(|| {
+            ScriptCall::new(
+                &script::PES_SET_PERMITS,
+                &self.shared.keys_channel_first(),
+                vec![Value::Integer(permits.into()), self.inner().env.publish()],
+            )
+        })
+        .await
+        .map(drop)
     }
 
     /// Set the number of available permits if the semaphore does not exist
@@ -306,5 +282,16 @@ impl PermitExpirableSemaphore {
     /// A dropped future may or may not have added the permits.
     pub async fn add_permits(&self, permits: i32) -> Result<()> {
         add_call(&self.shared.handle, permits, true).await.map(drop)
+    }
+
+    /// Run the script call `build` makes (built anew for each try) on this
+    /// semaphore, tried again after transient errors up to `retry_attempts`
+    /// times.
+    async fn eval_retrying(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
+        let inner = self.inner();
+        inner
+            .redis
+            .retrying(&self.shared.handle.name, || inner.redis.eval(&build))
+            .await
     }
 }

@@ -27,42 +27,27 @@ impl Certs {
         std::fs::create_dir_all(&dir).expect("create the certificate directory");
         let certs = Certs { dir };
         for ca in ["ca", "other-ca"] {
-            certs.openssl(&[
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:prime256v1",
-                "-nodes",
-                "-keyout",
+            certs.request_with_new_key(
                 &format!("{ca}.key"),
-                "-out",
-                &format!("{ca}.crt"),
-                "-days",
-                "2",
-                "-subj",
-                &format!("/CN=redisson-lock test {ca}"),
-                "-addext",
-                "basicConstraints=critical,CA:TRUE",
-                "-addext",
-                "keyUsage=critical,keyCertSign,cRLSign",
-            ]);
+                &[
+                    "-x509",
+                    "-out",
+                    &format!("{ca}.crt"),
+                    "-days",
+                    "2",
+                    "-subj",
+                    &format!("/CN=redisson-lock test {ca}"),
+                    "-addext",
+                    "basicConstraints=critical,CA:TRUE",
+                    "-addext",
+                    "keyUsage=critical,keyCertSign,cRLSign",
+                ],
+            );
         }
-        certs.openssl(&[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
+        certs.request_with_new_key(
             "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=localhost",
-        ]);
+            &["-out", "server.csr", "-subj", "/CN=localhost"],
+        );
         std::fs::write(
             certs.dir.join("server.ext"),
             "basicConstraints=critical,CA:FALSE\n\
@@ -89,6 +74,23 @@ impl Certs {
             "server.ext",
         ]);
         certs
+    }
+
+    /// `openssl req` with `args`, making a new unencrypted EC P-256 key
+    /// written to `key`.
+    fn request_with_new_key(&self, key: &str, args: &[&str]) {
+        let mut all = vec![
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            key,
+        ];
+        all.extend_from_slice(args);
+        self.openssl(&all);
     }
 
     fn openssl(&self, args: &[&str]) {

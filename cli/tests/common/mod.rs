@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub use redisson_lock_testkit::{free_port, unique};
@@ -49,6 +49,17 @@ impl Server {
             .stdin(Stdio::null())
             .output()
             .expect("run redisson-lock")
+    }
+
+    /// The tool started with no input and its standard output dropped; its
+    /// standard error is piped, to read once it has exited.
+    pub fn cli_spawn(&self, args: &[&str]) -> Child {
+        self.cli_command(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start redisson-lock")
     }
 
     /// The tool as a `Command`, with `--url` set.

@@ -3,18 +3,22 @@
 //! permits, and the subscribers of its channels. Read-only: nothing here
 //! writes to Redis.
 
+mod raw;
+mod render;
+
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use redisson_lock::fred::clients::Client as Fred;
-use redisson_lock::fred::interfaces::{ClientLike, ClusterInterface};
-use redisson_lock::fred::types::{ClusterHash, CustomCommand, Value};
+use redisson_lock::fred::types::Value;
 use redisson_lock::layout::{self, Layout};
 use redisson_lock::Client;
 use serde_json::{json, Value as Json};
 
-use crate::args::{format_duration_ms, StatusKind};
+use crate::args::StatusKind;
 use crate::exit::CliResult;
+
+pub use raw::Raw;
+use raw::{hex, text};
 
 /// At most this many queue entries, readers' timeout keys and permits are
 /// read (the totals are always shown).
@@ -99,23 +103,6 @@ impl Field {
             write,
         })
     }
-
-    fn json(&self) -> Json {
-        json!({
-            "field": self.raw,
-            "client_id": self.client_id,
-            "owner_id": self.owner_id,
-        })
-    }
-
-    fn text(&self) -> String {
-        let owner = match self.owner_id {
-            Some(id) if id >= layout::GENERATED_OWNER_BASE => format!("{id} (redisson-lock async)"),
-            Some(id) => format!("{id}"),
-            None => "?".to_owned(),
-        };
-        format!("client {}  owner {owner}", self.client_id)
-    }
 }
 
 #[derive(Debug)]
@@ -149,19 +136,6 @@ pub struct Subscribers {
 }
 
 impl Subscribers {
-    fn json(self) -> Json {
-        json!({ "numsub": self.classic, "shardnumsub": self.sharded })
-    }
-
-    fn text(self) -> String {
-        let n = |v: Option<i64>| v.map_or("?".to_owned(), |v| v.to_string());
-        format!(
-            "{} subscribed, {} shard-subscribed",
-            n(self.classic),
-            n(self.sharded)
-        )
-    }
-
     fn total(self) -> i64 {
         self.classic.unwrap_or(0) + self.sharded.unwrap_or(0)
     }
@@ -216,377 +190,12 @@ impl Status {
             _ => None,
         }
     }
-
-    pub fn json(&self) -> Json {
-        let holders: Vec<Json> = self
-            .holders
-            .iter()
-            .map(|h| {
-                let mut v = h.field.json();
-                v["count"] = json!(h.count);
-                if self.kind == Found::Kind(StatusKind::ReadWrite) {
-                    v["mode"] = json!(if h.field.write { "write" } else { "read" });
-                    if !h.field.write {
-                        v["timeouts_ms"] = json!(h.timeouts_ms);
-                    }
-                }
-                v
-            })
-            .collect();
-        let queue: Vec<Json> = self
-            .queue
-            .iter()
-            .enumerate()
-            .map(|(i, w)| {
-                let mut v = w.field.json();
-                v["position"] = json!(i + 1);
-                v["deadline_ms"] = json!(w.deadline_ms);
-                v["deadline_in_ms"] = json!(w.deadline_ms.map(|d| d - self.now_ms));
-                v["subscribers"] = w.subscribers.json();
-                v
-            })
-            .collect();
-        let permits: Vec<Json> = self
-            .permits
-            .iter()
-            .map(|p| {
-                json!({
-                    "id": p.id,
-                    "expires_ms": p.expires_ms,
-                    "expires_in_ms": p.expires_ms.map(|e| e - self.now_ms),
-                })
-            })
-            .collect();
-        let channels: Vec<Json> = self
-            .channels
-            .iter()
-            .map(|(c, s)| {
-                let mut v = s.json();
-                v["channel"] = json!(c);
-                v
-            })
-            .collect();
-        json!({
-            "name": self.name,
-            "kind": self.kind.as_str(),
-            "kind_forced": self.forced,
-            "candidates": self.kind.candidates(),
-            "exists": self.exists,
-            "locked": self.locked(),
-            "redis_type": self.redis_type,
-            "ttl_ms": ttl_json(self.ttl_ms),
-            "no_expiry": self.ttl_ms == -1,
-            "mode": self.mode,
-            "holders": holders,
-            "queue": queue,
-            "queue_length": self.queue_len,
-            "token": self.token,
-            "available_permits": self.available,
-            "permits": permits,
-            "permits_acquired": self.permits_len,
-            "count": self.latch_count,
-            "channels": channels,
-            "now_ms": self.now_ms,
-        })
-    }
-
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        let mut line = |k: &str, v: String| {
-            out.push_str(&format!("{k:<10}  {v}\n"));
-        };
-        line("name", self.name.clone());
-        let forced = if self.forced { "; read as asked" } else { "" };
-        line(
-            "kind",
-            format!("{} ({}{forced})", self.kind.as_str(), self.kind.describe()),
-        );
-        if self.kind == Found::Unknown {
-            line("type", self.redis_type.clone());
-        }
-        let ttl = match self.ttl_ms {
-            -2 => "no key".to_owned(),
-            -1 => "no expiry".to_owned(),
-            ms => format!("expires in {}", format_duration_ms(ms)),
-        };
-        match self.locked() {
-            Some(true) => {
-                let mode = self
-                    .mode
-                    .as_deref()
-                    .map(|m| match m {
-                        "read" => " for reading".to_owned(),
-                        "write" => " for writing".to_owned(),
-                        other => format!(" in mode {other:?}"),
-                    })
-                    .unwrap_or_default();
-                line("state", format!("held{mode}, {ttl}"));
-            }
-            Some(false) => line("state", "free".to_owned()),
-            None => {
-                if self.redis_type != "none" {
-                    line("ttl", ttl);
-                }
-            }
-        }
-        if !self.holders.is_empty() {
-            let what = if self.kind == Found::Kind(StatusKind::ReadWrite) {
-                "holders"
-            } else {
-                "holder"
-            };
-            line(what, format!("{}", self.holders.len()));
-            for h in &self.holders {
-                let role = if self.kind == Found::Kind(StatusKind::ReadWrite) {
-                    if h.field.write {
-                        "writer  "
-                    } else {
-                        "reader  "
-                    }
-                } else {
-                    ""
-                };
-                let count = h.count.map_or("?".to_owned(), |c| c.to_string());
-                let mut s = format!("{role}{}  count {count}", h.field.text());
-                if !h.field.write && self.kind == Found::Kind(StatusKind::ReadWrite) {
-                    let t: Vec<String> = h
-                        .timeouts_ms
-                        .iter()
-                        .map(|ms| match *ms {
-                            -2 => "gone".to_owned(),
-                            -1 => "no expiry".to_owned(),
-                            ms => format_duration_ms(ms),
-                        })
-                        .collect();
-                    s.push_str(&format!("  timeouts [{}]", t.join(", ")));
-                }
-                out_push(&mut line, s);
-            }
-        }
-        if self.kind == Found::Kind(StatusKind::Fair) {
-            line("queue", format!("{} waiting", self.queue_len));
-            for (i, w) in self.queue.iter().enumerate() {
-                let deadline = match w.deadline_ms {
-                    Some(d) if d > self.now_ms => {
-                        format!("deadline in {}", format_duration_ms(d - self.now_ms))
-                    }
-                    Some(d) => format!(
-                        "deadline passed {} ago (presumed dead)",
-                        format_duration_ms(self.now_ms - d)
-                    ),
-                    None => "no deadline".to_owned(),
-                };
-                out_push(
-                    &mut line,
-                    format!(
-                        "{}. {}  {deadline}  {} listening",
-                        i + 1,
-                        w.field.text(),
-                        w.subscribers.total()
-                    ),
-                );
-            }
-        }
-        if let Some(token) = self.token {
-            line("token", format!("{token} (last fencing token handed out)"));
-        } else if self.kind == Found::Kind(StatusKind::Fenced) {
-            line("token", "none yet".to_owned());
-        }
-        if let Some(n) = self.available {
-            line("permits", format!("{n} available"));
-        }
-        if self.kind == Found::Kind(StatusKind::PermitSemaphore) {
-            line("acquired", format!("{}", self.permits_len));
-            for p in &self.permits {
-                let exp = match p.expires_ms {
-                    None => "no lease".to_owned(),
-                    Some(e) if e > self.now_ms => {
-                        format!("expires in {}", format_duration_ms(e - self.now_ms))
-                    }
-                    Some(e) => format!(
-                        "expired {} ago (reclaimed on next use)",
-                        format_duration_ms(self.now_ms - e)
-                    ),
-                };
-                out_push(&mut line, format!("{}  {exp}", p.id));
-            }
-        }
-        if let Some(c) = self.latch_count {
-            line("count", format!("{c}"));
-        }
-        for (c, s) in &self.channels {
-            line("channel", format!("{c}  {}", s.text()));
-        }
-        out
-    }
-}
-
-/// A continuation line under the key-value layout.
-fn out_push(line: &mut impl FnMut(&str, String), s: String) {
-    line("", s);
 }
 
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// Raw commands on the library's command connection.
-pub struct Raw<'a> {
-    fred: &'a Fred,
-    clustered: bool,
-}
-
-impl<'a> Raw<'a> {
-    pub fn new(client: &'a Client) -> Raw<'a> {
-        Raw {
-            fred: client.redis(),
-            clustered: client.config().redis.server.is_clustered(),
-        }
-    }
-
-    /// A command whose first argument is its key (routed by it on a cluster).
-    pub async fn key(&self, cmd: &'static str, args: Vec<Value>) -> CliResult<Value> {
-        Ok(self
-            .fred
-            .custom(
-                CustomCommand::new_static(cmd, ClusterHash::FirstKey, false),
-                args,
-            )
-            .await?)
-    }
-
-    pub async fn key_type(&self, key: &str) -> CliResult<String> {
-        let v = self.key("TYPE", vec![key.into()]).await?;
-        Ok(v.as_string().unwrap_or_else(|| "none".to_owned()))
-    }
-
-    pub async fn exists(&self, key: &str) -> CliResult<bool> {
-        let v = self.key("EXISTS", vec![key.into()]).await?;
-        Ok(v.as_i64() == Some(1))
-    }
-
-    pub async fn pttl(&self, key: &str) -> CliResult<i64> {
-        let v = self.key("PTTL", vec![key.into()]).await?;
-        Ok(v.as_i64().unwrap_or(-2))
-    }
-
-    async fn int(&self, cmd: &'static str, key: &str) -> CliResult<Option<i64>> {
-        Ok(self.key(cmd, vec![key.into()]).await?.as_i64())
-    }
-
-    async fn hgetall(&self, key: &str) -> CliResult<Vec<(String, Value)>> {
-        let v = self.key("HGETALL", vec![key.into()]).await?;
-        Ok(pairs(v).into_iter().map(|(k, v)| (text(&k), v)).collect())
-    }
-
-    async fn zrange_scores(&self, key: &str) -> CliResult<Vec<(Value, Option<f64>)>> {
-        let v = self
-            .key(
-                "ZRANGE",
-                vec![
-                    key.into(),
-                    0.into(),
-                    (SHOWN - 1).into(),
-                    "WITHSCORES".into(),
-                ],
-            )
-            .await?;
-        Ok(pairs(v).into_iter().map(|(m, s)| (m, s.as_f64())).collect())
-    }
-
-    /// Subscribers of each channel, by both pub/sub flavours. A flavour the
-    /// server does not support (SHARDNUMSUB before Redis 7) reads `None`.
-    pub async fn subscribers(&self, channels: &[String]) -> Vec<Subscribers> {
-        let mut out = vec![Subscribers::default(); channels.len()];
-        if channels.is_empty() {
-            return out;
-        }
-        // NUMSUB: node-local on a cluster, so summed over the masters.
-        let numsub = |reply: Value, out: &mut [Subscribers]| {
-            let counts: HashMap<String, i64> = pairs(reply)
-                .into_iter()
-                .map(|(c, n)| (text(&c), n.as_i64().unwrap_or(0)))
-                .collect();
-            for (slot, ch) in out.iter_mut().zip(channels) {
-                let n = counts.get(ch).copied().unwrap_or(0);
-                slot.classic = Some(slot.classic.unwrap_or(0) + n);
-            }
-        };
-        let mut args: Vec<Value> = vec!["NUMSUB".into()];
-        args.extend(channels.iter().map(|c| Value::from(c.as_str())));
-        let numsub_cmd = || CustomCommand::new_static("PUBSUB", ClusterHash::Random, false);
-        if self.clustered {
-            let nodes = self
-                .fred
-                .cached_cluster_state()
-                .map(|s| s.unique_primary_nodes())
-                .unwrap_or_default();
-            for node in nodes {
-                let reply = self
-                    .fred
-                    .with_cluster_node(node)
-                    .custom::<Value, Value>(numsub_cmd(), args.clone())
-                    .await;
-                if let Ok(reply) = reply {
-                    numsub(reply, &mut out);
-                }
-            }
-        } else if let Ok(reply) = self.fred.custom::<Value, Value>(numsub_cmd(), args).await {
-            numsub(reply, &mut out);
-        }
-        // SHARDNUMSUB: on the node of each channel's slot.
-        for (slot, ch) in out.iter_mut().zip(channels) {
-            let reply = self
-                .fred
-                .custom::<Value, Value>(
-                    // fred honours only a custom slot on custom commands
-                    // (other hashers fall back to the first argument).
-                    CustomCommand::new_static("PUBSUB", ClusterHash::from(ch.as_str()), false),
-                    vec!["SHARDNUMSUB".into(), ch.as_str().into()],
-                )
-                .await;
-            if let Ok(reply) = reply {
-                slot.sharded = pairs(reply).first().and_then(|(_, n)| n.as_i64());
-            }
-        }
-        out
-    }
-}
-
-/// `[a, b, c, d]` → `[(a, b), (c, d)]` (RESP2 maps and WITHSCORES replies).
-fn pairs(v: Value) -> Vec<(Value, Value)> {
-    match v {
-        Value::Map(map) => map
-            .inner()
-            .into_iter()
-            .map(|(k, v)| (Value::from(k), v))
-            .collect(),
-        other => {
-            let mut items = other.into_array().into_iter();
-            let mut out = Vec::new();
-            while let (Some(a), Some(b)) = (items.next(), items.next()) {
-                out.push((a, b));
-            }
-            out
-        }
-    }
-}
-
-/// A reply as text; bytes that are not UTF-8 as hex.
-fn text(v: &Value) -> String {
-    match v {
-        Value::Bytes(b) => match std::str::from_utf8(b) {
-            Ok(s) => s.to_owned(),
-            Err(_) => hex(b),
-        },
-        other => other.as_string().unwrap_or_default(),
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Whether a hash's fields look like an RLock's: owner fields with integer counts.
