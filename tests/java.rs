@@ -187,14 +187,32 @@ impl Scene {
         self.note(format!("sees >= {n} subscriber(s) on {channel}"));
     }
 
+    /// Wait until nobody is subscribed to `channel`: a Rust waiter's
+    /// subscription is gone, so that a later [`Scene::subscribed`] sees
+    /// the Java waiter's own.
+    async fn unsubscribed(&self, channel: &str) {
+        until(
+            &self.steps,
+            &format!("no subscriber on {channel}"),
+            || async { common::numsub(&self.fx.raw, channel).await == 0 },
+        )
+        .await;
+        self.note(format!("sees no subscriber on {channel}"));
+    }
+
     /// Wait until a waiter for the `kind` lock `name` (owner field `field`)
     /// waits: it subscribed to its channel, or, for a spin lock (which never
     /// subscribes), it retried twice since `before` script calls.
     async fn waits(&self, kind: &str, name: &str, field: &str, before: i64) {
-        match waiter_channel(kind, name, field) {
-            Some(channel) => self.subscribed(&channel, 1).await,
-            None => self.scripts_since(before, 2).await,
+        // Both clients try, subscribe, then try again before they park; a
+        // Redisson waiter that has not parked yet misses a "1" (read-unlock)
+        // message (its LockPubSub releases only the threads already queued
+        // on the latch) and sleeps out the lock's TTL, as it would after a
+        // Java unlock. So: subscribed, and the second try made.
+        if let Some(channel) = waiter_channel(kind, name, field) {
+            self.subscribed(&channel, 1).await;
         }
+        self.scripts_since(before, 2).await;
     }
 
     /// The JVM's `remainTimeToLive` of `jobj` (its thread t1), in ms.
@@ -1190,9 +1208,13 @@ async fn read_write(version: &str) {
         at,
     );
     // Rust writer holds; a java reader waits and is woken by the write unlock ("1").
+    // The Rust writer's subscription must be gone first, or the count below
+    // could be its, not the Java reader's.
+    s.unsubscribed(&format!("redisson_rwlock:{{{name}}}")).await;
+    let jfield = s.java.owner_field("t2").await;
+    let before = script_calls(&s.fx.raw).await;
     let reading = s.java.send("t2", &format!("lock read:{name}")).await;
-    s.subscribed(&format!("redisson_rwlock:{{{name}}}"), 1)
-        .await;
+    s.waits("read", &name, &jfield, before).await;
     wg.unlock().await.unwrap();
     let released = Instant::now();
     let reply = reading.reply().await;
