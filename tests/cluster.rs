@@ -57,10 +57,7 @@ async fn cluster() {
     let started = Instant::now();
     macro_rules! scenario {
         ($name:ident) => {
-            let at = Instant::now();
-            eprintln!("-- {}", stringify!($name));
-            $name(&cluster).await;
-            eprintln!("   {} ok in {:?}", stringify!($name), at.elapsed());
+            common::topology::timed(stringify!($name), $name(&cluster)).await
         };
     }
     eprintln!("-- auto_mode (sharded: {sharded})");
