@@ -284,8 +284,7 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
 #[cfg(feature = "blocking")]
 #[test]
 fn blocking_latch() {
-    let server = common::Server::start();
-    let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
+    let (_server, client) = common::blocking_client();
     let name = common::unique("latch-blocking");
     let latch = client.count_down_latch(&name).unwrap();
     assert!(latch.try_set_count(2).unwrap());

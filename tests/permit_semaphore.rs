@@ -605,8 +605,7 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
 #[cfg(feature = "blocking")]
 #[test]
 fn blocking_permit_expirable_semaphore_and_late_drops() {
-    let server = common::Server::start();
-    let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
+    let (server, client) = common::blocking_client();
     let name = common::unique("pes-blocking");
     let sem = client.permit_expirable_semaphore(&name).unwrap();
     assert!(sem.try_set_permits(1).unwrap());

@@ -419,23 +419,24 @@ async fn a_writer_excludes_readers_and_its_release_wakes_them_all() {
     }
     let holding = Arc::new(Barrier::new(7));
     let release = Arc::new(Barrier::new(7));
-    let mut readers = Vec::new();
-    for i in 0..6 {
-        let read = clients[i % 2].read_write_lock(name).unwrap().read();
-        let (holding, release) = (holding.clone(), release.clone());
-        readers.push(tokio::spawn(async move {
-            let guard = read
-                .try_lock_for(Duration::from_secs(20), None)
-                .await
-                .unwrap()
-                .expect("reader gets the lock");
-            let at = Instant::now();
-            holding.wait().await;
-            release.wait().await;
-            guard.unlock().await.unwrap();
-            at
-        }));
-    }
+    let readers: Vec<_> = (0..6)
+        .map(|i| {
+            let read = clients[i % 2].read_write_lock(name).unwrap().read();
+            let (holding, release) = (holding.clone(), release.clone());
+            tokio::spawn(async move {
+                let guard = read
+                    .try_lock_for(Duration::from_secs(20), None)
+                    .await
+                    .unwrap()
+                    .expect("reader gets the lock");
+                let at = Instant::now();
+                holding.wait().await;
+                release.wait().await;
+                guard.unlock().await.unwrap();
+                at
+            })
+        })
+        .collect();
     // One subscription per client, shared by its three waiting readers.
     wait_numsub(raw, &channel, 2).await;
     let released_at = Instant::now();

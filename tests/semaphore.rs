@@ -505,8 +505,7 @@ fn permits_dropped_after_the_client_is_gone_do_not_panic() {
 #[cfg(feature = "blocking")]
 #[test]
 fn blocking_semaphore() {
-    let server = common::Server::start();
-    let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
+    let (server, client) = common::blocking_client();
     let name = common::unique("sem-blocking");
     let sem = client.semaphore(&name).unwrap();
     assert!(sem.try_set_permits(1).unwrap());

@@ -236,6 +236,14 @@ pub async fn all_within<T>(secs: u64, tasks: Vec<JoinHandle<T>>) -> Vec<T> {
     out
 }
 
+/// A server and a blocking client of it (tests of the blocking API).
+#[cfg(feature = "blocking")]
+pub fn blocking_client() -> (Server, redisson_lock::blocking::BlockingClient) {
+    let server = Server::start();
+    let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
+    (server, client)
+}
+
 /// From a thread outside any runtime (a test of the blocking API): wait until
 /// `channel` has `n` subscribers, e.g. until a waiter on another thread waits.
 pub fn wait_numsub_blocking(server: &Server, channel: &str, n: i64) {
