@@ -537,11 +537,7 @@ async fn a_lost_acquire_reply_is_undone_by_its_id() {
 async fn bad_input_gets_typed_errors_and_writes_nothing() {
     let fx = Fixture::new("pes-bad").await;
     let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
-    assert!(matches!(
-        client.permit_expirable_semaphore(""),
-        Err(Error::InvalidName { .. })
-    ));
-    let sem = client.permit_expirable_semaphore(name).unwrap();
+    let sem = common::named(|n| client.permit_expirable_semaphore(n), name);
     for lease in [
         Duration::ZERO,
         Duration::from_micros(999),
@@ -605,9 +601,8 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
 #[cfg(feature = "blocking")]
 #[test]
 fn blocking_permit_expirable_semaphore_and_late_drops() {
-    let (server, client) = common::blocking_client();
-    let name = common::unique("pes-blocking");
-    let sem = client.permit_expirable_semaphore(&name).unwrap();
+    let (server, _client, name, sem) =
+        common::blocking_handle("pes-blocking", |c, n| c.permit_expirable_semaphore(n));
     assert!(sem.try_set_permits(1).unwrap());
     let permit = sem.acquire(Some(Duration::from_secs(30))).unwrap();
     assert_eq!(permit.lease(), Some(Duration::from_secs(30)));

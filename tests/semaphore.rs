@@ -420,11 +420,7 @@ async fn a_lost_acquire_reply_is_undone_exactly() {
 async fn bad_input_gets_typed_errors_and_writes_nothing() {
     let fx = Fixture::new("sem-bad").await;
     let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
-    assert!(matches!(
-        client.semaphore(""),
-        Err(Error::InvalidName { .. })
-    ));
-    let sem = client.semaphore(name).unwrap();
+    let sem = common::named(|n| client.semaphore(n), name);
     let too_many = i32::MAX as u32 + 1;
     assert!(matches!(
         sem.acquire(too_many).await,
@@ -505,9 +501,8 @@ fn permits_dropped_after_the_client_is_gone_do_not_panic() {
 #[cfg(feature = "blocking")]
 #[test]
 fn blocking_semaphore() {
-    let (server, client) = common::blocking_client();
-    let name = common::unique("sem-blocking");
-    let sem = client.semaphore(&name).unwrap();
+    let (server, _client, name, sem) =
+        common::blocking_handle("sem-blocking", |c, n| c.semaphore(n));
     assert!(sem.try_set_permits(1).unwrap());
     let permit = sem.acquire(1).unwrap();
     assert!(sem.try_acquire(1).unwrap().is_none());

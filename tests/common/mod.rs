@@ -236,12 +236,26 @@ pub async fn all_within<T>(secs: u64, tasks: Vec<JoinHandle<T>>) -> Vec<T> {
     out
 }
 
-/// A server and a blocking client of it (tests of the blocking API).
+/// A server, a blocking client of it, a name `unique(prefix)` and the
+/// handle `make` makes for that name (tests of the blocking API).
 #[cfg(feature = "blocking")]
-pub fn blocking_client() -> (Server, redisson_lock::blocking::BlockingClient) {
+pub fn blocking_handle<T>(
+    prefix: &str,
+    make: impl FnOnce(&redisson_lock::blocking::BlockingClient, &str) -> redisson_lock::Result<T>,
+) -> (Server, redisson_lock::blocking::BlockingClient, String, T) {
     let server = Server::start();
     let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
-    (server, client)
+    let name = unique(prefix);
+    let handle = make(&client, &name).unwrap();
+    (server, client, name, handle)
+}
+
+/// The handle `make` makes for `name`, once `make` refused the empty name
+/// with `InvalidName`.
+pub fn named<T>(make: impl Fn(&str) -> redisson_lock::Result<T>, name: &str) -> T {
+    let refused = matches!(make(""), Err(redisson_lock::Error::InvalidName { .. }));
+    assert!(refused, "the empty name is InvalidName");
+    make(name).unwrap()
 }
 
 /// From a thread outside any runtime (a test of the blocking API): wait until
