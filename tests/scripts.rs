@@ -321,6 +321,44 @@ impl Bench {
         self.cmd(&["PEXPIRE", key, "100000"]).await;
     }
 
+    /// `case` [`accepts`](Self::accepts)ed as a re-entry: a nil reply, the
+    /// count of `field` in the case's first key at 2, and `ttl_key`'s PTTL in
+    /// `ttl`.
+    async fn reentered(
+        &mut self,
+        case: &Case,
+        field: &str,
+        ttl_key: &str,
+        ttl: std::ops::RangeInclusive<i64>,
+    ) {
+        assert!(self.accepts(case, &[]).await.is_null());
+        assert_eq!(self.hget(&case.keys[0], field).await, Some(2));
+        assert!(ttl.contains(&self.pttl(ttl_key).await));
+    }
+
+    /// A bench, and its name.
+    async fn named(prefix: &str) -> (Bench, String) {
+        let t = Bench::new(prefix).await;
+        let n = t.name.clone();
+        (t, n)
+    }
+
+    /// A bench whose lock (its name, returned too) is [`held`](Self::held)
+    /// by `field`, `count` times.
+    async fn holding(prefix: &str, field: &str, count: &str) -> (Bench, String) {
+        let (t, n) = Bench::named(prefix).await;
+        t.held(&n, field, count).await;
+        (t, n)
+    }
+
+    /// A bench whose read-write lock (its name, returned too) is
+    /// [`rw_held`](Self::rw_held) in `mode` by `field`.
+    async fn rw_holding(prefix: &str, mode: &str, field: &str) -> (Bench, String) {
+        let (t, n) = Bench::named(prefix).await;
+        t.rw_held(&n, mode, field).await;
+        (t, n)
+    }
+
     /// Hold `key` as a read-write lock hash in `mode`, with a 100 s TTL.
     async fn rw_held(&self, key: &str, mode: &str, field: &str) {
         self.cmd(&["HSET", key, "mode", mode, field, "1"]).await;
@@ -403,14 +441,10 @@ async fn args_error_text() {
 
 #[tokio::test]
 async fn lock() {
-    let mut t = Bench::new("lock").await;
-    let n = t.name.clone();
-    t.held(&n, "c:1", "1").await;
+    let (mut t, n) = Bench::holding("lock", "c:1", "1").await;
     let case = case!(body!("args.lua", "lock.lua"); n; Ms 30_000, Text "c:1"; n);
     // Valid: re-entered, TTL reset to the lease.
-    assert!(t.accepts(&case, &[]).await.is_null());
-    assert_eq!(t.hget(&n, "c:1").await, Some(2));
-    assert!((29_000..=30_000).contains(&t.pttl(&n).await));
+    t.reentered(&case, "c:1", &n, 29_000..=30_000).await;
     // The largest lease is taken.
     let reply = t
         .eval(
@@ -426,9 +460,7 @@ async fn lock() {
 
 #[tokio::test]
 async fn unlock() {
-    let mut t = Bench::new("unlock").await;
-    let n = t.name.clone();
-    t.held(&n, "c:1", "1").await;
+    let (mut t, n) = Bench::holding("unlock", "c:1", "1").await;
     let channel = format!("redisson_lock__channel:{{{n}}}");
     let latch = unlocks(&mut t, body!("args.lua", "unlock.lua"), channel, "c:1", "0").await;
     assert!((15_000..=16_000).contains(&t.pttl(&latch).await));
@@ -457,9 +489,7 @@ async fn unlocks(
 
 #[tokio::test]
 async fn force_unlock() {
-    let mut t = Bench::new("force").await;
-    let n = t.name.clone();
-    t.held(&n, "c:1", "1").await;
+    let (mut t, n) = Bench::holding("force", "c:1", "1").await;
     let channel = format!("redisson_lock__channel:{{{n}}}");
     force_unlocks(&mut t, body!("args.lua", "force_unlock.lua"), channel, "0").await;
 }
@@ -497,8 +527,7 @@ async fn renew() {
 
 #[tokio::test]
 async fn spin_unlock() {
-    let mut t = Bench::new("spin").await;
-    let n = t.name.clone();
+    let (mut t, n) = Bench::named("spin").await;
     let latch = latch(&n);
     t.held(&n, "c:1", "2").await;
     let case = case!(body!("args.lua", "spin_unlock.lua"); n, latch;
@@ -514,9 +543,7 @@ async fn spin_unlock() {
 #[tokio::test]
 async fn delete() {
     // No ARGV to check; the fragment in front of it changes nothing.
-    let t = Bench::new("delete").await;
-    let n = t.name.clone();
-    t.held(&n, "c:1", "1").await;
+    let (t, n) = Bench::holding("delete", "c:1", "1").await;
     let keys = vec![n.clone()];
     assert_eq!(
         t.eval(body!("args.lua", "delete.lua"), &keys, vec![])
@@ -536,8 +563,7 @@ async fn delete() {
 
 #[tokio::test]
 async fn fenced_lock() {
-    let mut t = Bench::new("fenced").await;
-    let n = t.name.clone();
+    let (mut t, n) = Bench::named("fenced").await;
     let token = format!("redisson_lock_token:{{{n}}}");
     let case =
         case!(body!("args.lua", "fenced_lock.lua"); n, token; Ms 30_000, Text "c:1"; n, token);
@@ -681,10 +707,7 @@ async fn rw_read_lock() {
     let case = case!(body!("args.lua", "rw_read_lock.lua"); n, timeouts;
         Ms 30_000, Text "c:1", Text "c:1:write";
         n, t1, t2);
-    let reply = t.accepts(&case, &[]).await;
-    assert!(reply.is_null());
-    assert_eq!(t.hget(&n, "c:1").await, Some(2));
-    assert!((29_000..=30_000).contains(&t.pttl(&t2).await));
+    t.reentered(&case, "c:1", &t2, 29_000..=30_000).await;
 }
 
 #[tokio::test]
@@ -705,15 +728,10 @@ async fn rw_read_unlock() {
 
 #[tokio::test]
 async fn rw_write_lock() {
-    let mut t = Bench::new("write-lock").await;
-    let n = t.name.clone();
-    t.rw_held(&n, "write", "c:1:write").await;
+    let (mut t, n) = Bench::rw_holding("write-lock", "write", "c:1:write").await;
     let case = case!(body!("args.lua", "rw_write_lock.lua"); n; Ms 30_000, Text "c:1:write"; n);
-    let reply = t.accepts(&case, &[]).await;
-    assert!(reply.is_null());
-    assert_eq!(t.hget(&n, "c:1:write").await, Some(2));
     // Re-entry adds the lease to the remaining TTL.
-    assert!((120_000..=130_000).contains(&t.pttl(&n).await));
+    t.reentered(&case, "c:1:write", &n, 120_000..=130_000).await;
 }
 
 #[tokio::test]
@@ -894,8 +912,7 @@ async fn semaphore_scripts() {
 
 #[tokio::test]
 async fn permit_expirable_semaphore_scripts() {
-    let mut t = Bench::new("pes").await;
-    let n = t.name.clone();
+    let (mut t, n) = Bench::named("pes").await;
     let z = format!("{{{n}}}:timeout");
     let ch = format!("redisson_sc:{{{n}}}");
     let now = now_ms();
@@ -972,8 +989,7 @@ async fn permit_expirable_semaphore_scripts() {
 
 #[tokio::test]
 async fn latch_scripts() {
-    let mut t = Bench::new("latch").await;
-    let n = t.name.clone();
+    let (mut t, n) = Bench::named("latch").await;
     let ch = format!("redisson_countdownlatch__channel__{{{n}}}");
     let try_set = case!(body!("args.lua", "count.lua", "latch_try_set.lua"); n, ch;
         Flag "1", Positive 2, Publish "PUBLISH";

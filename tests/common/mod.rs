@@ -19,7 +19,6 @@ pub use redisson_lock_testkit::{
 };
 
 use std::collections::HashMap;
-
 use std::time::{Duration, Instant};
 
 use fred::prelude::*;
