@@ -22,17 +22,14 @@ use redisson_lock::{
 #[test]
 fn public_types_are_send_sync_and_debug() {
     fn check<T: Send + Sync + std::fmt::Debug>() {}
-    check::<Client>();
-    check::<Config>();
-    check::<Error>();
-    check::<Cause>();
-    check::<Owner>();
-    check::<Ttl>();
-    check::<BackOff>();
-    check::<PrefixMapper>();
-    check::<ReadWriteLock>();
-    check::<MultiLock>();
-    check::<MultiGuard>();
+    /// `each!(f: T…)` calls `f::<T>()` for every type.
+    macro_rules! each {
+        ($f:ident: $($t:ty),*) => {
+            $($f::<$t>();)*
+        };
+    }
+    each!(check: Client, Config, Error, Cause, Owner, Ttl, BackOff, PrefixMapper);
+    each!(check: ReadWriteLock, MultiLock, MultiGuard);
     #[cfg(feature = "blocking")]
     {
         check::<BlockingClient>();
@@ -46,15 +43,8 @@ fn public_types_are_send_sync_and_debug() {
         #[cfg(feature = "blocking")]
         check::<BlockingLock<K>>();
     }
-    kind::<Reentrant>();
-    kind::<NonReentrant>();
-    kind::<Fair>();
-    kind::<NonReentrantFair>();
-    kind::<Read>();
-    kind::<Write>();
-    kind::<Spin>();
-    kind::<Fenced>();
-    kind::<AnyKind>();
+    each!(kind: Reentrant, NonReentrant, Fair, NonReentrantFair, Read, Write, Spin, Fenced);
+    each!(kind: AnyKind);
     // A blocking guard belongs to its thread: Debug, but neither Send nor Sync.
     #[cfg(feature = "blocking")]
     {
@@ -326,11 +316,9 @@ async fn write_guard_downgrades_and_wakes_readers() {
     let mode: String = raw.hget(name, "mode").await.unwrap();
     assert_eq!(mode, "read");
     assert_eq!(raw.hget::<i64, _, _>(name, read.field()).await.unwrap(), 1);
-    let other = tokio::time::timeout(Duration::from_secs(5), reader)
-        .await
-        .expect("the waiting reader woke long before any TTL")
-        .unwrap()
-        .unwrap();
+    let what = "the waiting reader woke long before any TTL";
+    let other = common::within(Duration::from_secs(5), what, reader).await;
+    let other = other.unwrap();
     read.unlock().await.unwrap();
     other.unlock().await.unwrap();
     assert!(!fx.exists(name).await);

@@ -16,20 +16,7 @@ use redisson_lock::{Client, Config, Error};
 async fn server_with_acl() -> (Server, fred::clients::Client) {
     let server = Server::private();
     let raw = server.raw().await;
-    let rules = [
-        "SETUSER",
-        "locker",
-        "on",
-        ">locker-pw",
-        "resetkeys",
-        "~lk:*",
-        "~redisson_*",
-        "~{lk:*",
-        "resetchannels",
-        "&redisson_*",
-        "+@all",
-    ];
-    let _: Value = raw.custom(fred::cmd!("ACL"), rules.to_vec()).await.unwrap();
+    common::acl_locker(&raw, "locker", "locker-pw").await;
     // New connections of the default user now need a password; this one
     // stays authenticated.
     let _: Value = raw

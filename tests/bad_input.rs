@@ -77,12 +77,8 @@ async fn durations<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>) {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!waiter.is_finished(), "waits without limit");
     holder.unlock().await.unwrap();
-    let guard = tokio::time::timeout(Duration::from_secs(5), waiter)
-        .await
-        .expect("woken by the unlock")
-        .unwrap()
-        .unwrap()
-        .expect("acquired");
+    let woken = common::within(Duration::from_secs(5), "woken by the unlock", waiter).await;
+    let guard = woken.unwrap().expect("acquired");
     guard.unlock().await.unwrap();
     common::eventually("nothing left", || async {
         keys_like(raw, name)
@@ -93,30 +89,14 @@ async fn durations<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>) {
     .await;
 }
 
-#[tokio::test]
-async fn durations_rlock() {
-    durations(rlock, rlock).await;
-}
-#[tokio::test]
-async fn durations_fair() {
-    durations(fair, fair).await;
-}
-#[tokio::test]
-async fn durations_spin() {
-    durations(spin, spin).await;
-}
-#[tokio::test]
-async fn durations_fenced() {
-    durations(fenced, fenced).await;
-}
-#[tokio::test]
-async fn durations_read() {
-    durations(read, write).await;
-}
-#[tokio::test]
-async fn durations_write() {
-    durations(write, write).await;
-}
+tests_of!(durations:
+    durations_rlock(rlock, rlock)
+    durations_fair(fair, fair)
+    durations_spin(spin, spin)
+    durations_fenced(fenced, fenced)
+    durations_read(read, write)
+    durations_write(write, write)
+);
 
 /// Names of every shape but the empty one are valid Redis keys: the lock
 /// works under them and writes exactly its hash (the channel and other
@@ -125,23 +105,15 @@ async fn durations_write() {
 async fn names_of_every_shape() {
     let fx = Fixture::new("shapes").await;
     let (client, raw) = (&fx.client, &fx.raw);
-    assert!(matches!(client.lock(""), Err(Error::InvalidName { .. })));
-    assert!(matches!(
-        client.fair_lock(""),
-        Err(Error::InvalidName { .. })
-    ));
-    assert!(matches!(
-        client.read_write_lock(""),
-        Err(Error::InvalidName { .. })
-    ));
-    assert!(matches!(
-        client.spin_lock(""),
-        Err(Error::InvalidName { .. })
-    ));
-    assert!(matches!(
-        client.fenced_lock(""),
-        Err(Error::InvalidName { .. })
-    ));
+    for (kind, made) in [
+        ("lock", client.lock("").map(drop)),
+        ("fair_lock", client.fair_lock("").map(drop)),
+        ("read_write_lock", client.read_write_lock("").map(drop)),
+        ("spin_lock", client.spin_lock("").map(drop)),
+        ("fenced_lock", client.fenced_lock("").map(drop)),
+    ] {
+        assert!(matches!(made, Err(Error::InvalidName { .. })), "{kind}");
+    }
     let id = uuid::Uuid::new_v4().simple().to_string();
     let shapes = [
         format!("{{{id}"),
@@ -258,10 +230,13 @@ fn same(name: &str) -> String {
 /// Every type but the lock hash's own.
 const NOT_HASH: &[&str] = &["string", "list", "set", "zset"];
 
-#[tokio::test]
-async fn wrong_type_rlock() {
-    wrong_type(rlock, same, NOT_HASH).await;
-}
+tests_of!(wrong_type:
+    wrong_type_rlock(rlock, same, NOT_HASH)
+    wrong_type_spin(spin, same, NOT_HASH)
+    wrong_type_read(read, same, NOT_HASH)
+    wrong_type_write(write, same, NOT_HASH)
+);
+
 #[tokio::test]
 async fn wrong_type_fair() {
     wrong_type(fair, same, NOT_HASH).await;
@@ -276,23 +251,11 @@ async fn wrong_type_fair() {
     wrong_type(fair, timeouts, &["string", "list", "set", "hash"]).await;
 }
 #[tokio::test]
-async fn wrong_type_spin() {
-    wrong_type(spin, same, NOT_HASH).await;
-}
-#[tokio::test]
 async fn wrong_type_fenced() {
     wrong_type(fenced, same, NOT_HASH).await;
     // A token that is not a number counts as the wrong type too.
     let token = |n: &str| format!("redisson_lock_token:{{{n}}}");
     wrong_type(fenced, token, &["string", "list", "set", "zset", "hash"]).await;
-}
-#[tokio::test]
-async fn wrong_type_read() {
-    wrong_type(read, same, NOT_HASH).await;
-}
-#[tokio::test]
-async fn wrong_type_write() {
-    wrong_type(write, same, NOT_HASH).await;
 }
 
 /// Settings out of range are `Error::Config` before any connection is made.

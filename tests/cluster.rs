@@ -16,7 +16,7 @@ use common::make::{self, Make};
 use common::topology::{until, Cluster, Standoff};
 use common::unique;
 use fred::prelude::*;
-use redisson_lock::{Client, Error, Kind, MultiLock, PubSubMode};
+use redisson_lock::{Client, Error, Kind, LockGuard, MultiLock, PubSubMode, Reentrant};
 
 /// Names whose slots differ (and so, mostly, their masters).
 fn names(prefix: &str, n: usize) -> Vec<String> {
@@ -57,10 +57,7 @@ async fn cluster() {
     let started = Instant::now();
     macro_rules! scenario {
         ($name:ident) => {
-            let at = Instant::now();
-            eprintln!("-- {}", stringify!($name));
-            $name(&cluster).await;
-            eprintln!("   {} ok in {:?}", stringify!($name), at.elapsed());
+            common::topology::timed(stringify!($name), $name(&cluster)).await
         };
     }
     eprintln!("-- auto_mode (sharded: {sharded})");
@@ -113,8 +110,7 @@ async fn auto_mode(cluster: &Cluster, sharded: bool) {
         let guard = holder.lock(&name).unwrap().lock().await.unwrap();
         let lock = client.lock(&name).unwrap();
         let channel = lock.channel().to_string();
-        let waiter =
-            tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
+        let waiter = common::spawn_waiter(&lock, Duration::from_secs(20));
         until(
             &format!("a subscriber by {used}"),
             Duration::from_secs(5),
@@ -122,17 +118,25 @@ async fn auto_mode(cluster: &Cluster, sharded: bool) {
         )
         .await;
         assert_eq!(cluster.count(unused, &channel).await, 0, "none by {unused}");
-        let unlocked = Instant::now();
-        guard.unlock().await.unwrap();
-        let got = waiter.await.unwrap().unwrap().expect("woken");
-        assert!(
-            unlocked.elapsed() < Duration::from_secs(5),
-            "woken by publish, not by the 30 s lease"
-        );
+        let got = handed_over(guard, waiter, "woken by publish, not by the 30 s lease").await;
         got.unlock().await.unwrap();
     }
     client.shutdown().await;
     holder.shutdown().await;
+}
+
+/// Unlocks `guard`; `waiter` then has the lock within 5 s, woken by the
+/// publish (`what` says whose), and it is returned.
+async fn handed_over(
+    guard: LockGuard<Reentrant>,
+    waiter: tokio::task::JoinHandle<Option<LockGuard<Reentrant>>>,
+    what: &str,
+) -> LockGuard<Reentrant> {
+    let unlocked = Instant::now();
+    guard.unlock().await.unwrap();
+    let got = waiter.await.unwrap().expect("woken");
+    assert!(unlocked.elapsed() < Duration::from_secs(5), "{what}");
+    got
 }
 
 /// Two clients, two tasks each, a non-atomic counter per name: never two
@@ -250,36 +254,22 @@ async fn both_mode_bridges_classic_and_sharded(cluster: &Cluster) {
         let guard = other.lock(&name).unwrap().lock().await.unwrap();
         let lock = both.lock(&name).unwrap();
         let channel = lock.channel().to_string();
-        let waiter =
-            tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(25), None).await });
+        let waiter = common::spawn_waiter(&lock, Duration::from_secs(25));
         until("subscribed both ways", Duration::from_secs(5), || async {
             (cluster.subscriptions(&channel).await == 2).then_some(())
         })
         .await;
-        let unlocked = Instant::now();
-        guard.unlock().await.unwrap();
-        let got = waiter.await.unwrap().unwrap().expect("woken");
-        assert!(
-            unlocked.elapsed() < Duration::from_secs(5),
-            "{mode:?} woke Both"
-        );
+        let got = handed_over(guard, waiter, &format!("{mode:?} woke Both")).await;
         // The Both client unlocks; the other side waits.
         let lock = other.lock(&name).unwrap();
-        let waiter =
-            tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(25), None).await });
+        let waiter = common::spawn_waiter(&lock, Duration::from_secs(25));
         until(
             "the other side subscribed",
             Duration::from_secs(5),
             || async { (cluster.subscriptions(&channel).await == 1).then_some(()) },
         )
         .await;
-        let unlocked = Instant::now();
-        got.unlock().await.unwrap();
-        let got = waiter.await.unwrap().unwrap().expect("woken");
-        assert!(
-            unlocked.elapsed() < Duration::from_secs(5),
-            "Both woke {mode:?}"
-        );
+        let got = handed_over(got, waiter, &format!("Both woke {mode:?}")).await;
         got.unlock().await.unwrap();
         other.shutdown().await;
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, numsub, wait_numsub, Fixture, Server};
+use common::{all_within, eventually, numsub, spawn_waiter, wait_numsub, within, Fixture, Server};
 use fred::prelude::*;
 use redisson_lock::{PubSubMode, RLock};
 
@@ -24,24 +24,29 @@ async fn increment(lock: &RLock, raw: &fred::clients::Client, counter: &str, rou
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn eight_owners_lose_no_increment() {
-    let fx = Fixture::new("mutex").await;
+/// One task per lock, each with its own raw connection, `rounds` increments
+/// each of the counter `{name}:counter`; its value once all are done.
+async fn counted(fx: &Fixture, locks: Vec<RLock>, rounds: usize) -> i64 {
     let counter = format!("{}:counter", fx.name);
     let mut tasks = Vec::new();
-    for _ in 0..8 {
-        let lock = fx.client.lock(&fx.name).unwrap();
+    for lock in locks {
         let raw = fx.raw().await;
         let counter = counter.clone();
         tasks.push(tokio::spawn(async move {
-            increment(&lock, &raw, &counter, 25).await
+            increment(&lock, &raw, &counter, rounds).await
         }));
     }
     for task in tasks {
         task.await.unwrap();
     }
-    let total: i64 = fx.raw.get(&counter).await.unwrap();
-    assert_eq!(total, 200);
+    fx.raw.get(&counter).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_owners_lose_no_increment() {
+    let fx = Fixture::new("mutex").await;
+    let locks = (0..8).map(|_| fx.client.lock(&fx.name).unwrap());
+    assert_eq!(counted(&fx, locks.collect(), 25).await, 200);
     let channel = fx.client.lock(&fx.name).unwrap().channel().to_string();
     wait_numsub(&fx.raw, &channel, 0).await;
 }
@@ -51,21 +56,8 @@ async fn two_clients_exclude_each_other() {
     let fx = Fixture::new("two-clients").await;
     let clients = [fx.client.clone(), fx.client().await];
     assert_ne!(clients[0].id(), clients[1].id());
-    let counter = format!("{}:counter", fx.name);
-    let mut tasks = Vec::new();
-    for i in 0..8 {
-        let lock = clients[i % 2].lock(&fx.name).unwrap();
-        let raw = fx.raw().await;
-        let counter = counter.clone();
-        tasks.push(tokio::spawn(async move {
-            increment(&lock, &raw, &counter, 20).await
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
-    let total: i64 = fx.raw.get(&counter).await.unwrap();
-    assert_eq!(total, 160);
+    let locks = (0..8).map(|i| clients[i % 2].lock(&fx.name).unwrap());
+    assert_eq!(counted(&fx, locks.collect(), 20).await, 160);
 }
 
 #[tokio::test]
@@ -123,12 +115,9 @@ async fn waiter_gives_up_at_its_deadline_and_leaves_the_channel() {
     let lock = fx.client.lock(&fx.name).unwrap();
     let holder = lock.lock().await.unwrap();
     let started = Instant::now();
-    let got = lock
-        .try_lock_for(Duration::from_millis(300), None)
-        .await
-        .unwrap();
-    assert!(got.is_none());
+    let got = lock.try_lock_for(Duration::from_millis(300), None).await;
     let waited = started.elapsed();
+    assert!(got.unwrap().is_none());
     assert!(
         waited >= Duration::from_millis(300) && waited < Duration::from_secs(3),
         "{waited:?}"
@@ -161,12 +150,7 @@ async fn local_waiters_share_one_subscription() {
     wait_numsub(&fx.raw, &channel, 1).await;
     // Each unlock publishes once and wakes one waiter, which unlocks in turn.
     holder.unlock().await.unwrap();
-    for waiter in waiters {
-        tokio::time::timeout(Duration::from_secs(10), waiter)
-            .await
-            .unwrap()
-            .unwrap();
-    }
+    all_within(10, waiters).await;
     assert_eq!(done.load(Ordering::SeqCst), 10);
     wait_numsub(&fx.raw, &channel, 0).await;
 }
@@ -182,12 +166,7 @@ async fn many_waiters_on_many_names_all_finish() {
             guard.unlock().await.unwrap();
         }));
     }
-    for task in tasks {
-        tokio::time::timeout(Duration::from_secs(30), task)
-            .await
-            .unwrap()
-            .unwrap();
-    }
+    all_within(30, tasks).await;
 }
 
 /// Messages published while the subscriber is disconnected are lost; after it
@@ -197,14 +176,7 @@ async fn waiters_recheck_after_the_subscriber_reconnects() {
     let fx = Fixture::new("reconnect").await;
     let lock = fx.client.lock(&fx.name).unwrap();
     let holder = lock.lock().await.unwrap(); // 30 s watchdog lease
-    let waiter = tokio::spawn({
-        let lock = lock.clone();
-        async move {
-            lock.try_lock_for(Duration::from_secs(25), None)
-                .await
-                .unwrap()
-        }
-    });
+    let waiter = spawn_waiter(&lock, Duration::from_secs(25));
     wait_numsub(&fx.raw, lock.channel(), 1).await;
     // The lock vanishes without any message (as on expiry), then the
     // subscriber connection drops.
@@ -215,10 +187,7 @@ async fn waiters_recheck_after_the_subscriber_reconnects() {
         .custom(fred::cmd!("CLIENT"), vec!["KILL", "TYPE", "pubsub"])
         .await
         .unwrap();
-    let guard = tokio::time::timeout(Duration::from_secs(10), waiter)
-        .await
-        .expect("no TTL-long wait")
-        .unwrap();
+    let guard = within(Duration::from_secs(10), "no TTL-long wait", waiter).await;
     assert!(guard.is_some());
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -255,14 +224,7 @@ async fn sharded_pubsub_wakes_waiters() {
     let holder = fx.client.lock(&fx.name).unwrap().lock().await.unwrap();
     let lock = waiter_client.lock(&fx.name).unwrap();
     let channel = lock.channel().to_string();
-    let waiter = tokio::spawn({
-        let lock = lock.clone();
-        async move {
-            lock.try_lock_for(Duration::from_secs(20), None)
-                .await
-                .unwrap()
-        }
-    });
+    let waiter = spawn_waiter(&lock, Duration::from_secs(20));
     eventually("waiter subscribed by SSUBSCRIBE", || async {
         let reply: Vec<Value> = raw
             .custom(fred::cmd!("PUBSUB"), vec!["SHARDNUMSUB", &channel])

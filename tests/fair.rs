@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{eventually, wait_numsub, Fixture};
+use common::{all_within, eventually, spawn_waiter, wait_numsub, Fixture};
 use fred::prelude::*;
 use parking_lot::Mutex;
 use redisson_lock::{Error, FairLock, Owner};
@@ -52,14 +52,7 @@ async fn keys_and_queue_state_follow_the_spec() {
 
     // A waiter with a 10 s wait queues with deadline now + holder TTL + 10 s.
     let before = now_ms();
-    let waiter = tokio::spawn({
-        let lock = lock.clone();
-        async move {
-            lock.try_lock_for(Duration::from_secs(10), None)
-                .await
-                .unwrap()
-        }
-    });
+    let waiter = spawn_waiter(&lock, Duration::from_secs(10));
     wait_for_queue_len(raw, &lock, 1).await;
     let queued = queue(raw, &lock).await;
     let waiter_field = queued[0].clone();
@@ -109,12 +102,7 @@ async fn ten_waiters_on_two_clients_get_it_in_queue_order() {
         wait_for_queue_len(raw, &first, i + 1).await;
     }
     holder.unlock().await.unwrap();
-    for waiter in waiters {
-        tokio::time::timeout(Duration::from_secs(20), waiter)
-            .await
-            .unwrap()
-            .unwrap();
-    }
+    all_within(20, waiters).await;
     assert_eq!(*order.lock(), (0..10).collect::<Vec<_>>());
     assert!(queue(raw, &first).await.is_empty());
 }
@@ -124,8 +112,8 @@ async fn ten_waiters_on_two_clients_get_it_in_queue_order() {
 #[tokio::test]
 async fn a_dead_queue_head_stalls_nobody_past_its_deadline() {
     let fx = Fixture::new("fair-dead").await;
-    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
-    let lock = client.fair_lock(name).unwrap();
+    let raw = &fx.raw;
+    let lock = fx.client.fair_lock(&fx.name).unwrap();
     let holder = lock.lock().await.unwrap();
     let dead = format!("{}:1", uuid::Uuid::new_v4());
     let _: i64 = raw.rpush(lock.queue_key(), dead.clone()).await.unwrap();
@@ -141,14 +129,7 @@ async fn a_dead_queue_head_stalls_nobody_past_its_deadline() {
         .await
         .unwrap();
 
-    let waiter = tokio::spawn({
-        let lock = lock.clone();
-        async move {
-            lock.try_lock_for(Duration::from_secs(60), None)
-                .await
-                .unwrap()
-        }
-    });
+    let waiter = spawn_waiter(&lock, Duration::from_secs(60));
     wait_for_queue_len(raw, &lock, 2).await;
     let started = Instant::now();
     holder.unlock().await.unwrap(); // wakes the dead head's channel only

@@ -24,13 +24,7 @@ async fn spin_lock_shares_rlocks_layout_and_publishes_nothing() {
     );
     held.unlock().await.unwrap();
 
-    let listener = raw.clone_new();
-    listener.init().await.unwrap();
-    let mut messages = listener.message_rx();
-    listener
-        .subscribe(rlock.channel().to_string())
-        .await
-        .unwrap();
+    let mut listener = fx.listen(rlock.channel()).await;
 
     let guard = spin.lock().await.unwrap();
     assert_eq!(guard.hold_count().await.unwrap(), 1);
@@ -42,10 +36,7 @@ async fn spin_lock_shares_rlocks_layout_and_publishes_nothing() {
     );
     guard.unlock().await.unwrap();
     let _: i64 = raw.publish(rlock.channel(), "marker").await.unwrap();
-    let first = tokio::time::timeout(Duration::from_secs(5), messages.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let first = listener.next().await;
     assert_eq!(
         first.value.as_string().as_deref(),
         Some("marker"),
@@ -102,20 +93,18 @@ async fn fencing_tokens_strictly_increase_across_owners_and_clients() {
     let name = &fx.name;
     let clients = [fx.client.clone(), fx.client().await];
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut tasks = Vec::new();
-    for t in 0..4 {
-        let lock = clients[t % 2].fenced_lock(name).unwrap();
-        let seen = seen.clone();
-        tasks.push(tokio::spawn(async move {
+    let tasks = (0..4).map(|t| {
+        let (lock, seen) = (clients[t % 2].fenced_lock(name).unwrap(), seen.clone());
+        tokio::spawn(async move {
             for _ in 0..250 {
                 let guard = lock.lock().await.unwrap();
                 // recorded while holding the lock, so the order is acquisition order
                 seen.lock().push(guard.fencing_token());
                 guard.unlock().await.unwrap();
             }
-        }));
-    }
-    for task in tasks {
+        })
+    });
+    for task in tasks.collect::<Vec<_>>() {
         task.await.unwrap();
     }
     let seen = seen.lock().clone();
@@ -291,11 +280,6 @@ async fn red_lock_acquires_by_majority_with_a_server_down() {
             }
         }));
     }
-    for task in tasks {
-        tokio::time::timeout(Duration::from_secs(120), task)
-            .await
-            .unwrap()
-            .unwrap();
-    }
+    common::all_within(120, tasks).await;
     assert_eq!(acquisitions.load(Ordering::SeqCst), 16);
 }

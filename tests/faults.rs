@@ -75,30 +75,14 @@ async fn stalled_holder_is_told_before_anyone_else_holds<K: Kind, O: Kind>(
     drop(guard);
 }
 
-#[tokio::test]
-async fn stalled_holder_rlock() {
-    stalled_holder_is_told_before_anyone_else_holds(rlock, rlock).await;
-}
-#[tokio::test]
-async fn stalled_holder_fair() {
-    stalled_holder_is_told_before_anyone_else_holds(fair, fair).await;
-}
-#[tokio::test]
-async fn stalled_holder_spin() {
-    stalled_holder_is_told_before_anyone_else_holds(spin, spin).await;
-}
-#[tokio::test]
-async fn stalled_holder_fenced() {
-    stalled_holder_is_told_before_anyone_else_holds(fenced, fenced).await;
-}
-#[tokio::test]
-async fn stalled_holder_write() {
-    stalled_holder_is_told_before_anyone_else_holds(write, write).await;
-}
-#[tokio::test]
-async fn stalled_holder_read() {
-    stalled_holder_is_told_before_anyone_else_holds(read, write).await;
-}
+tests_of!(stalled_holder_is_told_before_anyone_else_holds:
+    stalled_holder_rlock(rlock, rlock)
+    stalled_holder_fair(fair, fair)
+    stalled_holder_spin(spin, spin)
+    stalled_holder_fenced(fenced, fenced)
+    stalled_holder_write(write, write)
+    stalled_holder_read(read, write)
+);
 
 /// The same under `CLIENT PAUSE` of the whole server: renewals are held
 /// back, and the holder is told within the lease of its last renewal, not
@@ -222,29 +206,17 @@ async fn server_dies_under_waiters<K: Kind, H: Kind>(make: Make<K>, holder: Make
     }
 }
 
-#[tokio::test]
-async fn server_dies_under_rlock_waiters() {
-    server_dies_under_waiters(rlock, rlock, Waits::LockChannel).await;
+/// `server` and a proxy in front of it.
+async fn proxied(server: Server) -> (Server, Proxy) {
+    let proxy = Proxy::start(server.port).await;
+    (server, proxy)
 }
-#[tokio::test]
-async fn server_dies_under_fair_waiters() {
-    server_dies_under_waiters(fair, fair, Waits::Queue).await;
-}
-#[tokio::test]
-async fn server_dies_under_spin_waiters() {
-    server_dies_under_waiters(spin, spin, Waits::Spinning).await;
-}
-#[tokio::test]
-async fn server_dies_under_fenced_waiters() {
-    server_dies_under_waiters(fenced, fenced, Waits::LockChannel).await;
-}
-#[tokio::test]
-async fn server_dies_under_read_waiters() {
-    server_dies_under_waiters(read, write, Waits::RwChannel).await;
-}
-#[tokio::test]
-async fn server_dies_under_write_waiters() {
-    server_dies_under_waiters(write, read, Waits::RwChannel).await;
+
+/// A waiter's settings behind a stalling proxy: replies time out after
+/// 300 ms, retries 100 ms apart.
+fn impatient(c: redisson_lock::Config) -> redisson_lock::Config {
+    c.timeout(Duration::from_millis(300))
+        .retry_delay(Duration::from_millis(100))
 }
 
 /// One attempt that times out inside a long `try_lock_for` does not end the
@@ -254,15 +226,9 @@ async fn server_dies_under_write_waiters() {
 /// timeout, right when the unlock message makes it try again.
 #[tokio::test]
 async fn a_timed_out_attempt_does_not_end_a_long_wait() {
-    let server = Server::start();
-    let proxy = Proxy::start(server.port).await;
-    let raw = server.raw().await;
-    let holder = server.client().await;
-    let waiter_client = client_through(&proxy, |c| {
-        c.timeout(Duration::from_millis(300))
-            .retry_delay(Duration::from_millis(100))
-    })
-    .await;
+    let (server, proxy) = proxied(Server::start()).await;
+    let (raw, holder) = (server.raw().await, server.client().await);
+    let waiter_client = client_through(&proxy, impatient).await;
     let name = unique("slow");
     let held = holder.lock(&name).unwrap().lock().await.unwrap();
     let lock = rlock(&waiter_client, &name);
@@ -331,29 +297,30 @@ async fn server_restarts_under_waiters<K: Kind, H: Kind>(
     }
 }
 
-#[tokio::test]
-async fn server_restarts_under_rlock_waiters() {
-    server_restarts_under_waiters(rlock, rlock, Waits::LockChannel).await;
+/// Per line, `dies, restarts: make, holder, waits;`: a test each of
+/// [`server_dies_under_waiters`] and [`server_restarts_under_waiters`].
+macro_rules! waiter_fault_tests {
+    ($($dies:ident, $restarts:ident: $make:ident, $holder:ident, $waits:ident;)*) => {
+        $(
+            #[tokio::test]
+            async fn $dies() {
+                server_dies_under_waiters($make, $holder, Waits::$waits).await;
+            }
+            #[tokio::test]
+            async fn $restarts() {
+                server_restarts_under_waiters($make, $holder, Waits::$waits).await;
+            }
+        )*
+    };
 }
-#[tokio::test]
-async fn server_restarts_under_fair_waiters() {
-    server_restarts_under_waiters(fair, fair, Waits::Queue).await;
-}
-#[tokio::test]
-async fn server_restarts_under_spin_waiters() {
-    server_restarts_under_waiters(spin, spin, Waits::Spinning).await;
-}
-#[tokio::test]
-async fn server_restarts_under_fenced_waiters() {
-    server_restarts_under_waiters(fenced, fenced, Waits::LockChannel).await;
-}
-#[tokio::test]
-async fn server_restarts_under_read_waiters() {
-    server_restarts_under_waiters(read, write, Waits::RwChannel).await;
-}
-#[tokio::test]
-async fn server_restarts_under_write_waiters() {
-    server_restarts_under_waiters(write, read, Waits::RwChannel).await;
+
+waiter_fault_tests! {
+    server_dies_under_rlock_waiters, server_restarts_under_rlock_waiters: rlock, rlock, LockChannel;
+    server_dies_under_fair_waiters, server_restarts_under_fair_waiters: fair, fair, Queue;
+    server_dies_under_spin_waiters, server_restarts_under_spin_waiters: spin, spin, Spinning;
+    server_dies_under_fenced_waiters, server_restarts_under_fenced_waiters: fenced, fenced, LockChannel;
+    server_dies_under_read_waiters, server_restarts_under_read_waiters: read, write, RwChannel;
+    server_dies_under_write_waiters, server_restarts_under_write_waiters: write, read, RwChannel;
 }
 
 /// A fair-lock waiter cancelled while its first attempt is in flight (here:
@@ -396,16 +363,9 @@ async fn cancelled_fair_waiters_leave_no_ghost_even_while_scripts_reload() {
 /// leave the queue, and does so once the connection is back.
 #[tokio::test]
 async fn fair_queue_leave_is_retried_until_the_connection_is_back() {
-    let server = Server::start();
-    let proxy = Proxy::start(server.port).await;
-    let raw = server.raw().await;
-    let holder = server.client().await;
-    let waiter_client = client_through(&proxy, |c| {
-        c.timeout(Duration::from_millis(300))
-            .retry_delay(Duration::from_millis(100))
-            .retry_attempts(1)
-    })
-    .await;
+    let (server, proxy) = proxied(Server::start()).await;
+    let (raw, holder) = (server.raw().await, server.client().await);
+    let waiter_client = client_through(&proxy, |c| impatient(c).retry_attempts(1)).await;
     let name = unique("leave");
     let queue = format!("redisson_lock_queue:{{{name}}}");
     let held = fair(&holder, &name).lock().await.unwrap();

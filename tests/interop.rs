@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use common::{wait_numsub, Fixture, Server};
+use common::{spawn_timed_waiter, wait_numsub, Fixture, Server};
 use fred::prelude::*;
 
 /// Redisson 3.8.x acquire: HSET on a free lock, HINCRBY on re-entry.
@@ -110,15 +110,7 @@ async fn java_holder_excludes_and_wakes_a_rust_waiter() {
     assert!(lock.is_locked().await.unwrap());
     assert!(lock.try_lock().await.unwrap().is_none(), "Rust is excluded");
 
-    let waiter = tokio::spawn({
-        let lock = lock.clone();
-        async move {
-            lock.try_lock_for(Duration::from_secs(20), None)
-                .await
-                .unwrap()
-                .map(|g| (Instant::now(), g))
-        }
-    });
+    let waiter = spawn_timed_waiter(&lock, Duration::from_secs(20));
     let channel = lock.channel().to_string();
     wait_numsub(raw, &channel, 1).await;
     assert_eq!(
@@ -172,18 +164,11 @@ async fn rust_holder_excludes_and_wakes_a_java_waiter() {
     );
 
     // A Java waiter subscribes and is woken by our unlock's message `0`.
-    let listener = java.raw.clone_new();
-    listener.init().await.unwrap();
-    let mut messages = listener.message_rx();
-    listener
-        .subscribe(format!("redisson_lock__channel:{{{name}}}"))
-        .await
-        .unwrap();
+    let mut listener = fx
+        .listen(&format!("redisson_lock__channel:{{{name}}}"))
+        .await;
     guard.unlock().await.unwrap();
-    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let message = listener.next().await;
     assert_eq!(message.value.as_string().as_deref(), Some("0"));
     assert_eq!(
         java.try_lock(name).await,
@@ -204,8 +189,8 @@ async fn java_unlock_latch_replays_like_ours() {
     // Our unlock script honours a latch written by an earlier run of the same
     // request: a replay returns the first result instead of decrementing again.
     let fx = Fixture::new("latch").await;
-    let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
-    let lock = client.lock(name).unwrap();
+    let (raw, name) = (&fx.raw, &fx.name);
+    let lock = fx.client.lock(name).unwrap();
     let guard = lock.lock().await.unwrap();
     let inner = guard.reenter().await.unwrap();
     let field = lock.owner_field(guard.owner());

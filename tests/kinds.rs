@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::make::*;
-use common::{eventually, sum_of, wait_numsub, Fixture};
+use common::{
+    eventually, lost_within, spawn_timed_waiter, spawn_waiter, sum_of, wait_numsub, Fixture,
+};
 use fred::prelude::*;
 use rand::Rng;
 use redisson_lock::{Kind, Lock, Ttl};
@@ -228,18 +230,13 @@ async fn exclusion_and_cancellation<K: Kind, B: Kind>(
 /// A lease ends the hold (and fires `lost`); the watchdog keeps a hold past
 /// three of its timeouts.
 async fn expiry_and_renewal<K: Kind>(make: Make<K>) {
-    let fx = Fixture::with("kind-ttl", |c| {
-        c.lock_watchdog_timeout(Duration::from_millis(600))
-    })
-    .await;
+    let fx = Fixture::with_watchdog("kind-ttl", Duration::from_millis(600)).await;
     let lock = make(&fx.client, &fx.name);
     let leased = lock
         .lock_with_lease(Duration::from_millis(300))
         .await
         .unwrap();
-    tokio::time::timeout(Duration::from_secs(3), leased.lost())
-        .await
-        .expect("lease ran out");
+    lost_within(&leased, 3, "lease ran out").await;
     eventually("expired", || async { !lock.is_locked().await.unwrap() }).await;
     drop(leased); // its background unlock finds nothing
 
@@ -263,15 +260,7 @@ async fn woken_by_publish<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>) {
     let fx = Fixture::new("kind-wake").await;
     let b = fx.client().await;
     let holder = blocker(&fx.client, &fx.name).lock().await.unwrap();
-    let waiter = tokio::spawn({
-        let lock = make(&b, &fx.name);
-        async move {
-            lock.try_lock_for(Duration::from_secs(20), None)
-                .await
-                .unwrap()
-                .map(|g| (Instant::now(), g))
-        }
-    });
+    let waiter = spawn_timed_waiter(&make(&b, &fx.name), Duration::from_secs(20));
     eventually("the waiter subscribed", || async {
         !fx.channels("*").await.is_empty()
     })
@@ -299,14 +288,7 @@ async fn dropped_waiter<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>, waits
         async move { lock.lock().await.map(drop) }
     });
     until_waiting(&fx, waits, 1).await;
-    let survivor = tokio::spawn({
-        let lock = lock.clone();
-        async move {
-            lock.try_lock_for(Duration::from_secs(20), None)
-                .await
-                .unwrap()
-        }
-    });
+    let survivor = spawn_waiter(&lock, Duration::from_secs(20));
     until_waiting(&fx, waits, 2).await;
     let head = match waits {
         Waits::Queue => Some(queue(&fx).await[0].clone()),
@@ -340,15 +322,15 @@ async fn dropped_waiter<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>, waits
     .await;
 }
 
-/// One module per kind: `kind_tests!(module: make, blocked by blocker,
-/// sharing, waits; tests…)`.
+/// One module per kind, a line each: `module: make, blocked by blocker,
+/// sharing, waits; [tests…]`.
 macro_rules! kind_tests {
-    ($module:ident: $make:ident, blocked by $blocker:ident, $sharing:expr, $waits:expr; $($test:ident)*) => {
-        mod $module {
+    ($($module:ident: $make:ident, blocked by $blocker:ident, $sharing:expr, $waits:expr; [$($test:ident)*])*) => {
+        $(mod $module {
             use super::*;
 
             $(kind_tests!(@$test $make, $blocker, $sharing, $waits);)*
-        }
+        })*
     };
     (@exclusion $make:ident, $blocker:ident, $sharing:expr, $waits:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -383,19 +365,13 @@ use Waits::{LockChannel, Queue, RwChannel, Spinning};
 // a moment's wait. The expiry test (2 s of sleep each) is left out for the
 // non-reentrant fair and read kinds, to keep the suite's time; rwlock.rs
 // checks read renewal and loss.
-kind_tests!(reentrant: rlock, blocked by rlock, Exclusive, LockChannel;
-    exclusion expiry wake dropped_waiter);
-kind_tests!(fair_lock: fair, blocked by fair, Exclusive, Queue;
-    exclusion expiry wake dropped_waiter);
-kind_tests!(non_reentrant_fair_lock: non_reentrant_fair, blocked by non_reentrant_fair, Exclusive, Queue;
-    exclusion wake dropped_waiter);
-kind_tests!(non_reentrant_lock: non_reentrant, blocked by non_reentrant, Exclusive, LockChannel;
-    exclusion wake dropped_waiter);
-kind_tests!(fenced_lock: fenced, blocked by fenced, Exclusive, LockChannel;
-    exclusion expiry wake dropped_waiter);
-kind_tests!(write_lock: write, blocked by write, Exclusive, RwChannel;
-    exclusion expiry wake dropped_waiter);
-kind_tests!(read_lock: read, blocked by write, Shared, RwChannel;
-    exclusion wake dropped_waiter);
-kind_tests!(spin_lock: spin, blocked by spin, Exclusive, Spinning;
-    exclusion expiry dropped_waiter);
+kind_tests! {
+    reentrant: rlock, blocked by rlock, Exclusive, LockChannel; [exclusion expiry wake dropped_waiter]
+    fair_lock: fair, blocked by fair, Exclusive, Queue; [exclusion expiry wake dropped_waiter]
+    non_reentrant_fair_lock: non_reentrant_fair, blocked by non_reentrant_fair, Exclusive, Queue; [exclusion wake dropped_waiter]
+    non_reentrant_lock: non_reentrant, blocked by non_reentrant, Exclusive, LockChannel; [exclusion wake dropped_waiter]
+    fenced_lock: fenced, blocked by fenced, Exclusive, LockChannel; [exclusion expiry wake dropped_waiter]
+    write_lock: write, blocked by write, Exclusive, RwChannel; [exclusion expiry wake dropped_waiter]
+    read_lock: read, blocked by write, Shared, RwChannel; [exclusion wake dropped_waiter]
+    spin_lock: spin, blocked by spin, Exclusive, Spinning; [exclusion expiry dropped_waiter]
+}

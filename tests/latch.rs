@@ -53,8 +53,8 @@ async fn every_operation_leaves_the_spec_state() {
     let fx = Fixture::new("latch-state").await;
     let name = &fx.name;
     let latch = fx.client.count_down_latch(name).unwrap();
-    assert_eq!(latch.channel(), channel(name));
-    let mut listener = fx.listen(&channel(name)).await;
+    let mut listener = fx.listen(latch.channel()).await;
+    assert_eq!(latch.channel(), channel(name), "the spec's channel");
 
     assert_eq!(latch.get_count().await.unwrap(), 0, "absent: 0");
     assert!(latch.try_set_count(3).await.unwrap());
@@ -246,11 +246,7 @@ async fn java_shaped_commands_observe_and_drive_ours() {
 async fn bad_input_gets_typed_errors_and_writes_nothing() {
     let fx = Fixture::new("latch-bad").await;
     let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
-    assert!(matches!(
-        client.count_down_latch(""),
-        Err(Error::InvalidName { .. })
-    ));
-    let latch = client.count_down_latch(name).unwrap();
+    let latch = common::named(|n| client.count_down_latch(n), name);
     for count in [0, 1 << 53, u64::MAX] {
         assert!(matches!(
             latch.try_set_count(count).await,
@@ -284,10 +280,8 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
 #[cfg(feature = "blocking")]
 #[test]
 fn blocking_latch() {
-    let server = common::Server::start();
-    let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
-    let name = common::unique("latch-blocking");
-    let latch = client.count_down_latch(&name).unwrap();
+    let (_server, _client, _, latch) =
+        common::blocking_handle("latch-blocking", |c, n| c.count_down_latch(n));
     assert!(latch.try_set_count(2).unwrap());
     let awaiter = std::thread::spawn({
         let latch = latch.clone();

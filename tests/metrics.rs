@@ -101,6 +101,14 @@ fn id(name: &str, labels: &[(&str, &str)]) -> Id {
     (name.to_owned(), labels)
 }
 
+/// A debugging recorder set as this thread's default (leaked, one per test),
+/// and what it saw.
+fn recording() -> (Seen, metrics::LocalRecorderGuard<'static>) {
+    let recorder: &'static DebuggingRecorder = Box::leak(Box::new(DebuggingRecorder::new()));
+    let seen = Seen::new(recorder.snapshotter());
+    (seen, metrics::set_default_local_recorder(recorder))
+}
+
 const ACQUISITIONS: &str = "redisson_lock_acquisitions_total";
 const WAIT: &str = "redisson_lock_wait_seconds";
 const HELD: &str = "redisson_lock_held";
@@ -111,13 +119,8 @@ const SUBSCRIPTIONS: &str = "redisson_lock_subscriptions";
 
 #[tokio::test]
 async fn lock_unlock_contention_and_renewal_move_the_metrics() {
-    let recorder = DebuggingRecorder::new();
-    let mut seen = Seen::new(recorder.snapshotter());
-    let _local = metrics::set_default_local_recorder(&recorder);
-    let fx = Fixture::with("metrics", |c| {
-        c.lock_watchdog_timeout(Duration::from_millis(600))
-    })
-    .await;
+    let (mut seen, _local) = recording();
+    let fx = Fixture::with_watchdog("metrics", Duration::from_millis(600)).await;
     let lock = fx.client.lock(&fx.name).unwrap();
     let lock_kind = [("kind", "lock"), ("outcome", "acquired")];
 
@@ -223,20 +226,13 @@ async fn lock_unlock_contention_and_renewal_move_the_metrics() {
 
 #[tokio::test]
 async fn a_lost_lock_is_counted_by_reason() {
-    let recorder = DebuggingRecorder::new();
-    let mut seen = Seen::new(recorder.snapshotter());
-    let _local = metrics::set_default_local_recorder(&recorder);
-    let fx = Fixture::with("metrics-lost", |c| {
-        c.lock_watchdog_timeout(Duration::from_millis(600))
-    })
-    .await;
+    let (mut seen, _local) = recording();
+    let fx = Fixture::with_watchdog("metrics-lost", Duration::from_millis(600)).await;
 
     // The key deleted behind the holder's back: the next renewal finds it gone.
     let guard = fx.client.lock(&fx.name).unwrap().lock().await.unwrap();
     let _: i64 = fx.raw.del(&fx.name).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(5), guard.lost())
-        .await
-        .expect("lost() fires");
+    common::lost_within(&guard, 5, "lost() fires").await;
     assert_eq!(
         seen.counter(LOST, &[("kind", "lock"), ("reason", "gone")]),
         1
@@ -274,9 +270,7 @@ async fn a_lost_lock_is_counted_by_reason() {
 
 #[tokio::test]
 async fn semaphore_permits_and_latch_awaits_are_counted() {
-    let recorder = DebuggingRecorder::new();
-    let mut seen = Seen::new(recorder.snapshotter());
-    let _local = metrics::set_default_local_recorder(&recorder);
+    let (mut seen, _local) = recording();
     let fx = Fixture::new("metrics-sem").await;
 
     let semaphore = fx.client.semaphore(&fx.name).unwrap();

@@ -13,56 +13,60 @@ mod common;
 mod model;
 
 use fred::prelude::*;
-use model::{cases, Env};
+use model::{cases, locks, pes, run, rw, sync, Env};
 
 /// Cases per family in plain `cargo test` (each family on its own server).
 const SHORT: u32 = 100;
 
-#[test]
-fn exclusive_locks_match_the_model() {
-    let env = Env::new();
-    let n = cases(SHORT * 2);
-    model::run(
-        &env,
-        "locks",
-        n,
-        model::locks::strategy(),
-        model::locks::case,
-    );
+/// Each family's name and runner: `n` cases of its random sequences.
+type Family = (&'static str, fn(&Env, &str, u32));
+
+const FAMILIES: [Family; 5] = [
+    ("locks", |env, what, n| {
+        run(env, what, n, locks::strategy(), locks::case)
+    }),
+    ("rw", |env, what, n| {
+        run(env, what, n, rw::strategy(), |e, o| rw::case(e, o))
+    }),
+    ("semaphore", |env, what, n| {
+        run(env, what, n, sync::sem_strategy(), |e, o| {
+            sync::sem_case(e, o)
+        })
+    }),
+    ("pes", |env, what, n| {
+        run(env, what, n, pes::strategy(), |e, o| pes::case(e, o))
+    }),
+    ("latch", |env, what, n| {
+        run(env, what, n, sync::latch_strategy(), |e, o| {
+            sync::latch_case(e, o)
+        })
+    }),
+];
+
+/// Runs `cases(n)` cases of the family `what` on a server of its own.
+fn check(what: &str, n: u32) {
+    let (_, family) = FAMILIES.iter().find(|(w, _)| *w == what).expect("a family");
+    family(&Env::new(), what, cases(n));
 }
 
-#[test]
-fn read_write_lock_matches_the_model() {
-    let env = Env::new();
-    model::run(&env, "rw", cases(SHORT), model::rw::strategy(), |e, o| {
-        model::rw::case(e, o)
-    });
+/// `test: family, n;`: a `#[test]` that [`check`]s the family with `n` cases.
+macro_rules! model_tests {
+    ($($test:ident: $what:literal, $n:expr;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                check($what, $n);
+            }
+        )*
+    };
 }
 
-#[test]
-fn semaphore_matches_the_model() {
-    let env = Env::new();
-    let n = cases(SHORT);
-    model::run(&env, "semaphore", n, model::sync::sem_strategy(), |e, o| {
-        model::sync::sem_case(e, o)
-    });
-}
-
-#[test]
-fn permit_expirable_semaphore_matches_the_model() {
-    let env = Env::new();
-    model::run(&env, "pes", cases(SHORT), model::pes::strategy(), |e, o| {
-        model::pes::case(e, o)
-    });
-}
-
-#[test]
-fn count_down_latch_matches_the_model() {
-    let env = Env::new();
-    let n = cases(SHORT);
-    model::run(&env, "latch", n, model::sync::latch_strategy(), |e, o| {
-        model::sync::latch_case(e, o)
-    });
+model_tests! {
+    exclusive_locks_match_the_model: "locks", SHORT * 2;
+    read_write_lock_matches_the_model: "rw", SHORT;
+    semaphore_matches_the_model: "semaphore", SHORT;
+    permit_expirable_semaphore_matches_the_model: "pes", SHORT;
+    count_down_latch_matches_the_model: "latch", SHORT;
 }
 
 /// The long run: every family at once, each on its own server, with
@@ -72,35 +76,10 @@ fn count_down_latch_matches_the_model() {
 #[ignore = "long run: MODEL_CASES=2000 cargo test --release --test model -- --ignored long_run --nocapture"]
 fn long_run() {
     let n: u32 = cases(2000);
-    type Family = (&'static str, u32, fn(&Env, &str, u32));
-    let families: [Family; 5] = [
-        ("locks", n * 3, |env, what, n| {
-            model::run(env, what, n, model::locks::strategy(), model::locks::case)
-        }),
-        ("rw", n, |env, what, n| {
-            model::run(env, what, n, model::rw::strategy(), |e, o| {
-                model::rw::case(e, o)
-            })
-        }),
-        ("semaphore", n, |env, what, n| {
-            model::run(env, what, n, model::sync::sem_strategy(), |e, o| {
-                model::sync::sem_case(e, o)
-            })
-        }),
-        ("pes", n, |env, what, n| {
-            model::run(env, what, n, model::pes::strategy(), |e, o| {
-                model::pes::case(e, o)
-            })
-        }),
-        ("latch", n, |env, what, n| {
-            model::run(env, what, n, model::sync::latch_strategy(), |e, o| {
-                model::sync::latch_case(e, o)
-            })
-        }),
-    ];
-    let threads: Vec<_> = families
+    let threads: Vec<_> = FAMILIES
         .into_iter()
-        .map(|(what, n, run)| {
+        .map(|(what, run)| {
+            let n = if what == "locks" { n * 3 } else { n };
             std::thread::spawn(move || {
                 let env = Env::new();
                 run(&env, what, n);
@@ -167,7 +146,18 @@ fn latch_deleted_while_awaited_is_reported_deleted() {
 #[test]
 #[ignore = "known bug: a watchdog read/write hold stops being renewed after a leased re-entry (src/watchdog.rs registry)"]
 fn watchdog_read_hold_survives_a_leased_reentry() {
+    use redisson_lock::{Kind, Lock, LockGuard};
     use std::time::Duration;
+    /// `lock` taken with the watchdog, then re-entered with a 100 ms lease.
+    async fn watchdog_then_leased<K: Kind>(lock: &Lock<K>, what: &str) -> [LockGuard<K>; 2] {
+        let watchdog = lock.lock().await.expect(what);
+        let leased = lock
+            .try_lock_for(Duration::ZERO, Some(Duration::from_millis(100)))
+            .await
+            .expect(what)
+            .expect("re-entered");
+        [watchdog, leased]
+    }
     let server = common::Server::start();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
@@ -180,23 +170,13 @@ fn watchdog_read_hold_survives_a_leased_reentry() {
             .expect("rw")
             .read()
             .with_owner(redisson_lock::Owner::new(7));
-        let _watchdog = read.lock().await.expect("read, watchdog");
-        let _leased = read
-            .try_lock_for(Duration::ZERO, Some(Duration::from_millis(100)))
-            .await
-            .expect("read re-entry")
-            .expect("re-entered");
+        let _read_holds = watchdog_then_leased(&read, "read").await;
         let write = client
             .read_write_lock(&format!("{name}-w"))
             .expect("rw")
             .write()
             .with_owner(redisson_lock::Owner::new(8));
-        let _w_watchdog = write.lock().await.expect("write, watchdog");
-        let _w_leased = write
-            .try_lock_for(Duration::ZERO, Some(Duration::from_millis(100)))
-            .await
-            .expect("write re-entry")
-            .expect("re-entered");
+        let _write_holds = watchdog_then_leased(&write, "write").await;
         // Three watchdog periods: the first holds must still be renewed.
         tokio::time::sleep(Duration::from_secs(3)).await;
         let reads = read

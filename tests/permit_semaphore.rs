@@ -524,10 +524,7 @@ async fn a_lost_acquire_reply_is_undone_by_its_id() {
         "{outcome:?}"
     );
     // It ran (took the permit), then its undo gave it back: "1" published.
-    let heard = tokio::time::timeout(Duration::from_secs(5), listener.messages.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let heard = listener.next().await;
     assert_eq!(heard.value.as_string().as_deref(), Some("1"));
     assert_eq!(get(&fx, &fx.name).await.as_deref(), Some("1"));
     assert!(!fx.exists(&timeouts(&fx.name)).await);
@@ -540,11 +537,7 @@ async fn a_lost_acquire_reply_is_undone_by_its_id() {
 async fn bad_input_gets_typed_errors_and_writes_nothing() {
     let fx = Fixture::new("pes-bad").await;
     let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
-    assert!(matches!(
-        client.permit_expirable_semaphore(""),
-        Err(Error::InvalidName { .. })
-    ));
-    let sem = client.permit_expirable_semaphore(name).unwrap();
+    let sem = common::named(|n| client.permit_expirable_semaphore(n), name);
     for lease in [
         Duration::ZERO,
         Duration::from_micros(999),
@@ -608,10 +601,8 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
 #[cfg(feature = "blocking")]
 #[test]
 fn blocking_permit_expirable_semaphore_and_late_drops() {
-    let server = common::Server::start();
-    let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
-    let name = common::unique("pes-blocking");
-    let sem = client.permit_expirable_semaphore(&name).unwrap();
+    let (server, _client, name, sem) =
+        common::blocking_handle("pes-blocking", |c, n| c.permit_expirable_semaphore(n));
     assert!(sem.try_set_permits(1).unwrap());
     let permit = sem.acquire(Some(Duration::from_secs(30))).unwrap();
     assert_eq!(permit.lease(), Some(Duration::from_secs(30)));

@@ -9,11 +9,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, unique, wait_numsub, Fixture};
+use common::{eventually, spawn_timed_waiter, unique, wait_numsub, Fixture};
 use fred::prelude::*;
 #[cfg(feature = "blocking")]
 use redisson_lock::blocking::BlockingClient;
-use redisson_lock::{Client, Error, Owner};
+use redisson_lock::{Client, Error, Kind, Lock, LockGuard, Owner};
 use tokio::sync::Barrier;
 
 fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
@@ -82,10 +82,7 @@ async fn latches_gone(fx: &Fixture, name: &str) {
     } else {
         format!("redisson_unlock_latch:{{{name}}}:*")
     };
-    eventually("unlock latches deleted", || async {
-        fx.keys(&pattern).await.is_empty()
-    })
-    .await;
+    fx.until_no_keys("unlock latches deleted", &pattern).await;
 }
 
 #[tokio::test]
@@ -324,23 +321,30 @@ async fn force_unlock_only_the_matching_mode() {
         !w.is_lost(),
         "a force unlock that unlocked nothing leaves our writer alone"
     );
-    assert!(fx.exists(name).await);
-    assert!(rw_b.write().force_unlock().await.unwrap());
-    assert!(!fx.exists(name).await);
-    assert_eq!(listener.next().await, "1");
     // Unlock without a mode: Redisson publishes (1 here) and replies nil.
-    assert!(matches!(w.unlock().await, Err(Error::NotHeld { .. })));
-    assert_eq!(listener.next().await, "1");
+    forced_out(&fx, &mut listener, rw_b.write(), w, "1").await;
 
     let r = rw_a.read().lock().await.unwrap();
     assert!(!rw_b.write().force_unlock().await.unwrap(), "mode is read");
-    assert!(fx.exists(name).await);
-    assert!(rw_b.read().force_unlock().await.unwrap());
-    assert!(!fx.exists(name).await);
-    assert_eq!(listener.next().await, "0");
     // Likewise for a reader: 0 published, nil replied.
-    assert!(matches!(r.unlock().await, Err(Error::NotHeld { .. })));
-    assert_eq!(listener.next().await, "0");
+    forced_out(&fx, &mut listener, rw_b.read(), r, "0").await;
+}
+
+/// `other` force-unlocks `guard`'s hold: the hash goes and `message` is
+/// published; `guard`'s own unlock is then `NotHeld` and publishes it again.
+async fn forced_out<K: Kind>(
+    fx: &Fixture,
+    listener: &mut Listener,
+    other: Lock<K>,
+    guard: LockGuard<K>,
+    message: &str,
+) {
+    assert!(fx.exists(&fx.name).await);
+    assert!(other.force_unlock().await.unwrap());
+    assert!(!fx.exists(&fx.name).await);
+    assert_eq!(listener.next().await, message);
+    assert!(matches!(guard.unlock().await, Err(Error::NotHeld { .. })));
+    assert_eq!(listener.next().await, message);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -377,13 +381,7 @@ async fn many_readers_share_while_a_writer_waits() {
 
     let write = clients[0].read_write_lock(name).unwrap().write();
     assert!(write.try_lock().await.unwrap().is_none());
-    let writer = tokio::spawn(async move {
-        let guard = write
-            .try_lock_for(Duration::from_secs(20), None)
-            .await
-            .unwrap();
-        (Instant::now(), guard)
-    });
+    let writer = spawn_timed_waiter(&write, Duration::from_secs(20));
     wait_numsub(raw, &channel, 1).await;
     assert!(!writer.is_finished());
     release.wait().await;
@@ -391,8 +389,7 @@ async fn many_readers_share_while_a_writer_waits() {
     for reader in readers {
         reader.await.unwrap();
     }
-    let (at, guard) = writer.await.unwrap();
-    let guard = guard.expect("writer gets the lock");
+    let (at, guard) = writer.await.unwrap().expect("writer gets the lock");
     assert!(
         at.duration_since(released_at) < Duration::from_secs(2),
         "woken by the last reader's 0 after {:?}",
@@ -414,36 +411,32 @@ async fn a_writer_excludes_readers_and_its_release_wakes_them_all() {
     let (raw, name) = (&fx.raw, &fx.name);
     let clients = [fx.client.clone(), fx.client().await];
     let channel = channel_of(name);
-    let writer = clients[0]
-        .read_write_lock(name)
-        .unwrap()
-        .write()
-        .lock()
-        .await
-        .unwrap();
+    let rw = clients[0].read_write_lock(name).unwrap();
+    let writer = rw.write().lock().await.unwrap();
     for client in &clients {
         let read = client.read_write_lock(name).unwrap().read();
         assert!(read.try_lock().await.unwrap().is_none());
     }
     let holding = Arc::new(Barrier::new(7));
     let release = Arc::new(Barrier::new(7));
-    let mut readers = Vec::new();
-    for i in 0..6 {
-        let read = clients[i % 2].read_write_lock(name).unwrap().read();
-        let (holding, release) = (holding.clone(), release.clone());
-        readers.push(tokio::spawn(async move {
-            let guard = read
-                .try_lock_for(Duration::from_secs(20), None)
-                .await
-                .unwrap()
-                .expect("reader gets the lock");
-            let at = Instant::now();
-            holding.wait().await;
-            release.wait().await;
-            guard.unlock().await.unwrap();
-            at
-        }));
-    }
+    let readers: Vec<_> = (0..6)
+        .map(|i| {
+            let read = clients[i % 2].read_write_lock(name).unwrap().read();
+            let (holding, release) = (holding.clone(), release.clone());
+            tokio::spawn(async move {
+                let guard = read
+                    .try_lock_for(Duration::from_secs(20), None)
+                    .await
+                    .unwrap()
+                    .expect("reader gets the lock");
+                let at = Instant::now();
+                holding.wait().await;
+                release.wait().await;
+                guard.unlock().await.unwrap();
+                at
+            })
+        })
+        .collect();
     // One subscription per client, shared by its three waiting readers.
     wait_numsub(raw, &channel, 2).await;
     let released_at = Instant::now();
@@ -479,19 +472,13 @@ async fn downgrade_wakes_a_waiting_reader_long_before_the_ttl() {
     assert_eq!(rw.write().hold_count(me).await.unwrap(), 1);
 
     let read = reader_client.read_write_lock(name).unwrap().read();
-    let waiter = tokio::spawn(async move {
-        let guard = read
-            .try_lock_for(Duration::from_secs(20), None)
-            .await
-            .unwrap();
-        (Instant::now(), guard)
-    });
+    let waiter = spawn_timed_waiter(&read, Duration::from_secs(20));
     wait_numsub(raw, &channel, 1).await;
     let mut listener = Listener::new(raw, &channel).await;
     let downgraded_at = Instant::now();
     w.unlock().await.unwrap();
-    let (at, guard) = waiter.await.unwrap();
-    let guard = guard.expect("the reader shares with the downgraded writer");
+    let waiter = waiter.await.unwrap();
+    let (at, guard) = waiter.expect("the reader shares with the downgraded writer");
     assert!(
         at.duration_since(downgraded_at) < Duration::from_secs(2),
         "woken after {:?} (the TTL was ~30 s)",
@@ -844,11 +831,8 @@ fn blocking_halves_share_the_thread_owner() {
         let r = read.try_lock().unwrap();
         let read_ok = r.is_some();
         drop(r);
-        let write_ok = write
-            .try_lock_for(Duration::from_millis(100), None)
-            .unwrap()
-            .is_some();
-        (read_ok, write_ok)
+        let write_ok = write.try_lock_for(Duration::from_millis(100), None);
+        (read_ok, write_ok.unwrap().is_some())
     })
     .join()
     .unwrap();

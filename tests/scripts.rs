@@ -28,66 +28,13 @@ macro_rules! body {
     };
 }
 
-const LOCK: &str = body!("args.lua", "lock.lua");
-const UNLOCK: &str = body!("args.lua", "unlock.lua");
-const FORCE_UNLOCK: &str = body!("args.lua", "force_unlock.lua");
-const RENEW: &str = body!("args.lua", "renew.lua");
-const SPIN_UNLOCK: &str = body!("args.lua", "spin_unlock.lua");
-const DELETE: &str = body!("args.lua", "delete.lua");
-const FENCED_LOCK: &str = body!("args.lua", "fenced_lock.lua");
-const FAIR_LOCK: &str = body!("args.lua", "fair_purge.lua", "fair_lock.lua");
-const FAIR_LEAVE: &str = body!("args.lua", "fair_leave.lua");
-const FAIR_UNLOCK: &str = body!("args.lua", "fair_purge.lua", "fair_unlock.lua");
-const FAIR_FORCE_UNLOCK: &str = body!("args.lua", "fair_purge.lua", "fair_force_unlock.lua");
-const RW_READ_LOCK: &str = body!("args.lua", "rw_read_lock.lua");
-const RW_READ_UNLOCK: &str = body!("args.lua", "rw_read_unlock.lua");
-const RW_WRITE_LOCK: &str = body!("args.lua", "rw_write_lock.lua");
-const RW_WRITE_UNLOCK: &str = body!("args.lua", "rw_write_unlock.lua");
-const RW_READ_FORCE_UNLOCK: &str = body!("args.lua", "rw_read_force_unlock.lua");
-const RW_WRITE_FORCE_UNLOCK: &str = body!("args.lua", "rw_write_force_unlock.lua");
-const RW_RENEW_READ: &str = body!("args.lua", "rw_renew_read.lua");
-const SEM_ACQUIRE: &str = body!("args.lua", "count.lua", "semaphore_acquire.lua");
-const SEM_RELEASE: &str = body!("args.lua", "count.lua", "semaphore_release.lua");
-const SEM_RELEASE_IF_EXISTS: &str =
-    body!("args.lua", "count.lua", "semaphore_release_if_exists.lua");
-const SEM_TRY_SET: &str = body!("args.lua", "count.lua", "semaphore_try_set.lua");
-const SEM_ADD: &str = body!("args.lua", "count.lua", "semaphore_add.lua");
-const SEM_DRAIN: &str = body!("args.lua", "count.lua", "semaphore_drain.lua");
-const PES_ACQUIRE: &str = body!(
-    "args.lua",
-    "count.lua",
-    "pes_reclaim.lua",
-    "pes_acquire.lua"
-);
-const PES_RELEASE: &str = body!(
-    "args.lua",
-    "count.lua",
-    "pes_reclaim.lua",
-    "pes_release.lua"
-);
-const PES_RELEASE_MANY: &str = body!(
-    "args.lua",
-    "count.lua",
-    "pes_reclaim.lua",
-    "pes_release_many.lua"
-);
-const PES_COUNTS: &str = body!("args.lua", "count.lua", "pes_reclaim.lua", "pes_counts.lua");
-const PES_SET_PERMITS: &str = body!("args.lua", "count.lua", "pes_set_permits.lua");
-const PES_UPDATE_LEASE: &str = body!(
-    "args.lua",
-    "count.lua",
-    "pes_reclaim.lua",
-    "pes_update_lease.lua"
-);
-const PES_LEASE_TIME: &str = body!(
-    "args.lua",
-    "count.lua",
-    "pes_reclaim.lua",
-    "pes_lease_time.lua"
-);
-const LATCH_TRY_SET: &str = body!("args.lua", "count.lua", "latch_try_set.lua");
-const LATCH_COUNT_DOWN: &str = body!("args.lua", "count.lua", "latch_count_down.lua");
-const LATCH_DELETE: &str = body!("args.lua", "latch_delete.lua");
+/// A permit-expirable-semaphore script: `count.lua`, `pes_reclaim.lua`, then
+/// the file.
+macro_rules! pes_body {
+    ($file:literal) => {
+        body!("args.lua", "count.lua", "pes_reclaim.lua", $file)
+    };
+}
 
 /// What an argument is, and so which values it must refuse.
 #[derive(Clone, Copy)]
@@ -168,6 +115,23 @@ struct Case {
     keys: Vec<String>,
     args: Vec<(Kind, String)>,
     watch: Vec<String>,
+}
+
+/// `case!(body; keys…; Kind value, …; watched…)`: a [`Case`]; keys and
+/// watched keys are `String` locals (cloned), each value goes through [`s`],
+/// and `..watch` gives the watched keys as one `Vec`.
+macro_rules! case {
+    ($body:expr; $($key:ident),+; $($kind:ident $value:expr),+; ..$watch:expr) => {
+        Case {
+            body: $body,
+            keys: vec![$($key.clone()),+],
+            args: vec![$((Kind::$kind, s($value))),+],
+            watch: $watch,
+        }
+    };
+    ($body:expr; $($key:ident),+; $($kind:ident $value:expr),+; $($watched:ident),+) => {
+        case!($body; $($key),+; $($kind $value),+; ..vec![$($watched.clone()),+])
+    };
 }
 
 impl Case {
@@ -357,6 +321,44 @@ impl Bench {
         self.cmd(&["PEXPIRE", key, "100000"]).await;
     }
 
+    /// `case` [`accepts`](Self::accepts)ed as a re-entry: a nil reply, the
+    /// count of `field` in the case's first key at 2, and `ttl_key`'s PTTL in
+    /// `ttl`.
+    async fn reentered(
+        &mut self,
+        case: &Case,
+        field: &str,
+        ttl_key: &str,
+        ttl: std::ops::RangeInclusive<i64>,
+    ) {
+        assert!(self.accepts(case, &[]).await.is_null());
+        assert_eq!(self.hget(&case.keys[0], field).await, Some(2));
+        assert!(ttl.contains(&self.pttl(ttl_key).await));
+    }
+
+    /// A bench, and its name.
+    async fn named(prefix: &str) -> (Bench, String) {
+        let t = Bench::new(prefix).await;
+        let n = t.name.clone();
+        (t, n)
+    }
+
+    /// A bench whose lock (its name, returned too) is [`held`](Self::held)
+    /// by `field`, `count` times.
+    async fn holding(prefix: &str, field: &str, count: &str) -> (Bench, String) {
+        let (t, n) = Bench::named(prefix).await;
+        t.held(&n, field, count).await;
+        (t, n)
+    }
+
+    /// A bench whose read-write lock (its name, returned too) is
+    /// [`rw_held`](Self::rw_held) in `mode` by `field`.
+    async fn rw_holding(prefix: &str, mode: &str, field: &str) -> (Bench, String) {
+        let (t, n) = Bench::named(prefix).await;
+        t.rw_held(&n, mode, field).await;
+        (t, n)
+    }
+
     /// Hold `key` as a read-write lock hash in `mode`, with a 100 s TTL.
     async fn rw_held(&self, key: &str, mode: &str, field: &str) {
         self.cmd(&["HSET", key, "mode", mode, field, "1"]).await;
@@ -402,7 +404,11 @@ async fn args_error_text() {
     let t = Bench::new("text").await;
     let keys = vec![t.name.clone()];
     let error = t
-        .eval(LOCK, &keys, vec![s("abc"), s("c:1")])
+        .eval(
+            body!("args.lua", "lock.lua"),
+            &keys,
+            vec![s("abc"), s("c:1")],
+        )
         .await
         .unwrap_err();
     assert!(
@@ -411,7 +417,10 @@ async fn args_error_text() {
         ),
         "{error:?}"
     );
-    let error = t.eval(LOCK, &keys, vec![s("1000")]).await.unwrap_err();
+    let error = t
+        .eval(body!("args.lua", "lock.lua"), &keys, vec![s("1000")])
+        .await
+        .unwrap_err();
     assert!(
         error
             .details()
@@ -419,7 +428,11 @@ async fn args_error_text() {
         "{error:?}"
     );
     let error = t
-        .eval(LOCK, &keys, vec![s("1\r\n2"), s("c:1")])
+        .eval(
+            body!("args.lua", "lock.lua"),
+            &keys,
+            vec![s("1\r\n2"), s("c:1")],
+        )
         .await
         .unwrap_err();
     assert!(error.details().contains("got \"1??2\""), "{error:?}");
@@ -428,22 +441,17 @@ async fn args_error_text() {
 
 #[tokio::test]
 async fn lock() {
-    let mut t = Bench::new("lock").await;
-    let n = t.name.clone();
-    t.held(&n, "c:1", "1").await;
-    let case = Case {
-        body: LOCK,
-        keys: vec![n.clone()],
-        args: vec![(Kind::Ms, s(30_000)), (Kind::Text, s("c:1"))],
-        watch: vec![n.clone()],
-    };
+    let (mut t, n) = Bench::holding("lock", "c:1", "1").await;
+    let case = case!(body!("args.lua", "lock.lua"); n; Ms 30_000, Text "c:1"; n);
     // Valid: re-entered, TTL reset to the lease.
-    assert!(t.accepts(&case, &[]).await.is_null());
-    assert_eq!(t.hget(&n, "c:1").await, Some(2));
-    assert!((29_000..=30_000).contains(&t.pttl(&n).await));
+    t.reentered(&case, "c:1", &n, 29_000..=30_000).await;
     // The largest lease is taken.
     let reply = t
-        .eval(LOCK, &case.keys, vec![s(3_155_760_000_000i64), s("c:1")])
+        .eval(
+            body!("args.lua", "lock.lua"),
+            &case.keys,
+            vec![s(3_155_760_000_000i64), s("c:1")],
+        )
         .await
         .unwrap();
     assert!(reply.is_null());
@@ -452,11 +460,9 @@ async fn lock() {
 
 #[tokio::test]
 async fn unlock() {
-    let mut t = Bench::new("unlock").await;
-    let n = t.name.clone();
-    t.held(&n, "c:1", "1").await;
+    let (mut t, n) = Bench::holding("unlock", "c:1", "1").await;
     let channel = format!("redisson_lock__channel:{{{n}}}");
-    let latch = unlocks(&mut t, UNLOCK, channel, "c:1", "0").await;
+    let latch = unlocks(&mut t, body!("args.lua", "unlock.lua"), channel, "c:1", "0").await;
     assert!((15_000..=16_000).contains(&t.pttl(&latch).await));
 }
 
@@ -472,18 +478,9 @@ async fn unlocks(
 ) -> String {
     let n = t.name.clone();
     let latch = latch(&n);
-    let case = Case {
-        body,
-        keys: vec![n.clone(), channel.clone(), latch.clone()],
-        args: vec![
-            (Kind::Text, s(message)),
-            (Kind::Ms, s(30_000)),
-            (Kind::Text, s(owner)),
-            (Kind::Publish, s("PUBLISH")),
-            (Kind::Ms, s(16_000)),
-        ],
-        watch: vec![n.clone(), latch.clone()],
-    };
+    let case = case!(body; n, channel, latch;
+        Text message, Ms 30_000, Text owner, Publish "PUBLISH", Ms 16_000;
+        n, latch);
     let reply = t.accepts(&case, &[]).await;
     t.released(reply, &[&n], Some(&latch), (channel, message))
         .await;
@@ -492,11 +489,9 @@ async fn unlocks(
 
 #[tokio::test]
 async fn force_unlock() {
-    let mut t = Bench::new("force").await;
-    let n = t.name.clone();
-    t.held(&n, "c:1", "1").await;
+    let (mut t, n) = Bench::holding("force", "c:1", "1").await;
     let channel = format!("redisson_lock__channel:{{{n}}}");
-    force_unlocks(&mut t, FORCE_UNLOCK, channel, "0").await;
+    force_unlocks(&mut t, body!("args.lua", "force_unlock.lua"), channel, "0").await;
 }
 
 /// `body` (force_unlock, rw_read_force_unlock or rw_write_force_unlock)
@@ -504,12 +499,7 @@ async fn force_unlock() {
 /// on `channel`.
 async fn force_unlocks(t: &mut Bench, body: &'static str, channel: String, message: &str) {
     let n = t.name.clone();
-    let case = Case {
-        body,
-        keys: vec![n.clone(), channel.clone()],
-        args: vec![(Kind::Text, s(message)), (Kind::Publish, s("PUBLISH"))],
-        watch: vec![n.clone()],
-    };
+    let case = case!(body; n, channel; Text message, Publish "PUBLISH"; n);
     let reply = t.accepts(&case, &[]).await;
     t.released(reply, &[&n], None, (channel, message)).await;
 }
@@ -520,16 +510,8 @@ async fn renew() {
     let (n1, n2) = (format!("{}:1", t.name), format!("{}:2", t.name));
     t.held(&n1, "c:1", "1").await;
     t.held(&n2, "c:2", "1").await;
-    let case = Case {
-        body: RENEW,
-        keys: vec![n1.clone(), n2.clone()],
-        args: vec![
-            (Kind::Ms, s(30_000)),
-            (Kind::Text, s("c:1")),
-            (Kind::Text, s("c:2")),
-        ],
-        watch: vec![n1.clone(), n2.clone()],
-    };
+    let case =
+        case!(body!("args.lua", "renew.lua"); n1, n2; Ms 30_000, Text "c:1", Text "c:2"; n1, n2);
     let extra = [(
         case.keys.clone(),
         vec![s(30_000), s("c:1"), s("c:2"), s("c:3")],
@@ -545,20 +527,12 @@ async fn renew() {
 
 #[tokio::test]
 async fn spin_unlock() {
-    let mut t = Bench::new("spin").await;
-    let n = t.name.clone();
+    let (mut t, n) = Bench::named("spin").await;
     let latch = latch(&n);
     t.held(&n, "c:1", "2").await;
-    let case = Case {
-        body: SPIN_UNLOCK,
-        keys: vec![n.clone(), latch.clone()],
-        args: vec![
-            (Kind::Ms, s(30_000)),
-            (Kind::Text, s("c:1")),
-            (Kind::Ms, s(16_000)),
-        ],
-        watch: vec![n.clone(), latch.clone()],
-    };
+    let case = case!(body!("args.lua", "spin_unlock.lua"); n, latch;
+        Ms 30_000, Text "c:1", Ms 16_000;
+        n, latch);
     let reply = t.accepts(&case, &[]).await;
     assert_eq!(reply.as_i64(), Some(0));
     assert_eq!(t.hget(&n, "c:1").await, Some(1));
@@ -569,31 +543,30 @@ async fn spin_unlock() {
 #[tokio::test]
 async fn delete() {
     // No ARGV to check; the fragment in front of it changes nothing.
-    let t = Bench::new("delete").await;
-    let n = t.name.clone();
-    t.held(&n, "c:1", "1").await;
+    let (t, n) = Bench::holding("delete", "c:1", "1").await;
     let keys = vec![n.clone()];
     assert_eq!(
-        t.eval(DELETE, &keys, vec![]).await.unwrap().as_i64(),
+        t.eval(body!("args.lua", "delete.lua"), &keys, vec![])
+            .await
+            .unwrap()
+            .as_i64(),
         Some(1)
     );
     assert_eq!(
-        t.eval(DELETE, &keys, vec![]).await.unwrap().as_i64(),
+        t.eval(body!("args.lua", "delete.lua"), &keys, vec![])
+            .await
+            .unwrap()
+            .as_i64(),
         Some(0)
     );
 }
 
 #[tokio::test]
 async fn fenced_lock() {
-    let mut t = Bench::new("fenced").await;
-    let n = t.name.clone();
+    let (mut t, n) = Bench::named("fenced").await;
     let token = format!("redisson_lock_token:{{{n}}}");
-    let case = Case {
-        body: FENCED_LOCK,
-        keys: vec![n.clone(), token.clone()],
-        args: vec![(Kind::Ms, s(30_000)), (Kind::Text, s("c:1"))],
-        watch: vec![n.clone(), token.clone()],
-    };
+    let case =
+        case!(body!("args.lua", "fenced_lock.lua"); n, token; Ms 30_000, Text "c:1"; n, token);
     let reply = t.accepts(&case, &[]).await;
     let reply: Vec<i64> = reply.convert().unwrap();
     assert_eq!(reply, [-1, 1]);
@@ -611,18 +584,9 @@ async fn fair_lock() {
     t.held(&n, "c:9", "1").await;
     t.cmd(&["RPUSH", &q, "stale"]).await;
     t.cmd(&["ZADD", &z, &s(now - 1_000), "stale"]).await;
-    let case = Case {
-        body: FAIR_LOCK,
-        keys: vec![n.clone(), q.clone(), z.clone()],
-        args: vec![
-            (Kind::Ms, s(30_000)),
-            (Kind::Text, s("c:1")),
-            (Kind::Ms0, s(60_000)),
-            (Kind::Epoch, s(now)),
-            (Kind::Flag, s("1")),
-        ],
-        watch: vec![n.clone(), q.clone(), z.clone()],
-    };
+    let case = case!(body!("args.lua", "fair_purge.lua", "fair_lock.lua"); n, q, z;
+        Ms 30_000, Text "c:1", Ms0 60_000, Epoch now, Flag "1";
+        n, q, z);
     let reply = t.accepts(&case, &[]).await;
     let ttl = reply.as_i64().unwrap();
     assert!((90_000..=100_000).contains(&ttl), "{ttl}");
@@ -633,7 +597,7 @@ async fn fair_lock() {
     // fair_lock_wait_timeout): only trying, busy.
     let reply = t
         .eval(
-            FAIR_LOCK,
+            body!("args.lua", "fair_purge.lua", "fair_lock.lua"),
             &case.keys,
             vec![s(30_000), s("c:2"), s(0), s(now_ms()), s("0")],
         )
@@ -659,16 +623,9 @@ async fn fair_leave() {
         "c:2",
     ])
     .await;
-    let case = Case {
-        body: FAIR_LEAVE,
-        keys: vec![q.clone(), z.clone(), n.clone(), base.clone()],
-        args: vec![
-            (Kind::Text, s("c:1")),
-            (Kind::Ms0, s(60_000)),
-            (Kind::Publish, s("PUBLISH")),
-        ],
-        watch: vec![q.clone(), z.clone(), n.clone()],
-    };
+    let case = case!(body!("args.lua", "fair_leave.lua"); q, z, n, base;
+        Text "c:1", Ms0 60_000, Publish "PUBLISH";
+        q, z, n);
     let reply = t.accepts(&case, &[]).await;
     assert!(reply.is_null());
     assert_eq!(t.list(&q).await, ["c:2"]);
@@ -677,7 +634,11 @@ async fn fair_leave() {
     assert_eq!(t.next_message().await, (format!("{base}:c:2"), s("0")));
     // A wait of 0 ms is valid.
     let reply = t
-        .eval(FAIR_LEAVE, &case.keys, vec![s("c:2"), s(0), s("PUBLISH")])
+        .eval(
+            body!("args.lua", "fair_leave.lua"),
+            &case.keys,
+            vec![s("c:2"), s(0), s("PUBLISH")],
+        )
         .await
         .unwrap();
     assert!(reply.is_null());
@@ -702,19 +663,9 @@ async fn fair_unlock() {
     let now = now_ms();
     let [n, q, z, base] = fair_held(&t, now).await;
     let latch = latch(&n);
-    let case = Case {
-        body: FAIR_UNLOCK,
-        keys: vec![n.clone(), q.clone(), z.clone(), base.clone(), latch.clone()],
-        args: vec![
-            (Kind::Text, s("0")),
-            (Kind::Ms, s(30_000)),
-            (Kind::Text, s("c:1")),
-            (Kind::Epoch, s(now)),
-            (Kind::Publish, s("PUBLISH")),
-            (Kind::Ms, s(16_000)),
-        ],
-        watch: vec![n.clone(), q.clone(), z.clone(), latch.clone()],
-    };
+    let case = case!(body!("args.lua", "fair_purge.lua", "fair_unlock.lua"); n, q, z, base, latch;
+        Text "0", Ms 30_000, Text "c:1", Epoch now, Publish "PUBLISH", Ms 16_000;
+        n, q, z, latch);
     let reply = t.accepts(&case, &[]).await;
     let woken = (format!("{base}:c:2"), "0");
     t.released(reply, &[&n], Some(&latch), woken).await;
@@ -726,16 +677,9 @@ async fn fair_force_unlock() {
     let mut t = Bench::new("fair-force").await;
     let now = now_ms();
     let [n, q, z, base] = fair_held(&t, now).await;
-    let case = Case {
-        body: FAIR_FORCE_UNLOCK,
-        keys: vec![n.clone(), q.clone(), z.clone(), base.clone()],
-        args: vec![
-            (Kind::Text, s("0")),
-            (Kind::Epoch, s(now)),
-            (Kind::Publish, s("PUBLISH")),
-        ],
-        watch: vec![n.clone(), q.clone(), z.clone()],
-    };
+    let case = case!(body!("args.lua", "fair_purge.lua", "fair_force_unlock.lua"); n, q, z, base;
+        Text "0", Epoch now, Publish "PUBLISH";
+        n, q, z);
     let reply = t.accepts(&case, &[]).await;
     let woken = (format!("{base}:c:2"), "0");
     t.released(reply, &[&n], None, woken).await;
@@ -760,20 +704,10 @@ async fn rw_read_lock() {
     let (t1, t2) = (format!("{timeouts}:1"), format!("{timeouts}:2"));
     t.rw_held(&n, "read", "c:1").await;
     t.cmd(&["SET", &t1, "1", "PX", "100000"]).await;
-    let case = Case {
-        body: RW_READ_LOCK,
-        keys: vec![n.clone(), timeouts.clone()],
-        args: vec![
-            (Kind::Ms, s(30_000)),
-            (Kind::Text, s("c:1")),
-            (Kind::Text, s("c:1:write")),
-        ],
-        watch: vec![n.clone(), t1.clone(), t2.clone()],
-    };
-    let reply = t.accepts(&case, &[]).await;
-    assert!(reply.is_null());
-    assert_eq!(t.hget(&n, "c:1").await, Some(2));
-    assert!((29_000..=30_000).contains(&t.pttl(&t2).await));
+    let case = case!(body!("args.lua", "rw_read_lock.lua"); n, timeouts;
+        Ms 30_000, Text "c:1", Text "c:1:write";
+        n, t1, t2);
+    t.reentered(&case, "c:1", &t2, 29_000..=30_000).await;
 }
 
 #[tokio::test]
@@ -784,23 +718,9 @@ async fn rw_read_unlock() {
     let latch = latch(&n);
     t.rw_held(&n, "read", "c:1").await;
     t.cmd(&["SET", &t1, "1", "PX", "100000"]).await;
-    let case = Case {
-        body: RW_READ_UNLOCK,
-        keys: vec![
-            n.clone(),
-            channel.clone(),
-            timeouts.clone(),
-            prefix.clone(),
-            latch.clone(),
-        ],
-        args: vec![
-            (Kind::Text, s("0")),
-            (Kind::Text, s("c:1")),
-            (Kind::Publish, s("PUBLISH")),
-            (Kind::Ms, s(16_000)),
-        ],
-        watch: vec![n.clone(), t1.clone(), latch.clone()],
-    };
+    let case = case!(body!("args.lua", "rw_read_unlock.lua"); n, channel, timeouts, prefix, latch;
+        Text "0", Text "c:1", Publish "PUBLISH", Ms 16_000;
+        n, t1, latch);
     let reply = t.accepts(&case, &[]).await;
     t.released(reply, &[&n, &t1], Some(&latch), (channel, "0"))
         .await;
@@ -808,20 +728,10 @@ async fn rw_read_unlock() {
 
 #[tokio::test]
 async fn rw_write_lock() {
-    let mut t = Bench::new("write-lock").await;
-    let n = t.name.clone();
-    t.rw_held(&n, "write", "c:1:write").await;
-    let case = Case {
-        body: RW_WRITE_LOCK,
-        keys: vec![n.clone()],
-        args: vec![(Kind::Ms, s(30_000)), (Kind::Text, s("c:1:write"))],
-        watch: vec![n.clone()],
-    };
-    let reply = t.accepts(&case, &[]).await;
-    assert!(reply.is_null());
-    assert_eq!(t.hget(&n, "c:1:write").await, Some(2));
+    let (mut t, n) = Bench::rw_holding("write-lock", "write", "c:1:write").await;
+    let case = case!(body!("args.lua", "rw_write_lock.lua"); n; Ms 30_000, Text "c:1:write"; n);
     // Re-entry adds the lease to the remaining TTL.
-    assert!((120_000..=130_000).contains(&t.pttl(&n).await));
+    t.reentered(&case, "c:1:write", &n, 120_000..=130_000).await;
 }
 
 #[tokio::test]
@@ -829,17 +739,24 @@ async fn rw_write_unlock() {
     let mut t = Bench::new("write-unlock").await;
     let [n, channel, _, _] = rw_keys(&t.name);
     t.rw_held(&n, "write", "c:1:write").await;
-    unlocks(&mut t, RW_WRITE_UNLOCK, channel, "c:1:write", "1").await;
+    unlocks(
+        &mut t,
+        body!("args.lua", "rw_write_unlock.lua"),
+        channel,
+        "c:1:write",
+        "1",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn rw_read_force_unlock() {
-    rw_force_unlock(RW_READ_FORCE_UNLOCK, "read", "0").await;
+    rw_force_unlock(body!("args.lua", "rw_read_force_unlock.lua"), "read", "0").await;
 }
 
 #[tokio::test]
 async fn rw_write_force_unlock() {
-    rw_force_unlock(RW_WRITE_FORCE_UNLOCK, "write", "1").await;
+    rw_force_unlock(body!("args.lua", "rw_write_force_unlock.lua"), "write", "1").await;
 }
 
 async fn rw_force_unlock(body: &'static str, mode: &str, message: &str) {
@@ -856,16 +773,9 @@ async fn rw_renew_read() {
     let t1 = format!("{timeouts}:1");
     t.rw_held(&n, "read", "c:1").await;
     t.cmd(&["SET", &t1, "1", "PX", "100000"]).await;
-    let case = Case {
-        body: RW_RENEW_READ,
-        keys: vec![n.clone(), prefix.clone()],
-        args: vec![
-            (Kind::Ms, s(30_000)),
-            (Kind::Count, s(1)),
-            (Kind::Text, s("c:1")),
-        ],
-        watch: vec![n.clone(), t1.clone()],
-    };
+    let case = case!(body!("args.lua", "rw_renew_read.lua"); n, prefix;
+        Ms 30_000, Count 1, Text "c:1";
+        n, t1);
     let extra = [
         // An argument too many.
         (
@@ -905,74 +815,61 @@ async fn semaphore_scripts() {
     let (n, ch, latch) = sem_keys(&t.name);
     t.cmd(&["SET", &n, "5"]).await;
     let watch = vec![n.clone(), latch.clone()];
-    let acquire = Case {
-        body: SEM_ACQUIRE,
-        keys: vec![n.clone(), latch.clone()],
-        args: vec![(Kind::Permits, s(2)), (Kind::Ms, s(32_000))],
-        watch: watch.clone(),
-    };
+    let acquire = case!(body!("args.lua", "count.lua", "semaphore_acquire.lua"); n, latch;
+        Permits 2, Ms 32_000;
+        ..watch.clone());
     assert_eq!(t.accepts(&acquire, &[]).await.as_i64(), Some(1));
     assert_eq!(t.get(&n).await.as_string().as_deref(), Some("3"));
     assert_eq!(t.get(&latch).await.as_string().as_deref(), Some("1"));
 
-    let release = Case {
-        body: SEM_RELEASE,
-        keys: vec![n.clone(), ch.clone(), latch.clone()],
-        args: vec![
-            (Kind::Permits, s(2)),
-            (Kind::Publish, s("PUBLISH")),
-            (Kind::Ms, s(32_000)),
-            (Kind::Flag, s("0")),
-        ],
-        watch: watch.clone(),
-    };
+    let release = case!(body!("args.lua", "count.lua", "semaphore_release.lua"); n, ch, latch;
+        Permits 2, Publish "PUBLISH", Ms 32_000, Flag "0";
+        ..watch.clone());
     assert_eq!(t.accepts(&release, &[]).await.as_i64(), Some(5));
     assert_eq!(t.next_message().await, (ch.clone(), s("5")));
     assert!(
-        t.eval(SEM_RELEASE, &release.keys, release.good())
-            .await
-            .unwrap()
-            .is_null(),
+        t.eval(
+            body!("args.lua", "count.lua", "semaphore_release.lua"),
+            &release.keys,
+            release.good()
+        )
+        .await
+        .unwrap()
+        .is_null(),
         "a replay"
     );
     assert_eq!(t.get(&latch).await.as_string().as_deref(), Some("0"));
 
-    let release_if_exists = Case {
-        body: SEM_RELEASE_IF_EXISTS,
-        keys: vec![n.clone(), ch.clone()],
-        args: vec![(Kind::Permits, s(1)), (Kind::Publish, s("PUBLISH"))],
-        watch: watch.clone(),
-    };
+    let release_if_exists = case!(
+        body!("args.lua", "count.lua", "semaphore_release_if_exists.lua"); n, ch;
+        Permits 1, Publish "PUBLISH";
+        ..watch.clone());
     assert_eq!(t.accepts(&release_if_exists, &[]).await.as_i64(), Some(1));
     assert_eq!(t.next_message().await, (ch.clone(), s("6")));
 
-    let add = Case {
-        body: SEM_ADD,
-        keys: vec![n.clone(), ch.clone()],
-        args: vec![
-            (Kind::Delta, s(-2)),
-            (Kind::Publish, s("PUBLISH")),
-            (Kind::Flag, s("0")),
-        ],
-        watch: watch.clone(),
-    };
+    let add = case!(body!("args.lua", "count.lua", "semaphore_add.lua"); n, ch;
+        Delta -2, Publish "PUBLISH", Flag "0";
+        ..watch.clone());
     assert_eq!(t.accepts(&add, &[]).await.as_i64(), Some(4));
     assert_eq!(t.next_message().await, (ch.clone(), s("4")));
     for extreme in ["-2147483648", "2147483647"] {
         let args = vec![s(extreme), s("PUBLISH"), s("1")];
-        t.eval(SEM_ADD, &add.keys, args).await.unwrap();
+        t.eval(
+            body!("args.lua", "count.lua", "semaphore_add.lua"),
+            &add.keys,
+            args,
+        )
+        .await
+        .unwrap();
     }
     assert_eq!(t.next_message().await, (ch.clone(), s("2147483647")));
     assert_eq!(t.get(&n).await.as_string().as_deref(), Some("3"));
 
     // trySetPermits on an absent semaphore; the TTL is optional.
     let absent = format!("{n}-absent");
-    let try_set = Case {
-        body: SEM_TRY_SET,
-        keys: vec![absent.clone(), ch.clone()],
-        args: vec![(Kind::Permits0, s(3)), (Kind::Publish, s("PUBLISH"))],
-        watch: vec![absent.clone()],
-    };
+    let try_set = case!(body!("args.lua", "count.lua", "semaphore_try_set.lua"); absent, ch;
+        Permits0 3, Publish "PUBLISH";
+        absent);
     let bad_ttls: Vec<(Vec<String>, Vec<String>, &str)> = ["0", "abc", "3155760000001"]
         .iter()
         .map(|ttl| {
@@ -986,10 +883,14 @@ async fn semaphore_scripts() {
     t.refuses_bad_args(&try_set, &bad_ttls).await;
     let with_ttl = vec![s(0), s("PUBLISH"), s(10_000)];
     assert_eq!(
-        t.eval(SEM_TRY_SET, &try_set.keys, with_ttl)
-            .await
-            .unwrap()
-            .as_i64(),
+        t.eval(
+            body!("args.lua", "count.lua", "semaphore_try_set.lua"),
+            &try_set.keys,
+            with_ttl
+        )
+        .await
+        .unwrap()
+        .as_i64(),
         Some(1)
     );
     assert!((9_000..=10_000).contains(&t.pttl(&absent).await));
@@ -997,7 +898,11 @@ async fn semaphore_scripts() {
 
     // drainPermits has no ARGV to check.
     let reply = t
-        .eval(SEM_DRAIN, std::slice::from_ref(&n), vec![])
+        .eval(
+            body!("args.lua", "count.lua", "semaphore_drain.lua"),
+            std::slice::from_ref(&n),
+            vec![],
+        )
         .await
         .unwrap();
     assert_eq!(reply.as_i64(), Some(3));
@@ -1007,8 +912,7 @@ async fn semaphore_scripts() {
 
 #[tokio::test]
 async fn permit_expirable_semaphore_scripts() {
-    let mut t = Bench::new("pes").await;
-    let n = t.name.clone();
+    let (mut t, n) = Bench::named("pes").await;
     let z = format!("{{{n}}}:timeout");
     let ch = format!("redisson_sc:{{{n}}}");
     let now = now_ms();
@@ -1017,19 +921,10 @@ async fn permit_expirable_semaphore_scripts() {
         .await;
     let watch = vec![n.clone(), z.clone()];
     let id = s("0123456789abcdef");
-    let acquire = Case {
-        body: PES_ACQUIRE,
-        keys: vec![n.clone(), z.clone(), ch.clone()],
-        args: vec![
-            (Kind::Permits, s(1)),
-            (Kind::Epoch, s(now + 30_000)),
-            (Kind::Epoch, s(now)),
-            (Kind::Epoch, s("922337203685477")),
-            (Kind::Publish, s("PUBLISH")),
-            (Kind::Id, id.clone()),
-        ],
-        watch: watch.clone(),
-    };
+    let acquire = case!(pes_body!("pes_acquire.lua"); n, z, ch;
+        Permits 1, Epoch now + 30_000, Epoch now, Epoch "922337203685477", Publish "PUBLISH",
+        Id id.clone();
+        ..watch.clone());
     let two_ids = {
         let mut args = acquire.good();
         args[0] = s(2);
@@ -1042,85 +937,49 @@ async fn permit_expirable_semaphore_scripts() {
         Some(now + 30_000)
     );
 
-    let update = Case {
-        body: PES_UPDATE_LEASE,
-        keys: vec![n.clone(), z.clone(), ch.clone()],
-        args: vec![
-            (Kind::Id, id.clone()),
-            (Kind::Epoch, s(now + 40_000)),
-            (Kind::Epoch, s(now)),
-            (Kind::Publish, s("PUBLISH")),
-        ],
-        watch: watch.clone(),
-    };
+    let update = case!(pes_body!("pes_update_lease.lua"); n, z, ch;
+        Id id.clone(), Epoch now + 40_000, Epoch now, Publish "PUBLISH";
+        ..watch.clone());
     assert_eq!(t.accepts(&update, &[]).await.as_i64(), Some(1));
 
-    let lease_time = Case {
-        body: PES_LEASE_TIME,
-        keys: vec![n.clone(), z.clone(), ch.clone()],
-        args: vec![
-            (Kind::Id, id.clone()),
-            (Kind::Epoch, s("922337203685477")),
-            (Kind::Epoch, s(now)),
-            (Kind::Publish, s("PUBLISH")),
-        ],
-        watch: watch.clone(),
-    };
+    let lease_time = case!(pes_body!("pes_lease_time.lua"); n, z, ch;
+        Id id.clone(), Epoch "922337203685477", Epoch now, Publish "PUBLISH";
+        ..watch.clone());
     let reply = t.accepts(&lease_time, &[]).await;
     assert_eq!(reply.as_i64(), Some(40_000));
 
-    let counts = Case {
-        body: PES_COUNTS,
-        keys: vec![n.clone(), z.clone(), ch.clone()],
-        args: vec![(Kind::Epoch, s(now)), (Kind::Publish, s("PUBLISH"))],
-        watch: watch.clone(),
-    };
+    let counts =
+        case!(pes_body!("pes_counts.lua"); n, z, ch; Epoch now, Publish "PUBLISH"; ..watch.clone());
     let reply = t.accepts(&counts, &[]).await;
     assert_eq!(ints(reply), [Some(1), Some(2)]);
 
-    let set_permits = Case {
-        body: PES_SET_PERMITS,
-        keys: vec![n.clone(), ch.clone(), z.clone()],
-        args: vec![(Kind::Permits0, s(4)), (Kind::Publish, s("PUBLISH"))],
-        watch: watch.clone(),
-    };
+    let set_permits = case!(body!("args.lua", "count.lua", "pes_set_permits.lua"); n, ch, z;
+        Permits0 4, Publish "PUBLISH";
+        ..watch.clone());
     let reply = t.accepts(&set_permits, &[]).await;
     assert_eq!(reply.as_i64(), Some(2), "4 in all, 2 taken");
     assert_eq!(t.next_message().await, (ch.clone(), s("4")));
 
-    let release_many = Case {
-        body: PES_RELEASE_MANY,
-        keys: vec![n.clone(), ch.clone(), z.clone()],
-        args: vec![
-            (Kind::Permits, s(2)),
-            (Kind::Epoch, s(now)),
-            (Kind::Publish, s("PUBLISH")),
-            (Kind::Id, id.clone()),
-            (Kind::Id, s("held-permit-0001")),
-        ],
-        watch: watch.clone(),
-    };
+    let release_many = case!(pes_body!("pes_release_many.lua"); n, ch, z;
+        Permits 2, Epoch now, Publish "PUBLISH", Id id.clone(), Id "held-permit-0001";
+        ..watch.clone());
     t.refuses_bad_args(&release_many, &[]).await;
-    let release = Case {
-        body: PES_RELEASE,
-        keys: vec![n.clone(), ch.clone(), z.clone()],
-        args: vec![
-            (Kind::Id, id.clone()),
-            (Kind::Permits, s(1)),
-            (Kind::Epoch, s(now)),
-            (Kind::Publish, s("PUBLISH")),
-        ],
-        watch: watch.clone(),
-    };
+    let release = case!(pes_body!("pes_release.lua"); n, ch, z;
+        Id id.clone(), Permits 1, Epoch now, Publish "PUBLISH";
+        ..watch.clone());
     t.refuses_bad_args(&release, &[]).await;
     let reply = t
-        .eval(PES_RELEASE_MANY, &release_many.keys, release_many.good())
+        .eval(
+            pes_body!("pes_release_many.lua"),
+            &release_many.keys,
+            release_many.good(),
+        )
         .await
         .unwrap();
     assert_eq!(reply.as_i64(), Some(2));
     assert_eq!(t.next_message().await, (ch.clone(), s("2")));
     let reply = t
-        .eval(PES_RELEASE, &release.keys, release.good())
+        .eval(pes_body!("pes_release.lua"), &release.keys, release.good())
         .await
         .unwrap();
     assert_eq!(reply.as_i64(), Some(-1), "already released");
@@ -1130,34 +989,19 @@ async fn permit_expirable_semaphore_scripts() {
 
 #[tokio::test]
 async fn latch_scripts() {
-    let mut t = Bench::new("latch").await;
-    let n = t.name.clone();
+    let (mut t, n) = Bench::named("latch").await;
     let ch = format!("redisson_countdownlatch__channel__{{{n}}}");
-    let try_set = Case {
-        body: LATCH_TRY_SET,
-        keys: vec![n.clone(), ch.clone()],
-        args: vec![
-            (Kind::Flag, s("1")),
-            (Kind::Positive, s(2)),
-            (Kind::Publish, s("PUBLISH")),
-        ],
-        watch: vec![n.clone()],
-    };
+    let try_set = case!(body!("args.lua", "count.lua", "latch_try_set.lua"); n, ch;
+        Flag "1", Positive 2, Publish "PUBLISH";
+        n);
     assert_eq!(t.accepts(&try_set, &[]).await.as_i64(), Some(1));
     assert_eq!(t.next_message().await, (ch.clone(), s("1")));
-    let count_down = Case {
-        body: LATCH_COUNT_DOWN,
-        keys: vec![n.clone(), ch.clone()],
-        args: vec![(Kind::Flag, s("0")), (Kind::Publish, s("PUBLISH"))],
-        watch: vec![n.clone()],
-    };
+    let count_down = case!(body!("args.lua", "count.lua", "latch_count_down.lua"); n, ch;
+        Flag "0", Publish "PUBLISH";
+        n);
     assert_eq!(t.accepts(&count_down, &[]).await.as_i64(), Some(1));
-    let delete = Case {
-        body: LATCH_DELETE,
-        keys: vec![n.clone(), ch.clone()],
-        args: vec![(Kind::Flag, s("1")), (Kind::Publish, s("PUBLISH"))],
-        watch: vec![n.clone()],
-    };
+    let delete =
+        case!(body!("args.lua", "latch_delete.lua"); n, ch; Flag "1", Publish "PUBLISH"; n);
     assert_eq!(t.accepts(&delete, &[]).await.as_i64(), Some(1));
     assert_eq!(t.next_message().await, (ch.clone(), s("1")));
     t.nothing_published().await;

@@ -43,6 +43,12 @@ async fn java(fx: &Fixture, script: &str, keys: Vec<String>, args: Vec<String>) 
     fx.raw.eval(script, keys, args).await.unwrap()
 }
 
+/// Java's `release(n)` on the semaphore and channel `keys`, publishing.
+async fn java_release(fx: &Fixture, keys: &[String], n: u32) -> Value {
+    let args = vec![n.to_string(), "PUBLISH".into()];
+    java(fx, JAVA_RELEASE, keys.to_vec(), args).await
+}
+
 #[tokio::test]
 async fn every_operation_leaves_the_spec_state() {
     let fx = Fixture::new("sem-state").await;
@@ -287,13 +293,7 @@ async fn java_shaped_commands_observe_and_drive_ours() {
     }
     wait_numsub(&fx.raw, &channel(&name), 1).await;
     let released = Instant::now();
-    java(
-        &fx,
-        JAVA_RELEASE,
-        keys.clone(),
-        vec!["2".into(), "PUBLISH".into()],
-    )
-    .await;
+    java_release(&fx, &keys, 2).await;
     eventually("two waiters woken", || async {
         waiters.iter().filter(|w| w.is_finished()).count() == 2
     })
@@ -325,20 +325,11 @@ async fn java_shaped_commands_observe_and_drive_ours() {
         .await
         .unwrap()
         .expect("the third acquires");
-    let heard = tokio::time::timeout(Duration::from_secs(5), listener.messages.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let heard = listener.next().await;
     assert_eq!(heard.value.as_string().as_deref(), Some("1"));
     // Java releases a permit ours took (permits are not owned): counts add up.
     third.forget();
-    java(
-        &fx,
-        JAVA_RELEASE,
-        keys.clone(),
-        vec!["1".into(), "PUBLISH".into()],
-    )
-    .await;
+    java_release(&fx, &keys, 1).await;
     got.pop().unwrap().release().await.unwrap();
     assert_eq!(sem.available_permits().await.unwrap(), 2);
     wait_numsub(&fx.raw, &channel(&name), 1).await; // only the listener
@@ -429,11 +420,7 @@ async fn a_lost_acquire_reply_is_undone_exactly() {
 async fn bad_input_gets_typed_errors_and_writes_nothing() {
     let fx = Fixture::new("sem-bad").await;
     let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
-    assert!(matches!(
-        client.semaphore(""),
-        Err(Error::InvalidName { .. })
-    ));
-    let sem = client.semaphore(name).unwrap();
+    let sem = common::named(|n| client.semaphore(n), name);
     let too_many = i32::MAX as u32 + 1;
     assert!(matches!(
         sem.acquire(too_many).await,
@@ -514,10 +501,8 @@ fn permits_dropped_after_the_client_is_gone_do_not_panic() {
 #[cfg(feature = "blocking")]
 #[test]
 fn blocking_semaphore() {
-    let server = common::Server::start();
-    let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
-    let name = common::unique("sem-blocking");
-    let sem = client.semaphore(&name).unwrap();
+    let (server, _client, name, sem) =
+        common::blocking_handle("sem-blocking", |c, n| c.semaphore(n));
     assert!(sem.try_set_permits(1).unwrap());
     let permit = sem.acquire(1).unwrap();
     assert!(sem.try_acquire(1).unwrap().is_none());

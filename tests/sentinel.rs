@@ -18,10 +18,7 @@ async fn sentinel() {
     let set = Sentinels::start().await;
     macro_rules! scenario {
         ($name:ident) => {
-            let at = Instant::now();
-            eprintln!("-- {}", stringify!($name));
-            $name(&set).await;
-            eprintln!("   {} ok in {:?}", stringify!($name), at.elapsed());
+            common::topology::timed(stringify!($name), $name(&set)).await
         };
     }
     scenario!(excludes_and_wakes);

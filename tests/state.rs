@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::fault::script_flush;
-use common::{eventually, wait_numsub, Fixture};
+use common::{eventually, lost_within, wait_numsub, Fixture};
 use fred::prelude::*;
 use redisson_lock::{Owner, Ttl};
 
@@ -50,20 +50,13 @@ async fn lock_reenter_unlock_leave_the_spec_state() {
     assert!(fx.pttl(name).await > 29_000);
 
     // Listen on the channel as a Java waiter would.
-    let listener = raw.clone_new();
-    listener.init().await.unwrap();
-    let mut messages = listener.message_rx();
-    listener
-        .subscribe(format!("redisson_lock__channel:{{{name}}}"))
-        .await
-        .unwrap();
+    let mut listener = fx
+        .listen(&format!("redisson_lock__channel:{{{name}}}"))
+        .await;
 
     outer.unlock().await.unwrap();
     assert!(!fx.exists(name).await, "full unlock deletes the hash");
-    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let message = listener.next().await;
     assert_eq!(
         message.channel,
         format!("redisson_lock__channel:{{{name}}}")
@@ -72,10 +65,7 @@ async fn lock_reenter_unlock_leave_the_spec_state() {
 
     // The unlock latch is written by the script and deleted afterwards.
     let pattern = format!("redisson_unlock_latch:{{{name}}}:*");
-    eventually("unlock latches deleted", || async {
-        fx.keys(&pattern).await.is_empty()
-    })
-    .await;
+    fx.until_no_keys("unlock latches deleted", &pattern).await;
 }
 
 #[tokio::test]
@@ -135,18 +125,9 @@ async fn names_with_braces_keep_their_hash_tag() {
     let plain = fx.client.lock("orders").unwrap();
     assert_eq!(plain.channel(), "redisson_lock__channel:{orders}");
 
-    let listener = fx.raw.clone_new();
-    listener.init().await.unwrap();
-    let mut messages = listener.message_rx();
-    listener
-        .subscribe(lock.channel().to_string())
-        .await
-        .unwrap();
+    let mut listener = fx.listen(lock.channel()).await;
     lock.lock().await.unwrap().unlock().await.unwrap();
-    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let message = listener.next().await;
     assert_eq!(&*message.channel, lock.channel());
 }
 
@@ -165,8 +146,9 @@ async fn queries_report_holders() {
     assert!(!lock.is_held_by(Owner::new(4)).await.unwrap());
     assert_eq!(lock.hold_count(Owner::new(3)).await.unwrap(), 2);
     assert!(b.is_held().await.unwrap());
-    b.unlock().await.unwrap();
-    a.unlock().await.unwrap();
+    for guard in [b, a] {
+        guard.unlock().await.unwrap();
+    }
     assert!(!lock.is_locked().await.unwrap());
 }
 
@@ -177,25 +159,14 @@ async fn force_unlock_deletes_publishes_and_fires_lost() {
     assert!(!lock.force_unlock().await.unwrap(), "nothing to force");
 
     let guard = lock.lock().await.unwrap();
-    let listener = fx.raw.clone_new();
-    listener.init().await.unwrap();
-    let mut messages = listener.message_rx();
-    listener
-        .subscribe(lock.channel().to_string())
-        .await
-        .unwrap();
+    let mut listener = fx.listen(lock.channel()).await;
 
     assert!(lock.force_unlock().await.unwrap());
     assert!(!fx.exists(&fx.name).await);
-    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let message = listener.next().await;
     assert_eq!(message.value.as_string().as_deref(), Some("0"));
     assert!(guard.is_lost());
-    tokio::time::timeout(Duration::from_secs(1), guard.lost())
-        .await
-        .expect("lost fires");
+    lost_within(&guard, 1, "lost fires").await;
     let err = guard.unlock().await.unwrap_err();
     assert!(
         matches!(err, redisson_lock::Error::NotHeld { .. }),

@@ -504,16 +504,13 @@ async fn chaos(raw: fred::clients::Client, storm: Arc<Storm>, stop: Arc<AtomicBo
     while !stop.load(Ordering::Relaxed) {
         tokio::time::sleep(ms(rng.random_range(5..=40))).await;
         match rng.random_range(0..10) {
-            0..4 => {
-                let n = client_kill(&raw, ClientType::Normal).await;
-                bump(&counts.kill_normal);
-                counts
-                    .killed_connections
-                    .fetch_add(n as u64, Ordering::Relaxed);
-            }
-            4..7 => {
-                let n = client_kill(&raw, ClientType::Pubsub).await;
-                bump(&counts.kill_pubsub);
+            n @ 0..7 => {
+                let (kind, count) = match n {
+                    0..4 => (ClientType::Normal, &counts.kill_normal),
+                    _ => (ClientType::Pubsub, &counts.kill_pubsub),
+                };
+                let n = client_kill(&raw, kind).await;
+                bump(count);
                 counts
                     .killed_connections
                     .fetch_add(n as u64, Ordering::Relaxed);

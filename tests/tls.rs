@@ -122,21 +122,7 @@ mod with_tls {
         let Some(server) = TlsServer::start(&certs).await else {
             return;
         };
-        let raw = server.raw().await;
-        let rules = [
-            "SETUSER",
-            "locker",
-            "on",
-            ">tls-locker-pw",
-            "resetkeys",
-            "~lk:*",
-            "~redisson_*",
-            "~{lk:*",
-            "resetchannels",
-            "&redisson_*",
-            "+@all",
-        ];
-        let _: Value = raw.custom(fred::cmd!("ACL"), rules.to_vec()).await.unwrap();
+        crate::common::acl_locker(&server.raw().await, "locker", "tls-locker-pw").await;
         for backend in Backend::all() {
             let client =
                 Client::connect(server.config(&server.url(Some("locker:tls-locker-pw")), backend))

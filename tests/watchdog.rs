@@ -3,13 +3,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{unique, Fixture, Server};
+use common::{unique, within, Fixture, Server};
 use fred::prelude::*;
 use redisson_lock::{Error, Ttl};
 
 #[tokio::test]
 async fn watchdog_keeps_the_lock_past_three_timeouts() {
-    let fx = Fixture::with("renew", |c| c.lock_watchdog_timeout(Duration::from_secs(1))).await;
+    let fx = Fixture::with_watchdog("renew", Duration::from_secs(1)).await;
     let lock = fx.client.lock(&fx.name).unwrap();
     let guard = lock.lock().await.unwrap();
     let ttl = fx.pttl(&fx.name).await;
@@ -35,14 +35,12 @@ async fn watchdog_keeps_the_lock_past_three_timeouts() {
 
 #[tokio::test]
 async fn lost_fires_when_the_key_is_deleted_behind_the_holders_back() {
-    let fx = Fixture::with("lost", |c| c.lock_watchdog_timeout(Duration::from_secs(1))).await;
+    let fx = Fixture::with_watchdog("lost", Duration::from_secs(1)).await;
     let guard = fx.client.lock(&fx.name).unwrap().lock().await.unwrap();
     assert!(!guard.is_lost());
     let _: i64 = fx.raw.del(&fx.name).await.unwrap();
     let started = Instant::now();
-    tokio::time::timeout(Duration::from_secs(3), guard.lost())
-        .await
-        .expect("lost within a renewal period or two");
+    common::lost_within(&guard, 3, "lost within a renewal period or two").await;
     assert!(started.elapsed() < Duration::from_secs(2));
     assert!(guard.is_lost());
     assert!(matches!(guard.unlock().await, Err(Error::NotHeld { .. })));
@@ -73,9 +71,7 @@ async fn lease_expires_and_the_next_waiter_gets_the_lock() {
         waited < Duration::from_secs(2),
         "woken by the TTL bound, after {waited:?}"
     );
-    tokio::time::timeout(Duration::from_secs(1), guard.lost())
-        .await
-        .expect("lease ran out");
+    common::lost_within(&guard, 1, "lease ran out").await;
     assert!(guard.is_lost());
     assert!(matches!(guard.unlock().await, Err(Error::NotHeld { .. })));
     next.unwrap().unlock().await.unwrap();
@@ -83,18 +79,13 @@ async fn lease_expires_and_the_next_waiter_gets_the_lock() {
 
 #[tokio::test]
 async fn leased_lock_is_not_renewed() {
-    let fx = Fixture::with("no-renew", |c| {
-        c.lock_watchdog_timeout(Duration::from_millis(300))
-    })
-    .await;
+    let fx = Fixture::with_watchdog("no-renew", Duration::from_millis(300)).await;
     let lock = fx.client.lock(&fx.name).unwrap();
     let guard = lock
         .lock_with_lease(Duration::from_millis(600))
         .await
         .unwrap();
-    tokio::time::timeout(Duration::from_secs(2), guard.lost())
-        .await
-        .expect("lease ran out");
+    common::lost_within(&guard, 2, "lease ran out").await;
     // `lost` fires at the lease counted from when the command was sent, so
     // never after the server's expiry, and possibly a moment before it. The
     // key then goes: a watchdog renewal (every 100 ms here) would keep it.
@@ -113,13 +104,13 @@ async fn leased_lock_is_not_renewed() {
 #[tokio::test]
 async fn renewal_is_batched() {
     let server = Server::private();
+    let raw = server.raw().await;
     let client = server
         .client_with(|c| {
             c.lock_watchdog_timeout(Duration::from_millis(600))
                 .lock_watchdog_batch_size(10)
         })
         .await;
-    let raw = server.raw().await;
     let base = unique("batch");
     let mut guards = Vec::new();
     for i in 0..35 {
@@ -245,13 +236,8 @@ async fn lost_hears_a_forced_unlock_by_another_client_at_once() {
         assert!(guard.is_lost());
         assert!(start.elapsed() < bound);
         // The other client takes the lock; our guard's drop must not free it.
-        let taken = other
-            .lock(&name)
-            .unwrap()
-            .try_lock()
-            .await
-            .unwrap()
-            .unwrap();
+        let taken = other.lock(&name).unwrap().try_lock().await.unwrap();
+        let taken = taken.expect("the forced-free lock is free");
         drop(guard);
         common::wait_numsub(&fx.raw, &channel, 0).await;
         assert!(taken.is_held().await.unwrap());
@@ -266,16 +252,9 @@ async fn lost_hears_a_forced_unlock_by_another_client_at_once() {
         &format!("redisson_lock__channel:{{{name}}}"),
     )
     .await;
-    assert!(other
-        .fenced_lock(&name)
-        .unwrap()
-        .force_unlock()
-        .await
-        .unwrap());
-    tokio::time::timeout(bound, lost)
-        .await
-        .expect("fenced: lost() at once")
-        .unwrap();
+    let fenced = other.fenced_lock(&name).unwrap();
+    assert!(fenced.force_unlock().await.unwrap());
+    within(bound, "fenced: lost() at once", lost).await;
 
     let name = unique("lost-fast-rw");
     let rw = fx.client.read_write_lock(&name).unwrap();
@@ -283,13 +262,8 @@ async fn lost_hears_a_forced_unlock_by_another_client_at_once() {
     let before = common::command_calls(&fx.raw, "hexists").await;
     let mut lost = watching(&fx.raw, &read, &format!("redisson_rwlock:{{{name}}}")).await;
     // Another reader leaving publishes too, but our hold is still there.
-    let second = other
-        .read_write_lock(&name)
-        .unwrap()
-        .read()
-        .lock()
-        .await
-        .unwrap();
+    let other_rw = other.read_write_lock(&name).unwrap();
+    let second = other_rw.read().lock().await.unwrap();
     let checks = common::command_calls(&fx.raw, "hexists").await;
     second.unlock().await.unwrap();
     common::eventually(
@@ -303,17 +277,8 @@ async fn lost_hears_a_forced_unlock_by_another_client_at_once() {
         "another reader's unlock is no loss"
     );
     assert!(!read.is_lost());
-    assert!(other
-        .read_write_lock(&name)
-        .unwrap()
-        .read()
-        .force_unlock()
-        .await
-        .unwrap());
-    tokio::time::timeout(bound, lost)
-        .await
-        .expect("read lock: lost() at once")
-        .unwrap();
+    assert!(other_rw.read().force_unlock().await.unwrap());
+    within(bound, "read lock: lost() at once", lost).await;
     assert!(read.is_lost());
 
     let name = unique("lost-fast-w");
@@ -326,17 +291,9 @@ async fn lost_hears_a_forced_unlock_by_another_client_at_once() {
         .await
         .unwrap();
     let lost = watching(&fx.raw, &write, &format!("redisson_rwlock:{{{name}}}")).await;
-    assert!(other
-        .read_write_lock(&name)
-        .unwrap()
-        .write()
-        .force_unlock()
-        .await
-        .unwrap());
-    tokio::time::timeout(bound, lost)
-        .await
-        .expect("write lock: lost() at once")
-        .unwrap();
+    let other_rw = other.read_write_lock(&name).unwrap();
+    assert!(other_rw.write().force_unlock().await.unwrap());
+    within(bound, "write lock: lost() at once", lost).await;
 }
 
 /// A holder that watches `lost()` and then unlocks normally leaves nothing
@@ -371,10 +328,7 @@ async fn watching_lost_leaves_no_subscription_behind() {
 /// and a hold that is gone is `NotHeld` and reported lost.
 #[tokio::test]
 async fn extend_sets_the_lease_from_now() {
-    let fx = Fixture::with("extend", |c| {
-        c.lock_watchdog_timeout(Duration::from_secs(1))
-    })
-    .await;
+    let fx = Fixture::with_watchdog("extend", Duration::from_secs(1)).await;
     let lock = fx.client.lock(&fx.name).unwrap();
     let mut guard = lock
         .lock_with_lease(Duration::from_millis(300))
@@ -418,9 +372,8 @@ async fn extend_sets_the_lease_from_now() {
     assert_eq!(guard.lease(), None);
     guard.extend(Duration::from_millis(1_500)).await.unwrap();
     assert_eq!(guard.lease(), Some(Duration::from_millis(1_500)));
-    tokio::time::timeout(Duration::from_secs(3), guard.lost())
-        .await
-        .expect("lost at the end of the new lease, not renewed");
+    let what = "lost at the end of the new lease, not renewed";
+    common::lost_within(&guard, 3, what).await;
     // lost() fires just before the server's expiry (a drift margin); then
     // the key expires, which a still-renewed hold never would.
     common::eventually("the extended hold expired, not renewed", || async {
@@ -474,10 +427,8 @@ async fn run_stops_the_work_when_the_lock_is_lost() {
     .await;
     let other = fx.client().await;
     assert!(other.lock(&fx.name).unwrap().force_unlock().await.unwrap());
-    let outcome = tokio::time::timeout(Duration::from_secs(2), run)
-        .await
-        .expect("run ends within a round trip of the forced unlock")
-        .unwrap();
+    let what = "run ends within a round trip of the forced unlock";
+    let outcome = within(Duration::from_secs(2), what, run).await;
     assert!(matches!(outcome, Err(Error::Lost { .. })), "{outcome:?}");
     assert!(work_dropped.await.is_err(), "the work was dropped");
 }

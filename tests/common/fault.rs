@@ -40,13 +40,19 @@ macro_rules! child_entry {
 /// The lock kinds a [`Job`] can take.
 pub const KINDS: [&str; 6] = ["lock", "fair", "read", "write", "spin", "fenced"];
 
-const VAR_JOB: &str = "REDISSON_LOCK_FAULT_JOB";
-const VAR_URL: &str = "REDISSON_LOCK_FAULT_URL";
-const VAR_KIND: &str = "REDISSON_LOCK_FAULT_KIND";
-const VAR_NAME: &str = "REDISSON_LOCK_FAULT_NAME";
-const VAR_WATCHDOG_MS: &str = "REDISSON_LOCK_FAULT_WATCHDOG_MS";
-const VAR_COUNTER_KEY: &str = "REDISSON_LOCK_FAULT_COUNTER_KEY";
-const VAR_ROUNDS: &str = "REDISSON_LOCK_FAULT_ROUNDS";
+/// The child job's environment variable `REDISSON_LOCK_FAULT_<name>`.
+macro_rules! var {
+    ($name:literal) => {
+        concat!("REDISSON_LOCK_FAULT_", $name)
+    };
+}
+const VAR_JOB: &str = var!("JOB");
+const VAR_URL: &str = var!("URL");
+const VAR_KIND: &str = var!("KIND");
+const VAR_NAME: &str = var!("NAME");
+const VAR_WATCHDOG_MS: &str = var!("WATCHDOG_MS");
+const VAR_COUNTER_KEY: &str = var!("COUNTER_KEY");
+const VAR_ROUNDS: &str = var!("ROUNDS");
 
 /// Rounds between two `PROGRESS <n>` lines of an [`Job::Increment`].
 pub const PROGRESS_EVERY: u64 = 10_000;
@@ -78,39 +84,40 @@ pub enum Job {
 
 impl ChildJob for Job {
     fn to_env(&self) -> Vec<(&'static str, String)> {
-        let (Job::Hold { kind, .. } | Job::Increment { kind, .. }) = self;
+        let (Job::Hold {
+            url, kind, name, ..
+        }
+        | Job::Increment {
+            url, kind, name, ..
+        }) = self;
         assert!(
             KINDS.contains(&kind.as_str()),
             "unknown lock kind {kind:?} (expected one of {KINDS:?})"
         );
-        match self {
-            Job::Hold {
-                url,
-                kind,
-                name,
-                watchdog_ms,
-            } => vec![
-                (VAR_JOB, "hold".into()),
-                (VAR_URL, url.clone()),
-                (VAR_KIND, kind.clone()),
-                (VAR_NAME, name.clone()),
-                (VAR_WATCHDOG_MS, watchdog_ms.to_string()),
-            ],
+        let (job, own) = match self {
+            Job::Hold { watchdog_ms, .. } => {
+                ("hold", vec![(VAR_WATCHDOG_MS, watchdog_ms.to_string())])
+            }
             Job::Increment {
-                url,
-                kind,
-                name,
                 counter_key,
                 rounds,
-            } => vec![
-                (VAR_JOB, "increment".into()),
-                (VAR_URL, url.clone()),
-                (VAR_KIND, kind.clone()),
-                (VAR_NAME, name.clone()),
-                (VAR_COUNTER_KEY, counter_key.clone()),
-                (VAR_ROUNDS, rounds.to_string()),
-            ],
-        }
+                ..
+            } => (
+                "increment",
+                vec![
+                    (VAR_COUNTER_KEY, counter_key.clone()),
+                    (VAR_ROUNDS, rounds.to_string()),
+                ],
+            ),
+        };
+        let mut env = vec![
+            (VAR_JOB, job.into()),
+            (VAR_URL, url.clone()),
+            (VAR_KIND, kind.clone()),
+            (VAR_NAME, name.clone()),
+        ];
+        env.extend(own);
+        env
     }
 }
 

@@ -6,27 +6,22 @@ use redisson_lock::{Client, Lock};
 /// Makes the lock `name` of one kind on a client.
 pub type Make<K> = fn(&Client, &str) -> Lock<K>;
 
-pub fn rlock(c: &Client, n: &str) -> Lock<redisson_lock::Reentrant> {
-    c.lock(n).unwrap()
+/// `name: Kind = |c, n| constructor;` makes `pub fn name(c, n) -> Lock<Kind>`.
+macro_rules! makers {
+    ($($name:ident: $kind:ident = |$c:ident, $n:ident| $make:expr;)*) => {
+        $(pub fn $name($c: &Client, $n: &str) -> Lock<redisson_lock::$kind> {
+            $make
+        })*
+    };
 }
-pub fn fair(c: &Client, n: &str) -> Lock<redisson_lock::Fair> {
-    c.fair_lock(n).unwrap()
-}
-pub fn non_reentrant_fair(c: &Client, n: &str) -> Lock<redisson_lock::NonReentrantFair> {
-    c.non_reentrant_fair_lock(n).unwrap()
-}
-pub fn non_reentrant(c: &Client, n: &str) -> Lock<redisson_lock::NonReentrant> {
-    c.non_reentrant_lock(n).unwrap()
-}
-pub fn spin(c: &Client, n: &str) -> Lock<redisson_lock::Spin> {
-    c.spin_lock(n).unwrap()
-}
-pub fn fenced(c: &Client, n: &str) -> Lock<redisson_lock::Fenced> {
-    c.fenced_lock(n).unwrap()
-}
-pub fn read(c: &Client, n: &str) -> Lock<redisson_lock::Read> {
-    c.read_write_lock(n).unwrap().read()
-}
-pub fn write(c: &Client, n: &str) -> Lock<redisson_lock::Write> {
-    c.read_write_lock(n).unwrap().write()
+
+makers! {
+    rlock: Reentrant = |c, n| c.lock(n).unwrap();
+    fair: Fair = |c, n| c.fair_lock(n).unwrap();
+    non_reentrant_fair: NonReentrantFair = |c, n| c.non_reentrant_fair_lock(n).unwrap();
+    non_reentrant: NonReentrant = |c, n| c.non_reentrant_lock(n).unwrap();
+    spin: Spin = |c, n| c.spin_lock(n).unwrap();
+    fenced: Fenced = |c, n| c.fenced_lock(n).unwrap();
+    read: Read = |c, n| c.read_write_lock(n).unwrap().read();
+    write: Write = |c, n| c.read_write_lock(n).unwrap().write();
 }

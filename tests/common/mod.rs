@@ -19,9 +19,11 @@ pub use redisson_lock_testkit::{
 };
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use fred::prelude::*;
-use redisson_lock::{Client, Config};
+use redisson_lock::{Client, Config, Kind, Lock, LockGuard};
+use tokio::task::JoinHandle;
 
 /// The usual start of a test: a server ([`Server::start`]), a client of it,
 /// a raw fred client to look at and poke Redis state, and a unique lock name.
@@ -50,6 +52,11 @@ impl Fixture {
             name: unique(prefix),
             server,
         }
+    }
+
+    /// A server and clients whose lock watchdog timeout is `watchdog`.
+    pub async fn with_watchdog(prefix: &str, watchdog: Duration) -> Fixture {
+        Fixture::with(prefix, |c| c.lock_watchdog_timeout(watchdog)).await
     }
 
     /// Another client of the same server (another client id).
@@ -90,6 +97,11 @@ impl Fixture {
             .unwrap()
     }
 
+    /// Waits until no key matches `pattern` (`what`: e.g. latches deleted).
+    pub async fn until_no_keys(&self, what: &str, pattern: &str) {
+        eventually(what, || async { self.keys(pattern).await.is_empty() }).await;
+    }
+
     /// A Java-like listener: a connection of its own subscribed to `channel`.
     pub async fn listen(&self, channel: &str) -> Listener {
         let client = self.raw.clone_new();
@@ -118,6 +130,14 @@ pub struct Listener {
 }
 
 impl Listener {
+    /// The next message, 5 s at most.
+    pub async fn next(&mut self) -> fred::types::Message {
+        tokio::time::timeout(Duration::from_secs(5), self.messages.recv())
+            .await
+            .expect("a message within 5 s")
+            .unwrap()
+    }
+
     /// Every message published so far, in order. A PING on the listener's
     /// connection is answered after every message queued for it before, so
     /// once it returns every message of a command that already returned is
@@ -132,17 +152,109 @@ impl Listener {
     }
 }
 
+/// `ACL SETUSER user` with `password`, on, every command, and the keys and
+/// channels of the locks named `lk:*`.
+pub async fn acl_locker(raw: &fred::clients::Client, user: &str, password: &str) {
+    let password = format!(">{password}");
+    let rules = [
+        "SETUSER",
+        user,
+        "on",
+        &password,
+        "resetkeys",
+        "~lk:*",
+        "~redisson_*",
+        "~{lk:*",
+        "resetchannels",
+        "&redisson_*",
+        "+@all",
+    ];
+    let _: Value = raw.custom(fred::cmd!("ACL"), rules.to_vec()).await.unwrap();
+}
+
 /// Wait for every task, 60 s at most each ("no task stuck"), and add up what
 /// they return (e.g. how many acquisitions each made).
 pub async fn sum_of<T: std::ops::AddAssign + Default>(tasks: Vec<tokio::task::JoinHandle<T>>) -> T {
     let mut sum = T::default();
-    for task in tasks {
-        sum += tokio::time::timeout(std::time::Duration::from_secs(60), task)
-            .await
-            .expect("no task stuck")
-            .unwrap();
+    for n in all_within(60, tasks).await {
+        sum += n;
     }
     sum
+}
+
+/// `tests_of!(check: test(args)…)`: one `#[tokio::test] async fn test()`
+/// per entry, running `check(args).await`.
+#[macro_export]
+macro_rules! tests_of {
+    ($check:ident: $($test:ident($($arg:expr),*))*) => {
+        $(
+            #[tokio::test]
+            async fn $test() {
+                $check($($arg),*).await;
+            }
+        )*
+    };
+}
+
+/// A task waiting up to `wait` for `lock` (watchdog lease): its guard, if it got one.
+pub fn spawn_waiter<K: Kind>(lock: &Lock<K>, wait: Duration) -> JoinHandle<Option<LockGuard<K>>> {
+    let lock = lock.clone();
+    tokio::spawn(async move { lock.try_lock_for(wait, None).await.unwrap() })
+}
+
+/// As [`spawn_waiter`], with the instant the waiter got the lock.
+pub fn spawn_timed_waiter<K: Kind>(
+    lock: &Lock<K>,
+    wait: Duration,
+) -> JoinHandle<Option<(Instant, LockGuard<K>)>> {
+    let lock = lock.clone();
+    tokio::spawn(async move {
+        let got = lock.try_lock_for(wait, None).await.unwrap();
+        got.map(|g| (Instant::now(), g))
+    })
+}
+
+/// Waits `secs` s at most for `guard`'s `lost()` (else panics with `what`).
+pub async fn lost_within<K: Kind>(guard: &LockGuard<K>, secs: u64, what: &str) {
+    tokio::time::timeout(Duration::from_secs(secs), guard.lost())
+        .await
+        .expect(what);
+}
+
+/// What `task` returns, awaited `wait` at most (else panics with `what`).
+pub async fn within<T>(wait: Duration, what: &str, task: JoinHandle<T>) -> T {
+    tokio::time::timeout(wait, task).await.expect(what).unwrap()
+}
+
+/// What every task returns, each awaited `secs` s at most ("no task stuck").
+pub async fn all_within<T>(secs: u64, tasks: Vec<JoinHandle<T>>) -> Vec<T> {
+    let mut out = Vec::new();
+    for task in tasks {
+        out.push(within(Duration::from_secs(secs), "no task stuck", task).await);
+    }
+    out
+}
+
+/// A server, a blocking client of it, a name `unique(prefix)` and the
+/// handle `make` makes for that name (tests of the blocking API).
+#[cfg(feature = "blocking")]
+pub fn blocking_handle<T>(
+    prefix: &str,
+    make: impl FnOnce(&redisson_lock::blocking::BlockingClient, &str) -> redisson_lock::Result<T>,
+) -> (Server, redisson_lock::blocking::BlockingClient, String, T) {
+    let server = Server::start();
+    let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
+    let name = unique(prefix);
+    let handle = make(&client, &name).unwrap();
+    (server, client, name, handle)
+}
+
+/// The handle `make` makes for `name`, once `make` refused the empty name
+/// with `InvalidName`.
+pub fn named<T>(make: impl Fn(&str) -> redisson_lock::Result<T>, name: &str) -> T {
+    let refused = matches!(make(""), Err(redisson_lock::Error::InvalidName { .. }));
+    assert!(refused, "the empty name is InvalidName");
+    make(name).unwrap()
 }
 
 /// From a thread outside any runtime (a test of the blocking API): wait until

@@ -8,6 +8,15 @@ use redisson_lock::Client;
 
 pub use redisson_lock_testkit::topology::*;
 
+/// Runs the scenario `name`, logging its start and how long it took.
+pub async fn timed<T>(name: &str, scenario: impl std::future::Future<Output = T>) -> T {
+    let at = Instant::now();
+    eprintln!("-- {name}");
+    let out = scenario.await;
+    eprintln!("   {name} ok in {:?}", at.elapsed());
+    out
+}
+
 /// A lock held by one client and awaited by another, across a fault: the
 /// common shape of the failover tests.
 pub struct Standoff {

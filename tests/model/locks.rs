@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use redisson_lock::{AnyKind, Error, Fenced, Lock, LockGuard};
 
 use super::lock_waits::{cancel_waiter, check_state, handover, read_state, Waiter};
-use super::{lease_str, ms, Env, Exp, Step, StepResult, Stop, LEASE, OWNERS, WAIT};
+use super::{lease_str, ms, Env, Exp, Step, StepResult, LEASE, OWNERS, WAIT};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -275,16 +275,13 @@ impl Handles {
 }
 
 pub fn case(env: &Env, input: &(Kind, Vec<Op>)) -> Result<(), String> {
-    env.rt.block_on(async {
-        let (kind, ops) = input;
-        let name = super::name("model-lock");
-        let mut step = Step::new(env, &format!("{kind:?}"), format!("{kind:?} {name:?}:"));
-        let result = run(env, &mut step, *kind, &name, ops).await;
-        match result {
-            Ok(()) | Err(Stop::Stalled) => Ok(()),
-            Err(Stop::Mismatch(log)) => Err(log),
-        }
-    })
+    let (kind, ops) = input;
+    super::one_case(
+        env,
+        "model-lock",
+        &format!("{kind:?}"),
+        async |step, name| run(env, step, *kind, name, ops).await,
+    )
 }
 
 async fn run(env: &Env, step: &mut Step<'_>, kind: Kind, name: &str, ops: &[Op]) -> StepResult<()> {
@@ -483,8 +480,7 @@ async fn run(env: &Env, step: &mut Step<'_>, kind: Kind, name: &str, ops: &[Op])
                 (Out::Busy, Out::Busy)
             }
             Op::Sleep(d) => {
-                tokio::time::sleep(Duration::from_millis(d)).await;
-                step.record(op, "");
+                step.slept(op, d).await;
                 continue;
             }
         };

@@ -93,6 +93,15 @@ impl Env {
         }
     }
 
+    /// One handle per client, made by `make` (`what` names it on an error).
+    pub fn per_client<T>(
+        &self,
+        what: &str,
+        make: impl Fn(&Client) -> redisson_lock::Result<T>,
+    ) -> Vec<T> {
+        self.clients.iter().map(|c| make(c).expect(what)).collect()
+    }
+
     /// The client of owner `i`.
     pub fn client(&self, owner: usize) -> &Client {
         &self.clients[owner % self.clients.len()]
@@ -295,6 +304,27 @@ impl<'a> Step<'a> {
         Ok(())
     }
 
+    /// Sleeps `ms` and records `op` (a sleep has no reply).
+    pub async fn slept(&mut self, op: &dyn std::fmt::Debug, ms: u64) {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        self.record(op, "");
+    }
+
+    /// Records `op -> real`, reads the state by `read`, then
+    /// [`check_time`](Self::check_time)s against `after`.
+    pub async fn observed<T>(
+        &mut self,
+        op: &dyn std::fmt::Debug,
+        real: &dyn std::fmt::Debug,
+        read: impl std::future::Future<Output = T>,
+        after: &[Exp],
+    ) -> StepResult<T> {
+        self.record(op, &format!("{real:?}"));
+        let state = read.await;
+        self.check_time(after)?;
+        Ok(state)
+    }
+
     /// Record `op -> result`.
     pub fn record(&mut self, op: &dyn std::fmt::Debug, result: &str) {
         let _ = write!(self.log, "\n  {op:?} -> {result}");
@@ -361,6 +391,24 @@ pub fn run<S>(
         }
         Err(TestError::Abort(reason)) => panic!("model {what}: aborted: {reason}"),
     }
+}
+
+/// One case of `kind` on a fresh name `name(prefix)`, driven by `run`: a
+/// stalled case passes, a mismatch fails with its transcript.
+pub fn one_case<'e>(
+    env: &'e Env,
+    prefix: &str,
+    kind: &str,
+    run: impl AsyncFnOnce(&mut Step<'e>, &str) -> StepResult<()>,
+) -> Result<(), String> {
+    env.rt.block_on(async {
+        let name = name(prefix);
+        let mut step = Step::new(env, kind, format!("{kind} {name:?}:"));
+        match run(&mut step, &name).await {
+            Ok(()) | Err(Stop::Stalled) => Ok(()),
+            Err(Stop::Mismatch(log)) => Err(log),
+        }
+    })
 }
 
 /// A unique name per case.

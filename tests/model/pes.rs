@@ -4,13 +4,13 @@
 //! queries: all), releases by guard and by id.
 
 use std::fmt;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use fred::prelude::*;
 use proptest::prelude::*;
-use redisson_lock::{Error, PermitExpirableSemaphore, PermitGuard, PermitId, PermitLease};
+use redisson_lock::{Error, PermitGuard, PermitId, PermitLease};
 
-use super::{lease_str, ms, Env, Exp, Step, StepResult, Stop, LEASE, WAIT};
+use super::{lease_str, ms, Env, Exp, Step, StepResult, LEASE, WAIT};
 
 /// Redisson's score of a permit that never expires.
 const NEVER: f64 = 922_337_203_685_477.0;
@@ -74,6 +74,14 @@ impl fmt::Debug for Op {
             Op::Sleep(d) => write!(f, "sleep({d}ms)"),
         }
     }
+}
+
+/// One case: `ops` on a fresh semaphore, against the model.
+pub fn case(env: &Env, ops: &[Op]) -> Result<(), String> {
+    let kind = "PermitExpirableSemaphore";
+    super::one_case(env, "model-pes", kind, async |step, name| {
+        run(env, step, name, ops).await
+    })
 }
 
 pub fn strategy() -> impl Strategy<Value = Vec<Op>> {
@@ -168,27 +176,8 @@ impl Model {
     }
 }
 
-pub fn case(env: &Env, ops: &[Op]) -> Result<(), String> {
-    env.rt.block_on(async {
-        let name = super::name("model-pes");
-        let mut step = Step::new(
-            env,
-            "PermitExpirableSemaphore",
-            format!("PermitExpirableSemaphore {name:?}:"),
-        );
-        match run(env, &mut step, &name, ops).await {
-            Ok(()) | Err(Stop::Stalled) => Ok(()),
-            Err(Stop::Mismatch(log)) => Err(log),
-        }
-    })
-}
-
 async fn run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[Op]) -> StepResult<()> {
-    let sems: Vec<PermitExpirableSemaphore> = env
-        .clients
-        .iter()
-        .map(|c| c.permit_expirable_semaphore(name).expect("semaphore"))
-        .collect();
+    let sems = env.per_client("semaphore", |c| c.permit_expirable_semaphore(name));
     let mut guards: Vec<PermitGuard> = Vec::new();
     let mut m = Model {
         avail: None,
@@ -330,14 +319,12 @@ async fn run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[Op]) -> StepResu
                 (real, Out::Lease(model.into()))
             }
             Op::Sleep(d) => {
-                tokio::time::sleep(Duration::from_millis(d)).await;
-                step.record(op, "");
+                step.slept(op, d).await;
                 continue;
             }
         };
-        step.record(op, &format!("{real:?}"));
-        let state = read_state(env, name).await;
-        step.check_time(&m.windows())?;
+        let read = read_state(env, name);
+        let state = step.observed(op, &real, read, &m.windows()).await?;
         let (value, members) = match state {
             Ok(s) => s,
             Err(e) => return step.mismatch(format!("reading state: {e}")),

@@ -11,7 +11,7 @@ use fred::prelude::*;
 use proptest::prelude::*;
 use redisson_lock::{Error, LockGuard, Read, ReadLock, Write, WriteLock};
 
-use super::{lease_str, ms, Env, Exp, Step, StepResult, Stop, LEASE, OWNERS, WAIT};
+use super::{lease_str, ms, Env, Exp, Step, StepResult, LEASE, OWNERS, WAIT};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Half {
@@ -294,19 +294,47 @@ impl Model {
     }
 }
 
+/// Tries `lock` for `wait` with `lease`; a guard it gets goes on `held`.
+async fn try_hold<K: redisson_lock::Kind>(
+    lock: &redisson_lock::Lock<K>,
+    held: &mut Vec<(LockGuard<K>, Option<Duration>)>,
+    wait: Duration,
+    lease: Option<Duration>,
+) -> Out {
+    let r = lock.try_lock_for(wait, lease).await;
+    out_of(r, |g| match g {
+        Some(g) => {
+            held.push((g, lease));
+            Out::Acquired
+        }
+        None => Out::Busy,
+    })
+}
+
+/// Re-enters the last guard on `held` (`None` without one), its lease with
+/// it; a new guard goes on `held` too.
+async fn reenter_last<K: redisson_lock::ReentrantKind>(
+    held: &mut Vec<(LockGuard<K>, Option<Duration>)>,
+) -> (Option<Out>, Option<Duration>) {
+    let Some((g, l)) = held.last() else {
+        return (None, None);
+    };
+    let (r, l) = (g.reenter().await, *l);
+    let real = out_of(r, |g| {
+        held.push((g, l));
+        Out::Acquired
+    });
+    (Some(real), l)
+}
+
 struct Handles {
     read: Vec<ReadLock>,
     write: Vec<WriteLock>,
 }
 
 pub fn case(env: &Env, ops: &[Op]) -> Result<(), String> {
-    env.rt.block_on(async {
-        let name = super::name("model-rw");
-        let mut step = Step::new(env, "ReadWriteLock", format!("ReadWriteLock {name:?}:"));
-        match run(env, &mut step, &name, ops).await {
-            Ok(()) | Err(Stop::Stalled) => Ok(()),
-            Err(Stop::Mismatch(log)) => Err(log),
-        }
+    super::one_case(env, "model-rw", "ReadWriteLock", async |step, name| {
+        run(env, step, name, ops).await
     })
 }
 
@@ -348,57 +376,17 @@ async fn run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[Op]) -> StepResu
                 let lease = lease.then_some(LEASE);
                 let wait = if wait { WAIT } else { Duration::ZERO };
                 if half == Half::Read {
-                    let r = h.read[o].try_lock_for(wait, lease).await;
-                    let real = out_of(r, |g| match g {
-                        Some(g) => {
-                            reads[o].push((g, lease));
-                            Out::Acquired
-                        }
-                        None => Out::Busy,
-                    });
+                    let real = try_hold(&h.read[o], &mut reads[o], wait, lease).await;
                     (real, m.read_acquire(o, lease, t0, Instant::now()))
                 } else {
-                    let r = h.write[o].try_lock_for(wait, lease).await;
-                    let real = out_of(r, |g| match g {
-                        Some(g) => {
-                            writes[o].push((g, lease));
-                            Out::Acquired
-                        }
-                        None => Out::Busy,
-                    });
+                    let real = try_hold(&h.write[o], &mut writes[o], wait, lease).await;
                     (real, m.write_acquire(o, lease, t0, Instant::now()))
                 }
             }
             Op::Reenter { o, half } => {
                 let (real, lease) = match half {
-                    Half::Read => match reads[o].last() {
-                        None => (None, None),
-                        Some((g, l)) => {
-                            let r = g.reenter().await;
-                            let l = *l;
-                            (
-                                Some(out_of(r, |g| {
-                                    reads[o].push((g, l));
-                                    Out::Acquired
-                                })),
-                                l,
-                            )
-                        }
-                    },
-                    Half::Write => match writes[o].last() {
-                        None => (None, None),
-                        Some((g, l)) => {
-                            let r = g.reenter().await;
-                            let l = *l;
-                            (
-                                Some(out_of(r, |g| {
-                                    writes[o].push((g, l));
-                                    Out::Acquired
-                                })),
-                                l,
-                            )
-                        }
-                    },
+                    Half::Read => reenter_last(&mut reads[o]).await,
+                    Half::Write => reenter_last(&mut writes[o]).await,
                 };
                 let Some(real) = real else {
                     step.record(op, "n/a (no guard)");
@@ -477,14 +465,12 @@ async fn run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[Op]) -> StepResu
                 (out_of(r, Out::Bool), Out::Bool(held))
             }
             Op::Sleep(d) => {
-                tokio::time::sleep(Duration::from_millis(d)).await;
-                step.record(op, "");
+                step.slept(op, d).await;
                 continue;
             }
         };
-        step.record(op, &format!("{real:?}"));
-        let state = read_state(env, name).await;
-        step.check_time(&m.windows())?;
+        let read = read_state(env, name);
+        let state = step.observed(op, &real, read, &m.windows()).await?;
         step.expect("reply", real, model)?;
         check_state(env, step, &m, name, state)?;
         step.compared();

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use fred::prelude::*;
 use proptest::prelude::*;
-use redisson_lock::{CountDownLatch, Error, LatchOpened, Semaphore, SemaphorePermit};
+use redisson_lock::{Error, LatchOpened, SemaphorePermit};
 
-use super::{ms, Env, Step, StepResult, Stop, WAIT};
+use super::{ms, Env, Step, StepResult, WAIT};
 
 // ---------------------------------------------------------------- semaphore
 
@@ -96,22 +96,13 @@ fn out_of<T>(r: Result<T, Error>, ok: impl FnOnce(T) -> Out) -> Out {
 }
 
 pub fn sem_case(env: &Env, ops: &[SemOp]) -> Result<(), String> {
-    env.rt.block_on(async {
-        let name = super::name("model-sem");
-        let mut step = Step::new(env, "Semaphore", format!("Semaphore {name:?}:"));
-        match sem_run(env, &mut step, &name, ops).await {
-            Ok(()) | Err(Stop::Stalled) => Ok(()),
-            Err(Stop::Mismatch(log)) => Err(log),
-        }
+    super::one_case(env, "model-sem", "Semaphore", async |step, name| {
+        sem_run(env, step, name, ops).await
     })
 }
 
 async fn sem_run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[SemOp]) -> StepResult<()> {
-    let sems: Vec<Semaphore> = env
-        .clients
-        .iter()
-        .map(|c| c.semaphore(name).expect("semaphore"))
-        .collect();
+    let sems = env.per_client("semaphore", |c| c.semaphore(name));
     let mut permits: Vec<SemaphorePermit> = Vec::new();
     // The model: the count in `N` (None: missing) and the permits held.
     let mut count: Option<i64> = None;
@@ -240,19 +231,6 @@ pub enum LatchOp {
     },
 }
 
-impl fmt::Debug for LatchOp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LatchOp::TrySet { c, n } => write!(f, "client{c}.try_set_count({n})"),
-            LatchOp::CountDown { c } => write!(f, "client{c}.count_down()"),
-            LatchOp::GetCount { c } => write!(f, "client{c}.get_count()"),
-            LatchOp::Delete { c } => write!(f, "client{c}.delete()"),
-            LatchOp::AwaitShort { c } => write!(f, "client{c}.await_for({})", ms(WAIT)),
-            LatchOp::SpawnAwait { c } => write!(f, "spawn client{c}.await_zero()"),
-        }
-    }
-}
-
 pub fn latch_strategy() -> impl Strategy<Value = Vec<LatchOp>> {
     let c = 0..2usize;
     let op = prop_oneof![
@@ -266,25 +244,29 @@ pub fn latch_strategy() -> impl Strategy<Value = Vec<LatchOp>> {
     proptest::collection::vec(op, 1..30)
 }
 
-pub fn latch_case(env: &Env, ops: &[LatchOp]) -> Result<(), String> {
-    env.rt.block_on(async {
-        let name = super::name("model-latch");
-        let mut step = Step::new(env, "CountDownLatch", format!("CountDownLatch {name:?}:"));
-        match latch_run(env, &mut step, &name, ops).await {
-            Ok(()) | Err(Stop::Stalled) => Ok(()),
-            Err(Stop::Mismatch(log)) => Err(log),
+impl fmt::Debug for LatchOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LatchOp::TrySet { c, n } => write!(f, "client{c}.try_set_count({n})"),
+            LatchOp::CountDown { c } => write!(f, "client{c}.count_down()"),
+            LatchOp::GetCount { c } => write!(f, "client{c}.get_count()"),
+            LatchOp::Delete { c } => write!(f, "client{c}.delete()"),
+            LatchOp::AwaitShort { c } => write!(f, "client{c}.await_for({})", ms(WAIT)),
+            LatchOp::SpawnAwait { c } => write!(f, "spawn client{c}.await_zero()"),
         }
+    }
+}
+
+pub fn latch_case(env: &Env, ops: &[LatchOp]) -> Result<(), String> {
+    super::one_case(env, "model-latch", "CountDownLatch", async |step, name| {
+        latch_run(env, step, name, ops).await
     })
 }
 
 type Awaiter = tokio::task::JoinHandle<redisson_lock::Result<LatchOpened>>;
 
 async fn latch_run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[LatchOp]) -> StepResult<()> {
-    let latches: Vec<CountDownLatch> = env
-        .clients
-        .iter()
-        .map(|c| c.count_down_latch(name).expect("latch"))
-        .collect();
+    let latches = env.per_client("latch", |c| c.count_down_latch(name));
     let channel = format!("redisson_countdownlatch__channel__{{{name}}}");
     let mut count: Option<i64> = None;
     // One pending awaiter per client at most (their subscription is how
