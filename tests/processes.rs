@@ -74,6 +74,18 @@ async fn killed_holder(kind: &str) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 
+    // The child's `guard.lost()` watches its hold through the lock's
+    // channel: one subscriber before the waiter comes, two once it waits.
+    let channel = |prefix: &str| format!("{prefix}:{{{name}}}");
+    let shared = match kind {
+        "lock" | "fenced" => Some(channel("redisson_lock__channel")),
+        "read" | "write" => Some(channel("redisson_rwlock")),
+        _ => None,
+    };
+    if let Some(shared) = &shared {
+        wait_numsub(&raw, shared, 1).await;
+    }
+
     let client = server.client().await;
     let waiter = tokio::spawn({
         let (client, kind, name) = (client.clone(), kind.to_owned(), name.clone());
@@ -84,11 +96,9 @@ async fn killed_holder(kind: &str) {
     });
     // Wait until the waiter waits (subscribed; for a fair lock, queued too).
     // A spin lock's waiter has nothing to observe: it polls with back-off.
-    let channel = |prefix: &str| format!("{prefix}:{{{name}}}");
-    match kind {
-        "lock" | "fenced" => wait_numsub(&raw, &channel("redisson_lock__channel"), 1).await,
-        "read" | "write" => wait_numsub(&raw, &channel("redisson_rwlock"), 1).await,
-        "fair" => {
+    match (kind, &shared) {
+        (_, Some(shared)) => wait_numsub(&raw, shared, 2).await,
+        ("fair", _) => {
             let queue = channel("redisson_lock_queue");
             eventually("the waiter queued", || {
                 let (raw, queue) = (raw.clone(), queue.clone());
