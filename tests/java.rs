@@ -28,6 +28,12 @@
 //! `../shared/redisson-java/build.sh`; without `java`/`javac` (or that
 //! script) the tests print "skipped: ..." and pass, unless `CI=true`.
 //! Failure messages name the version and print both sides' steps in order.
+//!
+//! This file declares one test per scenario and version; the scenarios are
+//! in `tests/java/`: the harness ([`scenarios::Scene`]) in `mod.rs`, the
+//! exclusive lock kinds in `locks.rs` and `lock_state.rs`, then `fenced.rs`,
+//! `read_write.rs`, `killed_holder.rs`, the semaphores and latch in
+//! `sync.rs`, §11 in `versions.rs`, cluster and Sentinel in `topologies.rs`.
 mod common;
 
 #[path = "java/mod.rs"]

@@ -138,6 +138,7 @@ impl Case {
     }
 }
 
+// The tests, by kind (declared after the macros above, which they use).
 #[path = "scripts/bench.rs"]
 mod bench;
 #[path = "scripts/fair.rs"]
