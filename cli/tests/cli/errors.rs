@@ -1,0 +1,120 @@
+//! Usage, connection and credential errors; TLS URLs.
+
+use crate::common::*;
+use crate::{code, stderr, stdout};
+
+#[test]
+fn usage_connection_and_credential_errors_have_their_statuses_and_hide_passwords() {
+    for bad in [
+        &["frobnicate"][..],
+        &[],
+        &["status"],
+        &["run", "x", "--wait", "soon", "--", "true"],
+        &["run", "x", "-n", "--wait", "1s", "--", "true"],
+        &["run", "x", "--json", "--", "true"],
+        &["run", "x"],
+    ] {
+        let out = std::process::Command::new(BIN).args(bad).output().unwrap();
+        assert_eq!(code(&out), 64, "{bad:?}");
+        assert!(!stderr(&out).is_empty(), "{bad:?}");
+    }
+    let out = std::process::Command::new(BIN)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("EXIT STATUS"));
+    // Each command has its own help.
+    for (command, option) in [
+        ("run", "--nonblock"),
+        ("status", "--kind"),
+        ("watch", "--interval"),
+        ("list", "--counters"),
+        ("force-unlock", "--kind"),
+    ] {
+        let out = std::process::Command::new(BIN)
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{command}");
+        assert!(stdout(&out).contains(option), "{command}: {}", stdout(&out));
+    }
+    let out = std::process::Command::new(BIN)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("force-unlock"));
+    let out = std::process::Command::new(BIN)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).starts_with("redisson-lock "));
+
+    // Nobody listens: 69, and the password is not printed.
+    let port = free_port();
+    let url = format!("redis://:hunter2secret@127.0.0.1:{port}");
+    let out = std::process::Command::new(BIN)
+        .args(["--url", &url, "--timeout", "500ms", "status", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 69, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("hunter2secret"));
+    assert!(!stdout(&out).contains("hunter2secret"));
+
+    // REDIS_URL is used when --url is not given.
+    let server = Server::private(&["--requirepass", "right-pass"]);
+    let out = std::process::Command::new(BIN)
+        .env(
+            "REDIS_URL",
+            format!("redis://:wrong-pass@127.0.0.1:{}", server.port),
+        )
+        .args(["status", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 77, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("wrong-pass"));
+    let out = std::process::Command::new(BIN)
+        .env(
+            "REDIS_URL",
+            format!("redis://:right-pass@127.0.0.1:{}", server.port),
+        )
+        .args(["status", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+
+    // A URL that is not one: 78, not echoed.
+    let out = std::process::Command::new(BIN)
+        .args(["--url", "http://user:pw-xyz@host", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 78, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("pw-xyz"));
+}
+
+/// `rediss://` with the tool's TLS feature (on by default) is tried for
+/// real; without one it is refused with 78, naming the tool's own feature.
+#[test]
+fn rediss_urls_follow_the_tools_tls_features() {
+    let port = free_port();
+    let url = format!("rediss://:tls-secret@127.0.0.1:{port}");
+    let out = std::process::Command::new(BIN)
+        .env_remove("REDIS_URL")
+        .args(["--url", &url, "--timeout", "500ms", "status", "x"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(!err.contains("tls-secret"), "{err}");
+    if cfg!(any(feature = "tls-rustls", feature = "tls-native-tls")) {
+        // Nobody listens there: unreachable, not a configuration error.
+        assert_eq!(code(&out), 69, "{err}");
+    } else {
+        assert_eq!(code(&out), 78, "{err}");
+        assert!(
+            err.contains("tls-rustls") && err.contains("redisson-lock-cli"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,387 @@
+//! `run`: holding a lock around a command, its statuses and signals.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::{code, java_hold, stderr, stdout};
+
+#[test]
+fn run_holds_the_lock_while_the_command_runs_and_returns_its_status() {
+    let server = Server::start();
+    let mut raw = server.raw();
+    let name = unique("run");
+    let file = TempPath::new("run-owner");
+    let go = TempPath::new("run-go");
+    let script = format!(
+        "echo \"$REDISSON_LOCK_OWNER\" > {}; while [ ! -e {} ]; do sleep 0.02; done; exit 7",
+        file.str(),
+        go.str()
+    );
+    let mut child = server
+        .cli_command(&["run", &name, "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the command started", || {
+        file.read().is_some_and(|s| s.ends_with('\n'))
+    });
+    let owner = file.read().unwrap().trim().to_owned();
+    // While the command runs, the lock is held by the owner it was told.
+    let count = raw.cmd(&["HGET", &name, &owner]);
+    assert_eq!(count.text().as_deref(), Some("1"), "{owner}");
+    let (_, json) = server.json(&["status", &name, "--json"]);
+    assert_eq!(json["holders"][0]["field"], owner.as_str());
+    assert!(json["ttl_ms"].as_i64().unwrap() > 20_000);
+
+    std::fs::write(&go.0, "").unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(7));
+    assert!(!raw.exists(&name), "released when the command ended");
+}
+
+#[test]
+fn run_returns_75_when_the_lock_stays_busy() {
+    let server = Server::start();
+    let mut raw = server.raw();
+    let name = unique("busy");
+    java_hold(&mut raw, &name, &java_client_id(), 1, 1, 30_000);
+    let started = Instant::now();
+    let out = server.cli(&["run", &name, "--wait", "300ms", "--", "echo", "ran"]);
+    assert_eq!(code(&out), 75, "{}", stderr(&out));
+    assert!(!stdout(&out).contains("ran"));
+    assert!(stderr(&out).contains("busy"));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let out = server.cli(&["run", &name, "-w", "0", "-E", "9", "--", "true"]);
+    assert_eq!(code(&out), 9);
+    // flock(1)'s spellings: -n (--nonblock) tries once, -w2s waits 2s.
+    for flags in [&["-n"][..], &["--nonblock"], &["-w200ms"], &["-w", "0.2"]] {
+        let mut args = vec!["run", &name];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&["--", "echo", "ran"]);
+        let out = server.cli(&args);
+        assert_eq!(code(&out), 75, "{flags:?}: {}", stderr(&out));
+        assert!(!stdout(&out).contains("ran"));
+    }
+    // Every kind waits for the Java holder (the fair and spin kinds too).
+    for kind in ["fair", "spin", "fenced", "non-reentrant"] {
+        let out = server.cli(&[
+            "run", &name, "--kind", kind, "--wait", "100ms", "--", "true",
+        ]);
+        assert_eq!(code(&out), 75, "{kind}: {}", stderr(&out));
+    }
+    // A free lock of each kind runs the command.
+    for kind in [
+        "rlock",
+        "fair",
+        "read",
+        "write",
+        "spin",
+        "fenced",
+        "non-reentrant-fair",
+    ] {
+        let free = unique("free");
+        let out = server.cli(&["run", &free, "--kind", kind, "--", "sh", "-c", "exit 3"]);
+        assert_eq!(code(&out), 3, "{kind}: {}", stderr(&out));
+        assert!(!raw.exists(&free), "{kind}: released");
+    }
+}
+
+#[test]
+fn run_signals_the_command_when_the_lock_is_lost() {
+    let server = Server::start();
+    let mut raw = server.raw();
+    let name = unique("lost");
+    let marker = TempPath::new("lost-term");
+    let started = TempPath::new("lost-started");
+    let script = format!(
+        "trap 'echo term > {}; kill $!; exit 0' TERM; touch {}; sleep 5 >/dev/null 2>&1 & wait",
+        marker.str(),
+        started.str()
+    );
+    // --grace: a TERM that lands between `sleep`'s fork and its exec is
+    // lost (the shell's trap handler is still installed there), and the tool
+    // then waits for the whole group, `sleep` included.
+    let child = server.cli_spawn(&[
+        "run", &name, "--check", "100ms", "--grace", "1s", "--", "sh", "-c", &script,
+    ]);
+    eventually("the command started", || started.read().is_some());
+    assert!(raw.exists(&name));
+    let out = server.cli(&["force-unlock", &name]);
+    assert_eq!(code(&out), 0);
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(76), "{}", stderr(&out));
+    assert!(t.elapsed() < Duration::from_secs(4));
+    assert_eq!(marker.read().as_deref(), Some("term\n"));
+    assert!(stderr(&out).contains("lost"), "{}", stderr(&out));
+
+    // A command that ignores the signal is killed after the grace period.
+    let name = unique("lost-kill");
+    let started = TempPath::new("lost-started");
+    let script = format!("trap '' INT; touch {}; sleep 4", started.str());
+    let child = server
+        .cli_command(&[
+            "run", &name, "--check", "100ms", "--signal", "INT", "--grace", "300ms", "--", "sh",
+            "-c", &script,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the command started", || started.read().is_some());
+    let t = Instant::now();
+    assert_eq!(code(&server.cli(&["force-unlock", &name])), 0);
+    let status = child.wait_with_output().unwrap().status;
+    assert_eq!(status.code(), Some(76));
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+
+    // A lease is a time limit: when it runs out, the command is signalled.
+    let name = unique("lease");
+    let t = Instant::now();
+    let status = server
+        .cli_command(&["run", &name, "--lease", "500ms", "--", "sleep", "5"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(76));
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
+
+#[test]
+fn run_passes_the_fencing_token_and_handles_missing_commands() {
+    let server = Server::start();
+    let mut raw = server.raw();
+    let name = unique("token");
+    raw.cmd(&["SET", &format!("redisson_lock_token:{{{name}}}"), "41"]);
+    let out = server.cli(&[
+        "run",
+        &name,
+        "--kind",
+        "fenced",
+        "--",
+        "sh",
+        "-c",
+        "echo $REDISSON_LOCK_TOKEN $REDISSON_LOCK_KIND $REDISSON_LOCK_NAME",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), format!("42 fenced {name}"));
+
+    let out = server.cli(&["run", &name, "--", "/nonexistent/command"]);
+    assert_eq!(code(&out), 127, "{}", stderr(&out));
+    assert!(!raw.exists(&name), "released after the failed start");
+
+    // Killed by a signal: 128 + N, as a shell reports.
+    let out = server.cli(&["run", &name, "--", "sh", "-c", "kill -9 $$"]);
+    assert_eq!(code(&out), 137);
+}
+
+#[test]
+fn run_releases_the_lock_on_sigterm_and_while_waiting() {
+    let server = Server::start();
+    let mut raw = server.raw();
+    let name = unique("term");
+    let started = TempPath::new("term-started");
+    let script = format!("touch {}; exec sleep 5", started.str());
+    let child = server
+        .cli_command(&["run", &name, "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the command started", || started.read().is_some());
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let mut numsub = || match raw.cmd(&["PUBSUB", "NUMSUB", &channel]) {
+        Reply::Array(Some(v)) => v[1].int(),
+        other => panic!("{other:?}"),
+    };
+    // The holder may listen on the channel too (to hear a forced unlock).
+    let holder_subs = numsub();
+    let waiter = server
+        .cli_command(&["run", &name, "--", "true"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the waiter subscribed", || numsub() == holder_subs + 1);
+    // SIGINT while waiting: gives up with 130, nothing left behind.
+    send(waiter.id(), "INT");
+    let out = waiter.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    // A fair waiter interrupted leaves the queue.
+    let fair_waiter = server
+        .cli_command(&["run", &name, "--kind", "fair", "--", "true"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let queue = format!("redisson_lock_queue:{{{name}}}");
+    eventually("the fair waiter queued", || {
+        raw.cmd(&["LLEN", &queue]).int() == 1
+    });
+    send(fair_waiter.id(), "INT");
+    assert_eq!(
+        fair_waiter.wait_with_output().unwrap().status.code(),
+        Some(130)
+    );
+    assert_eq!(raw.cmd(&["LLEN", &queue]).int(), 0, "left the queue");
+    // SIGTERM while running: passed to the command, lock released after it.
+    send(child.id(), "TERM");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + 15));
+    assert!(!raw.exists(&name));
+}
+
+/// Whether process `pid` is still running: gone, or a zombie (dead, not
+/// yet reaped), is not.
+pub fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S ...`: the state follows the last parenthesis.
+        Ok(stat) => !matches!(
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().chars().next()),
+            Some(Some('Z' | 'X'))
+        ),
+        Err(_) => false,
+    }
+}
+
+/// Wait (bounded) for the PID the command's background process wrote.
+pub fn grandchild_pid(file: &TempPath) -> u32 {
+    eventually("the grandchild wrote its PID", || {
+        file.read().is_some_and(|s| s.ends_with('\n'))
+    });
+    let pid: u32 = file.read().unwrap().trim().parse().unwrap();
+    assert!(running(pid), "the grandchild {pid} runs");
+    pid
+}
+
+/// Wait (bounded) for the tool to exit: its status code and standard error.
+/// Whatever the command starts must not hold the pipe (redirect it), or
+/// the read would wait for that too.
+pub fn finish(mut child: std::process::Child) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the tool did not exit within 20s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut pipe, &mut err).unwrap();
+    }
+    (status.code(), err)
+}
+
+/// Kills a process on drop, so that a failed test leaves no `sleep 300`;
+/// disarmed once the process is known to be gone (its PID may be reused).
+pub struct KillOnDrop(u32);
+
+impl KillOnDrop {
+    pub fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-s", "KILL", &self.0.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn run_kills_the_whole_process_group_when_the_lock_is_lost() {
+    let server = Server::start();
+    let mut raw = server.raw();
+    let name = unique("lost-group");
+    let pid_file = TempPath::new("lost-group-pid");
+    // `sh` passes nothing on to its background job: before process groups,
+    // TERM reached `sh` only and `sleep` ran on after the lock was lost.
+    let script = format!(
+        "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; wait",
+        pid_file.str()
+    );
+    let child = server.cli_spawn(&["run", &name, "--check", "100ms", "--", "sh", "-c", &script]);
+    let cli = KillOnDrop(child.id());
+    let grandchild = grandchild_pid(&pid_file);
+    let guard = KillOnDrop(grandchild);
+    assert!(raw.exists(&name));
+
+    assert_eq!(code(&server.cli(&["force-unlock", &name])), 0);
+    let (status, err) = finish(child);
+    cli.disarm();
+    assert_eq!(status, Some(76), "{err}");
+    eventually("the grandchild is gone", || !running(grandchild));
+    guard.disarm();
+    assert!(err.contains("process group"), "{err}");
+
+    // A grandchild that ignores the signal is killed after --grace, though
+    // the command itself ended at once.
+    let name = unique("lost-group-kill");
+    let pid_file = TempPath::new("lost-group-pid");
+    let script = format!(
+        "sh -c 'trap \"\" TERM; echo $$ > {}; while :; do sleep 0.05; done' \
+         </dev/null >/dev/null 2>&1 & wait",
+        pid_file.str()
+    );
+    let child = server.cli_spawn(&[
+        "run", &name, "--check", "100ms", "--grace", "500ms", "--", "sh", "-c", &script,
+    ]);
+    let cli = KillOnDrop(child.id());
+    let grandchild = grandchild_pid(&pid_file);
+    let guard = KillOnDrop(grandchild);
+    assert_eq!(code(&server.cli(&["force-unlock", &name])), 0);
+    let (status, err) = finish(child);
+    cli.disarm();
+    assert_eq!(status, Some(76), "{err}");
+    assert!(err.contains("SIGKILL"), "{err}");
+    eventually("the grandchild is gone", || !running(grandchild));
+    guard.disarm();
+}
+
+#[test]
+fn run_passes_term_and_int_on_to_the_whole_process_group() {
+    let server = Server::start();
+    let mut raw = server.raw();
+    // A script's background job ignores INT (as from a terminal), so the
+    // INT case runs the grandchild in the foreground.
+    for (sig, status, then) in [("TERM", 128 + 15, "& wait"), ("INT", 128 + 2, "; exit 1")] {
+        let name = unique("term-group");
+        let pid_file = TempPath::new("term-group-pid");
+        // The grandchild traps the signal to say it got it; `sh` ends on it.
+        let marker = TempPath::new("term-group-got");
+        let script = format!(
+            "trap 'exit {status}' {sig}; \
+             sh -c 'trap \"echo {sig} > {marker}; exit 0\" {sig}; echo $$ > {pid}; \
+             while :; do sleep 0.05; done' </dev/null >/dev/null 2>&1 {then}",
+            marker = marker.str(),
+            pid = pid_file.str()
+        );
+        let child = server.cli_spawn(&["run", &name, "--", "sh", "-c", &script]);
+        let cli = KillOnDrop(child.id());
+        let grandchild = grandchild_pid(&pid_file);
+        let guard = KillOnDrop(grandchild);
+        send(child.id(), sig);
+        let (code, err) = finish(child);
+        cli.disarm();
+        assert_eq!(code, Some(status), "{sig}: {err}");
+        assert_eq!(marker.read(), Some(format!("{sig}\n")), "{sig}");
+        eventually("the grandchild is gone", || !running(grandchild));
+        guard.disarm();
+        assert!(!raw.exists(&name), "{sig}: released");
+    }
+}
+
+pub fn send(pid: u32, sig: &str) {
+    redisson_lock_testkit::process::signal(pid, &format!("-{sig}"));
+}

@@ -1,0 +1,334 @@
+//! The Java interop scenarios (see `tests/java.rs`) and their harness: one
+//! [`Scene`] per test (a private server, a Rust client, a raw client and a
+//! JVM), polling and timing checks, the kind names both sides share.
+
+pub mod fenced;
+pub mod killed_holder;
+pub mod lock_state;
+pub mod locks;
+pub mod read_write;
+pub mod sync;
+pub mod topologies;
+pub mod versions;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use crate::common;
+use crate::common::java::{self, Peer, Status, Steps, Topology};
+use crate::common::Fixture;
+use fred::prelude::*;
+use redisson_lock::{AnyKind, Client, Lock, Owner, Ttl};
+
+/// A waiter must be woken this soon after the release returned: far below
+/// the 30 s lease and the 30 s re-check cap, so only a publish can do it.
+pub const WAKE: Duration = Duration::from_millis(1000);
+/// The default lease (lock watchdog timeout) on both sides.
+pub const LEASE_MS: i64 = 30_000;
+
+/// One scenario: a private server, a Rust client, a raw client and a JVM.
+pub struct Scene {
+    pub fx: Fixture,
+    pub java: Peer,
+    pub steps: Steps,
+    pub version: String,
+}
+
+impl Scene {
+    pub async fn start(version: &str, scenario: &str) -> Option<Scene> {
+        Scene::start_with(version, scenario, &[]).await
+    }
+
+    pub async fn start_with(version: &str, scenario: &str, extra: &[&str]) -> Option<Scene> {
+        let redisson = java::redisson(version)?;
+        let fx = Fixture::new(scenario).await;
+        let steps = Steps::new(format!("Redisson {version}, {scenario}"));
+        steps.note(format!(
+            "rust: client id {}, server {}",
+            fx.client.id(),
+            fx.server.url
+        ));
+        let java = Peer::start(
+            &redisson,
+            &Topology::Single(fx.server.url.clone()),
+            extra,
+            &steps,
+        )
+        .await;
+        Some(Scene {
+            fx,
+            java,
+            steps,
+            version: version.to_string(),
+        })
+    }
+
+    /// A fresh lock name for one sub-scenario.
+    pub fn name(&self, what: &str) -> String {
+        format!("{}-{what}", self.fx.name)
+    }
+
+    pub fn note(&self, what: impl AsRef<str>) {
+        self.steps.note(format!("rust: {}", what.as_ref()));
+    }
+
+    pub async fn hash(&self, key: &str) -> HashMap<String, String> {
+        self.fx.raw.hgetall(key).await.unwrap()
+    }
+
+    pub async fn pttl(&self, key: &str) -> i64 {
+        self.fx.raw.pttl(key).await.unwrap()
+    }
+
+    pub async fn get(&self, key: &str) -> Option<String> {
+        self.fx.raw.get(key).await.unwrap()
+    }
+
+    /// Wait (at most 10 s) until `channel` has at least `n` subscribers.
+    pub async fn subscribed(&self, channel: &str, n: i64) {
+        until(
+            &self.steps,
+            &format!("{n} subscriber(s) on {channel}"),
+            || async { common::numsub(&self.fx.raw, channel).await >= n },
+        )
+        .await;
+        self.note(format!("sees >= {n} subscriber(s) on {channel}"));
+    }
+
+    /// Wait until nobody is subscribed to `channel`: a Rust waiter's
+    /// subscription is gone, so that a later [`Scene::subscribed`] sees
+    /// the Java waiter's own.
+    pub async fn unsubscribed(&self, channel: &str) {
+        until(
+            &self.steps,
+            &format!("no subscriber on {channel}"),
+            || async { common::numsub(&self.fx.raw, channel).await == 0 },
+        )
+        .await;
+        self.note(format!("sees no subscriber on {channel}"));
+    }
+
+    /// Wait until a waiter for the `kind` lock `name` (owner field `field`)
+    /// waits: it subscribed to its channel, or, for a spin lock (which never
+    /// subscribes), it retried twice since `before` script calls.
+    pub async fn waits(&self, kind: &str, name: &str, field: &str, before: i64) {
+        // Both clients try, subscribe, then try again before they park; a
+        // Redisson waiter that has not parked yet misses a "1" (read-unlock)
+        // message (its LockPubSub releases only the threads already queued
+        // on the latch) and sleeps out the lock's TTL, as it would after a
+        // Java unlock. So: subscribed, and the second try made.
+        if let Some(channel) = waiter_channel(kind, name, field) {
+            self.subscribed(&channel, 1).await;
+        }
+        self.scripts_since(before, 2).await;
+    }
+
+    /// The JVM's `remainTimeToLive` of `jobj` (its thread t1), in ms.
+    pub async fn java_ttl(&mut self, jobj: &str) -> i64 {
+        self.java
+            .ok("t1", &format!("ttl {jobj}"))
+            .await
+            .parse()
+            .unwrap()
+    }
+
+    /// Wait until a spin-lock waiter (which never subscribes) has retried at
+    /// least twice since `before` script calls: it is in its back-off loop.
+    pub async fn scripts_since(&self, before: i64, more: i64) {
+        until(
+            &self.steps,
+            &format!("{more} more script calls"),
+            || async { script_calls(&self.fx.raw).await >= before + more },
+        )
+        .await;
+    }
+}
+
+/// Poll `check` (10 ms apart) until it holds, at most 10 s, else fail with
+/// the steps.
+pub async fn until<F, Fut>(steps: &Steps, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check().await {
+        if Instant::now() > deadline {
+            steps.fail(format!("timed out (10 s) waiting for: {what}"));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Wait (at most 10 s, polling) until `key`'s PTTL goes up: someone renewed it.
+pub async fn pttl_rises(steps: &Steps, raw: &fred::clients::Client, key: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut low = i64::MAX;
+    loop {
+        let t: i64 = raw.pttl(key).await.unwrap();
+        if t > low.saturating_add(100) {
+            steps.note(format!(
+                "rust: {what}: PTTL of {key} rose from {low} to {t} ms"
+            ));
+            return;
+        }
+        low = low.min(t);
+        if Instant::now() > deadline {
+            steps.fail(format!(
+                "timed out (10 s) waiting for: {what} (PTTL of {key} never rose; last {t})"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `EVAL` + `EVALSHA` calls the server has run (INFO commandstats).
+pub async fn script_calls(raw: &fred::clients::Client) -> i64 {
+    let info: String = raw
+        .custom(fred::cmd!("INFO"), vec!["commandstats"])
+        .await
+        .unwrap();
+    cmdstat(&info, "eval") + cmdstat(&info, "evalsha")
+}
+
+pub fn cmdstat(info: &str, cmd: &str) -> i64 {
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+pub fn result<T>(r: &redisson_lock::Result<T>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("error {e}"),
+    }
+}
+
+/// Check that a waiter was woken within [`WAKE`] of the release returning.
+pub fn woken(steps: &Steps, what: &str, released: Instant, woken: Instant) {
+    let after = woken.saturating_duration_since(released);
+    steps.note(format!(
+        "{what}: woken {after:?} after the release returned"
+    ));
+    steps.check(
+        after < WAKE,
+        format!(
+            "{what}: the waiter got it {after:?} after the release returned, not within \
+             {WAKE:?} (the lease is 30 s: only a publish it listens to wakes it this soon)"
+        ),
+    );
+}
+
+/// Rust locks of each kind, by the Java peer's kind names, erased to one type.
+pub fn rust_lock(client: &Client, kind: &str, name: &str) -> Lock<AnyKind> {
+    match kind {
+        "lock" => client.lock(name).unwrap().erase(),
+        "fair" => client.fair_lock(name).unwrap().erase(),
+        "nrlock" => client.non_reentrant_lock(name).unwrap().erase(),
+        "nrfair" => client.non_reentrant_fair_lock(name).unwrap().erase(),
+        "spin" => client.spin_lock(name).unwrap().erase(),
+        "fenced" => client.fenced_lock(name).unwrap().erase(),
+        "read" => client.read_write_lock(name).unwrap().read().erase(),
+        "write" => client.read_write_lock(name).unwrap().write().erase(),
+        other => panic!("no such kind {other}"),
+    }
+}
+
+/// The channel a waiter of `kind` listens on (`None`: it never subscribes).
+pub fn waiter_channel(kind: &str, name: &str, field: &str) -> Option<String> {
+    match kind {
+        "lock" | "nrlock" | "fenced" => Some(format!("redisson_lock__channel:{{{name}}}")),
+        "fair" | "nrfair" => Some(format!("redisson_lock__channel:{{{name}}}:{field}")),
+        "read" | "write" => Some(format!("redisson_rwlock:{{{name}}}")),
+        _ => None,
+    }
+}
+
+/// A read-write lock's hash in read mode, held once by each of `readers`
+/// (hash fields).
+pub fn read_hash(readers: &[&str]) -> HashMap<String, String> {
+    let mut h = HashMap::new();
+    h.insert("mode".to_string(), "read".to_string());
+    for field in readers {
+        h.insert(field.to_string(), "1".to_string());
+    }
+    h
+}
+
+/// The hash field a holder of `kind` writes for owner field `field`.
+pub fn hold_field(kind: &str, field: &str) -> String {
+    if kind == "write" && !field.ends_with(":write") {
+        format!("{field}:write")
+    } else {
+        field.to_string()
+    }
+}
+
+/// The whole hash a single holder `field` of `kind` leaves with `count` holds.
+pub fn expected_hash(kind: &str, field: &str, count: u32) -> HashMap<String, String> {
+    let mut h = HashMap::new();
+    h.insert(hold_field(kind, field), count.to_string());
+    match kind {
+        "write" => {
+            h.insert("mode".into(), "write".into());
+        }
+        "read" => {
+            h.insert("mode".into(), "read".into());
+        }
+        _ => {}
+    }
+    h
+}
+
+/// A Rust owner id (below 2^48, like a Java thread id but far from them).
+pub fn owner(n: i64) -> Owner {
+    Owner::new(900_000 + n)
+}
+
+/// Whether this version should have `kind` (docs/PROTOCOL.md: fenced lock
+/// from 3.23 among ours, the non-reentrant kinds from 4.7).
+pub fn has_kind(version: &str, kind: &str) -> bool {
+    match kind {
+        "nrlock" | "nrfair" => version.starts_with("4."),
+        "fenced" => version != "3.17.0",
+        _ => true,
+    }
+}
+
+/// Ask the JVM once whether it has `kind`; skip (print and `false`) if not,
+/// failing if that contradicts [`has_kind`].
+pub async fn kind_supported(s: &mut Scene, kind: &str) -> bool {
+    let probe = s.name("probe");
+    let reply = s.java.call("t9", &format!("islocked {kind}:{probe}")).await;
+    let has = reply.status != Status::Unsupported;
+    s.steps.eq(
+        has,
+        has_kind(&s.version, kind),
+        format!("Redisson {} has the {kind} kind", s.version),
+    );
+    if !has {
+        println!(
+            "skipped: Redisson {} has no {kind} kind ({})",
+            s.version, reply.value
+        );
+    }
+    has
+}
+
+pub fn ttl_ms(ttl: Ttl) -> i64 {
+    match ttl {
+        Ttl::NotLocked => -2,
+        Ttl::NoExpiry => -1,
+        Ttl::Expires(d) => d.as_millis() as i64,
+    }
+}
+
+/// A TTL that must be close below `lease`.
+pub fn check_ttl(steps: &Steps, what: &str, ttl: i64, lease: i64) {
+    steps.check(
+        ttl > lease - 5_000 && ttl <= lease,
+        format!("{what}: TTL {ttl} ms, expected within 5 s below {lease} ms"),
+    );
+}

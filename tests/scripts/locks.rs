@@ -1,0 +1,140 @@
+//! The exclusive lock scripts: lock, unlock, force unlock, renew, the spin
+//! lock's unlock, delete and the fenced lock.
+
+use crate::bench::Bench;
+use crate::{latch, s};
+
+#[tokio::test]
+async fn lock() {
+    let (mut t, n) = Bench::holding("lock", "c:1", "1").await;
+    let case = case!(body!("args.lua", "lock.lua"); n; Ms 30_000, Text "c:1"; n);
+    // Valid: re-entered, TTL reset to the lease.
+    t.reentered(&case, "c:1", &n, 29_000..=30_000).await;
+    // The largest lease is taken.
+    let reply = t
+        .eval(
+            body!("args.lua", "lock.lua"),
+            &case.keys,
+            vec![s(3_155_760_000_000i64), s("c:1")],
+        )
+        .await
+        .unwrap();
+    assert!(reply.is_null());
+    assert!(t.pttl(&n).await > 3_155_000_000_000);
+}
+
+#[tokio::test]
+async fn unlock() {
+    let (mut t, n) = Bench::holding("unlock", "c:1", "1").await;
+    let channel = format!("redisson_lock__channel:{{{n}}}");
+    let latch = unlocks(&mut t, body!("args.lua", "unlock.lua"), channel, "c:1", "0").await;
+    assert!((15_000..=16_000).contains(&t.pttl(&latch).await));
+}
+
+/// `body` (unlock or rw_write_unlock) releases `owner`'s only hold on the
+/// lock: bad arguments refused, then the lock deleted, a latch set and
+/// `message` published on `channel`. Returns the latch.
+pub async fn unlocks(
+    t: &mut Bench,
+    body: &'static str,
+    channel: String,
+    owner: &str,
+    message: &str,
+) -> String {
+    let n = t.name.clone();
+    let latch = latch(&n);
+    let case = case!(body; n, channel, latch;
+        Text message, Ms 30_000, Text owner, Publish "PUBLISH", Ms 16_000;
+        n, latch);
+    let reply = t.accepts(&case, &[]).await;
+    t.released(reply, &[&n], Some(&latch), (channel, message))
+        .await;
+    latch
+}
+
+#[tokio::test]
+async fn force_unlock() {
+    let (mut t, n) = Bench::holding("force", "c:1", "1").await;
+    let channel = format!("redisson_lock__channel:{{{n}}}");
+    force_unlocks(&mut t, body!("args.lua", "force_unlock.lua"), channel, "0").await;
+}
+
+/// `body` (force_unlock, rw_read_force_unlock or rw_write_force_unlock)
+/// refuses bad arguments, then deletes the held lock and publishes `message`
+/// on `channel`.
+pub async fn force_unlocks(t: &mut Bench, body: &'static str, channel: String, message: &str) {
+    let n = t.name.clone();
+    let case = case!(body; n, channel; Text message, Publish "PUBLISH"; n);
+    let reply = t.accepts(&case, &[]).await;
+    t.released(reply, &[&n], None, (channel, message)).await;
+}
+
+#[tokio::test]
+async fn renew() {
+    let mut t = Bench::new("renew").await;
+    let (n1, n2) = (format!("{}:1", t.name), format!("{}:2", t.name));
+    t.held(&n1, "c:1", "1").await;
+    t.held(&n2, "c:2", "1").await;
+    let case =
+        case!(body!("args.lua", "renew.lua"); n1, n2; Ms 30_000, Text "c:1", Text "c:2"; n1, n2);
+    let extra = [(
+        case.keys.clone(),
+        vec![s(30_000), s("c:1"), s("c:2"), s("c:3")],
+        "ARGV[4]",
+    )];
+    let reply = t.accepts(&case, &extra).await;
+    let renewed: Vec<i64> = reply.convert().unwrap();
+    assert_eq!(renewed, [1, 1]);
+    for key in [&n1, &n2] {
+        assert!((29_000..=30_000).contains(&t.pttl(key).await));
+    }
+}
+
+#[tokio::test]
+async fn spin_unlock() {
+    let (mut t, n) = Bench::named("spin").await;
+    let latch = latch(&n);
+    t.held(&n, "c:1", "2").await;
+    let case = case!(body!("args.lua", "spin_unlock.lua"); n, latch;
+        Ms 30_000, Text "c:1", Ms 16_000;
+        n, latch);
+    let reply = t.accepts(&case, &[]).await;
+    assert_eq!(reply.as_i64(), Some(0));
+    assert_eq!(t.hget(&n, "c:1").await, Some(1));
+    assert!((29_000..=30_000).contains(&t.pttl(&n).await));
+    assert_eq!(t.get(&latch).await.as_i64(), Some(0));
+}
+
+#[tokio::test]
+async fn delete() {
+    // No ARGV to check; the fragment in front of it changes nothing.
+    let (t, n) = Bench::holding("delete", "c:1", "1").await;
+    let keys = vec![n.clone()];
+    assert_eq!(
+        t.eval(body!("args.lua", "delete.lua"), &keys, vec![])
+            .await
+            .unwrap()
+            .as_i64(),
+        Some(1)
+    );
+    assert_eq!(
+        t.eval(body!("args.lua", "delete.lua"), &keys, vec![])
+            .await
+            .unwrap()
+            .as_i64(),
+        Some(0)
+    );
+}
+
+#[tokio::test]
+async fn fenced_lock() {
+    let (mut t, n) = Bench::named("fenced").await;
+    let token = format!("redisson_lock_token:{{{n}}}");
+    let case =
+        case!(body!("args.lua", "fenced_lock.lua"); n, token; Ms 30_000, Text "c:1"; n, token);
+    let reply = t.accepts(&case, &[]).await;
+    let reply: Vec<i64> = reply.convert().unwrap();
+    assert_eq!(reply, [-1, 1]);
+    assert_eq!(t.hget(&n, "c:1").await, Some(1));
+    assert!((29_000..=30_000).contains(&t.pttl(&n).await));
+}
