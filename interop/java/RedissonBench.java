@@ -137,25 +137,25 @@ public final class RedissonBench {
         }
         OUT.println("ready " + version);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            line = line.trim();
-            if (line.isEmpty()) {
-                continue;
-            }
-            String[] a = line.split(" ");
-            if (a[0].equals("quit")) {
-                break;
-            }
-            try {
-                OUT.println(run(a));
-            } catch (Throwable e) {
-                Throwable t = e.getCause() != null && e.getCause() != e ? e.getCause() : e;
-                OUT.println("err " + t.getClass().getName() + " " + clean(String.valueOf(t.getMessage())));
-            }
+        for (String[] a : (Iterable<String[]>) in.lines()
+                .map(String::trim)
+                .filter(l -> !l.isEmpty())
+                .map(l -> l.split(" "))
+                .takeWhile(a -> !a[0].equals("quit"))::iterator) {
+            OUT.println(answer(a));
         }
         OUT.flush();
         Runtime.getRuntime().halt(0);
+    }
+
+    /** The answer to one command: its result, or `err <ExceptionClass> <message>`. */
+    static String answer(String[] command) {
+        try {
+            return run(command);
+        } catch (Throwable e) {
+            Throwable t = e.getCause() != null && e.getCause() != e ? e.getCause() : e;
+            return "err " + t.getClass().getName() + " " + clean(String.valueOf(t.getMessage()));
+        }
     }
 
     static String clean(String s) {
@@ -258,25 +258,38 @@ public final class RedissonBench {
         return "{\"pairs\":" + pairs + ",\"elapsed_s\":" + ((end - startNs) / 1e9) + "}";
     }
 
-    static List<String> contend(String name, int tasks, int first, long begin, long deadline, long thinkUs)
-            throws Exception {
+    /** One side of a contended round: take (waiting at most `waitNs`) and give back. */
+    interface Taker {
+        boolean take(long waitNs) throws Exception;
+
+        void give() throws Exception;
+    }
+
+    /**
+     * TASKS threads (numbered from FIRST) take and give back from BEGIN to
+     * DEADLINE, pausing THINK_US after each give; each acquisition is one
+     * event [task, asked, acquired, releasing] plus, with `released`, the
+     * instant the give returned. A take that runs out at the deadline ends
+     * the task's loop, its later times NEVER.
+     */
+    static List<String> race(Taker taker, int tasks, int first, long begin, long deadline, long thinkUs,
+            boolean released) throws Exception {
         List<Future<List<String>>> done = new ArrayList<>();
         for (int t = 0; t < tasks; t++) {
-            int task = first + t;
-            RLock lock = client.getLock(name);
+            String task = "[" + (first + t) + ",";
             done.add(POOL.submit(() -> {
                 sleepUntil(begin);
                 List<String> events = new ArrayList<>();
                 long asked;
                 while ((asked = now()) < deadline) {
-                    if (!lock.tryLock(deadline - asked, TimeUnit.NANOSECONDS)) {
-                        events.add("[" + task + "," + asked + "," + NEVER + "," + NEVER + "," + NEVER + "]");
+                    if (!taker.take(deadline - asked)) {
+                        events.add(task + asked + "," + NEVER + "," + NEVER + (released ? "," + NEVER : "") + "]");
                         break;
                     }
                     long acquired = now();
                     long releasing = now();
-                    lock.unlock();
-                    events.add("[" + task + "," + asked + "," + acquired + "," + releasing + "," + now() + "]");
+                    taker.give();
+                    events.add(task + asked + "," + acquired + "," + releasing + (released ? "," + now() : "") + "]");
                     if (thinkUs > 0) {
                         LockSupport.parkNanos(thinkUs * 1000);
                     }
@@ -287,33 +300,37 @@ public final class RedissonBench {
         return gather(done);
     }
 
+    static List<String> contend(String name, int tasks, int first, long begin, long deadline, long thinkUs)
+            throws Exception {
+        RLock lock = client.getLock(name);
+        Taker taker = new Taker() {
+            public boolean take(long waitNs) throws Exception {
+                return lock.tryLock(waitNs, TimeUnit.NANOSECONDS);
+            }
+
+            public void give() {
+                lock.unlock();
+            }
+        };
+        return race(taker, tasks, first, begin, deadline, thinkUs, true);
+    }
+
     static List<String> semaphore(String name, int permits, int tasks, long begin, long deadline)
             throws Exception {
         RSemaphore sem = client.getSemaphore(name);
         if (!sem.trySetPermits(permits)) {
             throw new IllegalStateException("semaphore " + name + " already set");
         }
-        List<Future<List<String>>> done = new ArrayList<>();
-        for (int t = 0; t < tasks; t++) {
-            int task = t;
-            done.add(POOL.submit(() -> {
-                sleepUntil(begin);
-                List<String> events = new ArrayList<>();
-                long asked;
-                while ((asked = now()) < deadline) {
-                    if (!sem.tryAcquire(deadline - asked, TimeUnit.NANOSECONDS)) {
-                        events.add("[" + task + "," + asked + "," + NEVER + "," + NEVER + "]");
-                        break;
-                    }
-                    long acquired = now();
-                    long releasing = now();
-                    sem.release();
-                    events.add("[" + task + "," + asked + "," + acquired + "," + releasing + "]");
-                }
-                return events;
-            }));
-        }
-        return gather(done);
+        Taker taker = new Taker() {
+            public boolean take(long waitNs) throws Exception {
+                return sem.tryAcquire(waitNs, TimeUnit.NANOSECONDS);
+            }
+
+            public void give() {
+                sem.release();
+            }
+        };
+        return race(taker, tasks, 0, begin, deadline, 0, false);
     }
 
     static List<String> gather(List<Future<List<String>>> done) throws Exception {
