@@ -10,10 +10,8 @@ use crate::scenarios::{
 /// Java holds twice: Redis and Rust read exactly Java's owner field, count
 /// and TTL.
 pub async fn state_java_holds(s: &mut Scene, kind: &str) {
-    let name = s.name("state-java");
-    let jobj = format!("{kind}:{name}");
+    let (name, jobj) = s.java_holds(kind, "state-java").await;
     let jfield = s.java.owner_field("t1").await;
-    s.java.ok("t1", &format!("lock {jobj}")).await;
     let reentrant = !kind.starts_with("nr");
     if reentrant {
         s.java.ok("t1", &format!("lock {jobj}")).await;
@@ -155,10 +153,8 @@ pub async fn state_rust_holds(s: &mut Scene, kind: &str) {
 
 /// Neither side can unlock the other's hold; the hold stays.
 pub async fn foreign_unlock(s: &mut Scene, kind: &str) {
-    let name = s.name("foreign");
-    let jobj = format!("{kind}:{name}");
+    let (name, jobj) = s.java_holds(kind, "foreign").await;
     let jfield = s.java.owner_field("t1").await;
-    s.java.ok("t1", &format!("lock {jobj}")).await;
     let lock = rust_lock(&s.fx.client, kind, &name).with_owner(owner(4));
     let what = format!("{kind}: rust unlock of a Java hold");
     not_held(&s.steps, lock.unlock().await, &what);
@@ -183,9 +179,7 @@ pub async fn foreign_unlock(s: &mut Scene, kind: &str) {
 /// A forced unlock on one side wakes a waiter on the other.
 pub async fn force_unlock_wakes(s: &mut Scene, kind: &str) {
     // Java holds, Rust waits, Java force-unlocks from another thread.
-    let name = s.name("force-j");
-    let jobj = format!("{kind}:{name}");
-    s.java.ok("t1", &format!("lock {jobj}")).await;
+    let (name, jobj) = s.java_holds(kind, "force-j").await;
     let (_, waiter) = s.rust_waits(kind, &name, owner(5)).await;
     let forced = s.java.call("t2", &format!("forceunlock {jobj}")).await;
     s.steps.eq(

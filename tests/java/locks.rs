@@ -143,9 +143,7 @@ pub async fn critical(
 
 /// Java holds; a Rust waiter is woken by Java's unlock.
 pub async fn wake_java_to_rust(s: &mut Scene, kind: &str) {
-    let name = s.name("wake-j2r");
-    let jobj = format!("{kind}:{name}");
-    s.java.ok("t1", &format!("lock {jobj}")).await;
+    let (name, jobj) = s.java_holds(kind, "wake-j2r").await;
     let (field, waiter) = s.rust_waits(kind, &name, owner(1)).await;
     let released = s.java.call("t1", &format!("unlock {jobj}")).await;
     s.steps.eq(released.status, Status::Ok, "java unlock");
@@ -276,23 +274,15 @@ pub async fn spin_is_an_rlock_without_messages(s: &mut Scene) {
     );
     let what = "java spin hold layout".to_string();
     s.hash_held(&name, "spin", &jfield, 1, what).await;
-    let mut listener =
-        s.fx.listen(&format!("redisson_lock__channel:{{{name}}}"))
-            .await;
-    s.java.ok("t1", &format!("unlock spin:{name}")).await;
-    let heard = listener.drain().await;
-    s.steps.eq(
-        heard,
-        Vec::<String>::new(),
-        "messages published by java's spin unlock (none, §6.1)",
-    );
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let what = "messages published by java's spin unlock (none, §6.1)";
+    s.java_publishes_nothing(&channel, &format!("unlock spin:{name}"), what)
+        .await;
 }
 
 /// Non-reentrant kinds (4.7): neither side re-enters its own hold.
 pub async fn reentry_refused(s: &mut Scene, kind: &str) {
-    let name = s.name("reentry");
-    let jobj = format!("{kind}:{name}");
-    s.java.ok("t1", &format!("lock {jobj}")).await;
+    let (name, jobj) = s.java_holds(kind, "reentry").await;
     s.java
         .err(
             "t1",

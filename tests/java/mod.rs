@@ -129,6 +129,12 @@ impl Scene {
         self.java_int("t1", &format!("ttl {jobj}")).await
     }
 
+    /// Check that Java's `op` on `slot` ends `ok` with `want`.
+    pub async fn java_says(&mut self, slot: &str, op: &str, want: &str, what: &str) {
+        let got = self.java.ok(slot, op).await;
+        self.steps.eq(got.as_str(), want, what);
+    }
+
     /// Java's `ok` reply to `op` on `slot`, an integer.
     pub async fn java_int(&mut self, slot: &str, op: &str) -> i64 {
         let reply = self.java.ok(slot, op).await;
@@ -144,6 +150,15 @@ impl Scene {
     pub async fn hash_held(&self, name: &str, kind: &str, field: &str, count: u32, what: String) {
         let hash = self.hash(name).await;
         self.steps.eq(hash, expected_hash(kind, field, count), what);
+    }
+
+    /// Java's thread t1 takes (`lock()`) a fresh `kind` lock named
+    /// `self.name(what)`: its name, and the peer's name for it (`kind:name`).
+    pub async fn java_holds(&mut self, kind: &str, what: &str) -> (String, String) {
+        let name = self.name(what);
+        let jobj = format!("{kind}:{name}");
+        self.java.ok("t1", &format!("lock {jobj}")).await;
+        (name, jobj)
     }
 
     /// A Rust task with owner `owner` waits in `lock()` of the `kind` lock
@@ -168,6 +183,15 @@ impl Scene {
         let waiting = self.java.send("t2", &format!("lock {kind}:{name}")).await;
         self.waits(kind, name, &field, before).await;
         (field, waiting)
+    }
+
+    /// Check that Java's `op` (thread t1, ending `ok`) publishes nothing on
+    /// `channel`.
+    pub async fn java_publishes_nothing(&mut self, channel: &str, op: &str, what: &str) {
+        let mut listener = self.fx.listen(channel).await;
+        self.java.ok("t1", op).await;
+        let heard = listener.drain().await;
+        self.steps.eq(heard, Vec::<String>::new(), what);
     }
 
     /// Start a Rust waiter: `wait` in a task (see [`Waiter::spawn`]).

@@ -15,33 +15,19 @@ pub async fn semaphore(version: &str) {
     // Permits read alike.
     let name = s.name("permits");
     let sem = s.fx.client.semaphore(&name).unwrap();
+    let available = format!("available sem:{name}");
     let op = format!("trysetpermits sem:{name} 3");
-    java_sets_up(
-        &mut s,
-        &op,
-        sem.try_set_permits(5),
-        sem.available_permits(),
-        3,
-    )
-    .await;
+    let (set, read) = (sem.try_set_permits(5), sem.available_permits());
+    java_sets_up(&mut s, &op, set, read, 3).await;
     let p = sem.acquire(2).await.unwrap();
-    s.steps.eq(
-        s.java.ok("t1", &format!("available sem:{name}")).await,
-        "1".into(),
-        "java reads permits after rust took 2",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 1, "rust took 2").await;
     s.java.ok("t1", &format!("addpermits sem:{name} 4")).await;
-    s.steps.eq(
-        sem.available_permits().await.unwrap(),
-        5,
-        "rust reads permits after java added 4",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 5, "java added 4").await;
     p.release().await.unwrap();
-    s.steps.eq(
-        s.java.ok("t1", &format!("available sem:{name}")).await,
-        "7".into(),
-        "java reads permits after rust gave 2 back",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 7, "rust gave 2 back").await;
     s.steps.eq(
         s.get(&name).await,
         Some("7".into()),
@@ -102,19 +88,11 @@ pub async fn permit_semaphore(version: &str) {
     };
     let name = s.name("ids");
     let sem = s.fx.client.permit_expirable_semaphore(&name).unwrap();
+    let available = format!("available pes:{name}");
+    let op = format!("trysetpermits pes:{name} 2");
+    let (set, read) = (sem.try_set_permits(5), sem.available_permits());
+    java_sets_up(&mut s, &op, set, read, 2).await;
     let timeouts = format!("{{{name}}}:timeout");
-    s.steps.eq(
-        s.java
-            .ok("t1", &format!("trysetpermits pes:{name} 2"))
-            .await,
-        "true".into(),
-        "java trySetPermits(2)",
-    );
-    s.steps.eq(
-        sem.available_permits().await.unwrap(),
-        2,
-        "rust reads java's permits",
-    );
     // A Java permit id, released by Rust.
     let jid = s.java.ok("t1", &format!("acquire pes:{name} 60000")).await;
     let members: Vec<(Vec<u8>, f64)> =
@@ -144,42 +122,26 @@ pub async fn permit_semaphore(version: &str) {
         (score - now - 60_000.0).abs() < 5_000.0,
         format!("java's permit expiry {score} is not now + 60 s"),
     );
-    s.steps.eq(
-        sem.available_permits().await.unwrap(),
-        1,
-        "rust reads permits after java's acquire",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 1, "java's acquire").await;
     s.steps.eq(
         sem.try_release(&id).await.unwrap(),
         true,
         "rust releases java's permit by id",
     );
-    s.steps.eq(
-        s.java.ok("t1", &format!("available pes:{name}")).await,
-        "2".into(),
-        "java reads permits after rust released its id",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 2, "rust released java's id").await;
     // A Rust permit, released by Java.
     let guard = sem.acquire(Some(Duration::from_secs(60))).await.unwrap();
     let rid = guard.id();
     guard.forget();
-    s.steps.eq(
-        s.java.ok("t1", &format!("available pes:{name}")).await,
-        "1".into(),
-        "java reads permits after rust's acquire",
-    );
-    s.steps.eq(
-        s.java
-            .ok("t1", &format!("tryrelease pes:{name} {rid}"))
-            .await,
-        "true".into(),
-        "java releases rust's permit by id",
-    );
-    s.steps.eq(
-        sem.available_permits().await.unwrap(),
-        2,
-        "rust reads permits after java released its id",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 1, "rust's acquire").await;
+    let op = format!("tryrelease pes:{name} {rid}");
+    s.java_says("t1", &op, "true", "java releases rust's permit by id")
+        .await;
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 2, "java released rust's id").await;
 
     // A Java permit with a short lease comes back to a Rust waiter when it expires.
     let name = java_semaphore(&mut s, "pes", "expiry", 1).await;
@@ -236,7 +198,8 @@ pub async fn latch(version: &str) {
     let name = s.name("j2r");
     let latch = s.fx.client.count_down_latch(&name).unwrap();
     let op = format!("trysetcount latch:{name} 2");
-    java_sets_up(&mut s, &op, latch.try_set_count(5), latch.get_count(), 2).await;
+    let (set, read) = (latch.try_set_count(5), latch.get_count());
+    java_sets_up(&mut s, &op, set, read, 2).await;
     let l2 = latch.clone();
     let waiter = s.waiter(
         async move { l2.await_for(Duration::from_secs(30)).await.unwrap() },
@@ -244,16 +207,8 @@ pub async fn latch(version: &str) {
     );
     s.subscribed(&latch_channel(&name), 1).await;
     s.java.ok("t1", &format!("countdown latch:{name}")).await;
-    s.steps.eq(
-        latch.get_count().await.unwrap(),
-        1,
-        "rust reads the count after java's count down",
-    );
-    s.steps.eq(
-        s.java.ok("t1", &format!("count latch:{name}")).await,
-        "1".into(),
-        "java reads its count",
-    );
+    let (count, rust) = (format!("count latch:{name}"), latch.get_count().await);
+    both_read(&mut s, &count, rust.unwrap(), 1, "java's count down").await;
     latch.count_down().await.unwrap();
     let released = Instant::now();
     s.note("count_down returned (count 0)");
@@ -265,11 +220,8 @@ pub async fn latch(version: &str) {
         released,
         at,
     );
-    s.steps.eq(
-        s.java.ok("t1", &format!("count latch:{name}")).await,
-        "0".into(),
-        "java reads the opened latch",
-    );
+    let rust = latch.get_count().await.unwrap();
+    both_read(&mut s, &count, rust, 0, "the last count down").await;
 
     let name = s.name("j-wait");
     let latch = s.fx.client.count_down_latch(&name).unwrap();
@@ -278,11 +230,8 @@ pub async fn latch(version: &str) {
         true,
         "rust try_set_count(2)",
     );
-    s.steps.eq(
-        s.java.ok("t1", &format!("count latch:{name}")).await,
-        "2".into(),
-        "java reads rust's count",
-    );
+    let (count, rust) = (format!("count latch:{name}"), latch.get_count().await);
+    both_read(&mut s, &count, rust.unwrap(), 2, "rust's try_set_count(2)").await;
     let waiting = java_awaits(&mut s, &name).await;
     latch.count_down().await.unwrap();
     s.java.ok("t1", &format!("countdown latch:{name}")).await;
@@ -306,6 +255,16 @@ async fn java_semaphore(s: &mut Scene, kind: &str, what: &str, permits: u32) -> 
     let op = format!("trysetpermits {kind}:{name} {permits}");
     s.java.ok("t1", &op).await;
     name
+}
+
+/// Both sides read `value` after `after`: Rust's read is `rust`, Java's
+/// is `op` (`available sem:N`, `count latch:N`).
+async fn both_read(s: &mut Scene, op: &str, rust: i64, value: i64, after: &str) {
+    s.steps
+        .eq(rust, value, format!("rust reads ({op}) after {after}"));
+    let java = s.java.ok("t1", op).await;
+    s.steps
+        .eq(java, value.to_string(), format!("java {op} after {after}"));
 }
 
 /// Java sets an object up first with `op` (`trysetpermits sem:N 3`, …:
