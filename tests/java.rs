@@ -57,22 +57,22 @@ const SCENARIO_LIMIT: Duration = Duration::from_secs(150);
 macro_rules! per_version {
     ($($scenario:ident),* $(,)?) => {$(
         mod $scenario {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_4_7_0() {
-                super::bounded(super::$scenario("4.7.0")).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_3_45_0() {
-                super::bounded(super::$scenario("3.45.0")).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_3_23_0() {
-                super::bounded(super::$scenario("3.23.0")).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_3_17_0() {
-                super::bounded(super::$scenario("3.17.0")).await
-            }
+            versions!(
+                $scenario: redisson_4_7_0 = "4.7.0",
+                redisson_3_45_0 = "3.45.0",
+                redisson_3_23_0 = "3.23.0",
+                redisson_3_17_0 = "3.17.0",
+            );
+        }
+    )*};
+}
+
+/// The tests of one scenario, one per version (see [`per_version`]).
+macro_rules! versions {
+    ($scenario:ident: $($test:ident = $version:literal),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            super::bounded(super::$scenario($version)).await
         }
     )*};
 }

@@ -187,38 +187,26 @@ fn fair_keys(name: &str) -> [String; 4] {
 async fn args_error_text() {
     let t = Bench::new("text").await;
     let keys = vec![t.name.clone()];
-    let error = t
-        .eval(
-            body!("args.lua", "lock.lua"),
-            &keys,
-            vec![s("abc"), s("c:1")],
-        )
-        .await
-        .unwrap_err();
+    // The lock script's error for these arguments.
+    let refused = |args: Vec<String>| async {
+        let body = body!("args.lua", "lock.lua");
+        t.eval(body, &keys, args).await.unwrap_err()
+    };
+    let error = refused(vec![s("abc"), s("c:1")]).await;
     assert!(
         error.details().starts_with(
             "INVALID_ARGUMENT ARGV[1] must be an integer of milliseconds in [1, 3155760000000], got \"abc\""
         ),
         "{error:?}"
     );
-    let error = t
-        .eval(body!("args.lua", "lock.lua"), &keys, vec![s("1000")])
-        .await
-        .unwrap_err();
+    let error = refused(vec![s("1000")]).await;
     assert!(
         error
             .details()
             .starts_with("INVALID_ARGUMENT ARGV[2] must be a non-empty string, got nothing"),
         "{error:?}"
     );
-    let error = t
-        .eval(
-            body!("args.lua", "lock.lua"),
-            &keys,
-            vec![s("1\r\n2"), s("c:1")],
-        )
-        .await
-        .unwrap_err();
+    let error = refused(vec![s("1\r\n2"), s("c:1")]).await;
     assert!(error.details().contains("got \"1??2\""), "{error:?}");
     assert_eq!(t.cmd(&["EXISTS", &t.name]).await.as_i64(), Some(0));
 }

@@ -34,7 +34,7 @@ use crate::engine::guard::LockGuard;
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
 use crate::engine::protocol::{Attempt, AttemptMode, Protocol};
-use crate::kinds::rlock::{lease_args, unlock_call, Reentrant};
+use crate::kinds::rlock::{lock_call, Reentrant};
 
 /// Redisson's fenced lock (`getFencedLock(name)`).
 pub type FencedLock = Lock<Fenced>;
@@ -118,18 +118,9 @@ impl Protocol for Fenced {
         &self.rlock.keys
     }
 
-    fn acquire(
-        &self,
-        _env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        _mode: AttemptMode,
-    ) -> ScriptCall {
-        ScriptCall::new(
-            &script::FENCED_LOCK,
-            &[self.rlock.name(), &self.token_key],
-            lease_args(field, lease_ms),
-        )
+    fn acquire(&self, _: &ScriptEnv, field: &str, lease_ms: i64, _: AttemptMode) -> ScriptCall {
+        let keys = [self.rlock.name(), &self.token_key];
+        lock_call(&script::FENCED_LOCK, &keys, field, lease_ms)
     }
 
     /// `{-1, token}` acquired, `{ttl, -1}` busy. Success is read from the
@@ -150,7 +141,7 @@ impl Protocol for Fenced {
     }
 
     fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        unlock_call(env, &self.rlock.keys, field, lease_ms, latch)
+        self.rlock.release(env, field, lease_ms, latch)
     }
 
     fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {

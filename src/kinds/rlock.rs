@@ -38,6 +38,15 @@ impl Reentrant {
             reentrant: true,
         })
     }
+
+    /// The acquire call, however the caller waits (the spin lock's too).
+    pub(crate) fn lock_call(&self, field: &str, lease_ms: i64) -> ScriptCall {
+        let mut call = lock_call(&script::LOCK, &[&self.keys.name], field, lease_ms);
+        if !self.reentrant {
+            call.args.push(Value::from(NON_REENTRANT));
+        }
+        call
+    }
 }
 
 impl sealed::Sealed for Reentrant {}
@@ -106,22 +115,20 @@ impl Protocol for Reentrant {
         &self.keys
     }
 
-    fn acquire(
-        &self,
-        _env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        _mode: AttemptMode,
-    ) -> ScriptCall {
-        let mut args = lease_args(field, lease_ms);
-        if !self.reentrant {
-            args.push(Value::from(NON_REENTRANT));
-        }
-        ScriptCall::new(&script::LOCK, &[&self.keys.name], args)
+    fn acquire(&self, _: &ScriptEnv, field: &str, lease_ms: i64, _: AttemptMode) -> ScriptCall {
+        self.lock_call(field, lease_ms)
     }
 
     fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        unlock_call(env, &self.keys, field, lease_ms, latch)
+        unlock_call(
+            &script::UNLOCK,
+            "0",
+            env,
+            &self.keys,
+            field,
+            lease_ms,
+            latch,
+        )
     }
 
     fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
@@ -129,10 +136,21 @@ impl Protocol for Reentrant {
     }
 }
 
-/// The arguments every acquire script starts with: the lease in
-/// milliseconds, then the owner field.
-pub(crate) fn lease_args(field: &str, lease_ms: i64) -> Vec<Value> {
-    vec![Value::Integer(lease_ms), Value::from(field)]
+/// An acquire call by `script` on `keys` whose arguments are those every
+/// acquire script starts with: the lease in milliseconds, then the owner
+/// field (the whole call of the kinds whose attempt does not depend on the
+/// wait).
+pub(crate) fn lock_call(
+    script: &'static Script,
+    keys: &[&str],
+    field: &str,
+    lease_ms: i64,
+) -> ScriptCall {
+    ScriptCall::new(
+        script,
+        keys,
+        vec![Value::Integer(lease_ms), Value::from(field)],
+    )
 }
 
 /// A forced unlock by `script` of the lock of `keys`: KEYS `[N, channel]`,
@@ -150,8 +168,12 @@ pub(crate) fn force_unlock_call(
     )
 }
 
-/// The RLock unlock script call (shared by the kinds with RLock's layout).
+/// An unlock call by `script` in RLock's shape (the kinds with RLock's
+/// layout, and the write lock): KEYS `[N, channel, latch]`, ARGV
+/// `[message, lease, field, publish command, latch TTL]`.
 pub(crate) fn unlock_call(
+    script: &'static Script,
+    message: &'static str,
     env: &ScriptEnv,
     keys: &LockKeys,
     field: &str,
@@ -159,10 +181,10 @@ pub(crate) fn unlock_call(
     latch: &str,
 ) -> ScriptCall {
     ScriptCall::new(
-        &script::UNLOCK,
+        script,
         &[&keys.name, &keys.channel, latch],
         vec![
-            Value::from("0"),
+            Value::from(message),
             Value::Integer(lease_ms),
             Value::from(field),
             env.publish(),

@@ -30,7 +30,7 @@ use crate::engine::guard::LockGuard;
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
 use crate::engine::protocol::{AttemptMode, Protocol};
-use crate::kinds::rlock::{force_unlock_call, lease_args};
+use crate::kinds::rlock::{force_unlock_call, lock_call, unlock_call};
 
 /// The read half of a [`ReadWriteLock`] (Redisson's `readLock()`): shared
 /// among readers, excluded by a writer other than the reader itself.
@@ -238,13 +238,7 @@ impl Protocol for Read {
         &self.keys.lock
     }
 
-    fn acquire(
-        &self,
-        _env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        _mode: AttemptMode,
-    ) -> ScriptCall {
+    fn acquire(&self, _: &ScriptEnv, field: &str, lease_ms: i64, _: AttemptMode) -> ScriptCall {
         ScriptCall::new(
             &script::RW_READ_LOCK,
             &[&self.keys.lock.name, &self.keys.timeout_prefix(field)],
@@ -312,31 +306,25 @@ impl Protocol for Write {
         write_field(&env.field(owner))
     }
 
-    fn acquire(
-        &self,
-        _env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        _mode: AttemptMode,
-    ) -> ScriptCall {
-        ScriptCall::new(
+    fn acquire(&self, _: &ScriptEnv, field: &str, lease_ms: i64, _: AttemptMode) -> ScriptCall {
+        lock_call(
             &script::RW_WRITE_LOCK,
             &[&self.keys.lock.name],
-            lease_args(field, lease_ms),
+            field,
+            lease_ms,
         )
     }
 
     fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        ScriptCall::new(
+        let keys = &self.keys.lock;
+        unlock_call(
             &script::RW_WRITE_UNLOCK,
-            &[&self.keys.lock.name, &self.keys.lock.channel, latch],
-            vec![
-                Value::from("1"),
-                Value::Integer(lease_ms),
-                Value::from(field),
-                env.publish(),
-                env.latch_ttl_ms(lease_ms),
-            ],
+            "1",
+            env,
+            keys,
+            field,
+            lease_ms,
+            latch,
         )
     }
 

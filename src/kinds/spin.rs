@@ -66,22 +66,16 @@ impl Protocol for Spin {
         &self.rlock.keys
     }
 
-    fn release_channel(&self) -> Option<&str> {
-        None
-    }
-
-    fn acquire(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        mode: AttemptMode,
-    ) -> ScriptCall {
-        self.rlock.acquire(env, field, lease_ms, mode)
+    fn acquire(&self, _: &ScriptEnv, field: &str, lease_ms: i64, _: AttemptMode) -> ScriptCall {
+        self.rlock.lock_call(field, lease_ms)
     }
 
     fn waiting(&self, _field: &str) -> Waiting {
         Waiting::BackOff(BackOffState::new(self.backoff))
+    }
+
+    fn release_channel(&self) -> Option<&str> {
+        None
     }
 
     fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {

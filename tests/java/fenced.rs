@@ -23,20 +23,10 @@ pub async fn fenced(version: &str) {
         last = token;
     };
     for round in 0..3 {
-        let jt: i64 = s
-            .java
-            .ok("t1", &format!("locktoken fenced:{name}"))
-            .await
-            .parse()
-            .unwrap();
+        let jt = s.java_int("t1", &format!("locktoken fenced:{name}")).await;
         next(&s.steps, jt, "java lockAndGetToken");
         // Java re-entry takes a token too (§6.2).
-        let jt2: i64 = s
-            .java
-            .ok("t1", &format!("locktoken fenced:{name}"))
-            .await
-            .parse()
-            .unwrap();
+        let jt2 = s.java_int("t1", &format!("locktoken fenced:{name}")).await;
         next(&s.steps, jt2, "java re-entry");
         let seen =
             s.fx.client
@@ -59,24 +49,18 @@ pub async fn fenced(version: &str) {
             g2.fencing_token().to_string(),
             "java getToken reads rust's last token",
         );
-        s.steps.eq(
-            s.java
-                .ok("t2", &format!("trylocktoken fenced:{name} 0 -1"))
-                .await,
-            "null".into(),
-            "java tryLockAndGetToken of a rust-held fenced lock",
-        );
+        let op = format!("trylocktoken fenced:{name} 0 -1");
+        let what = "java tryLockAndGetToken of a rust-held fenced lock";
+        s.java_says("t2", &op, "null", what).await;
         g2.unlock().await.unwrap();
         g.unlock().await.unwrap();
         s.note(format!("round {round} done"));
     }
     counter(&mut s, "fenced", 20).await;
-    let after: i64 = s
-        .java
-        .ok("t1", &format!("token fenced:{}", s.name("counter")))
-        .await
-        .parse()
-        .unwrap();
+    let counter_name = s.name("counter");
+    let after = s
+        .java_int("t1", &format!("token fenced:{counter_name}"))
+        .await;
     s.steps.eq(
         after,
         80,

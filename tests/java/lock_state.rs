@@ -3,20 +3,15 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::java::Status;
 use crate::scenarios::{
-    check_ttl, expected_hash, owner, result, rust_lock, script_calls, ttl_ms, woken, Scene,
-    LEASE_MS, WAKE,
+    check_ttl, expected_hash, java_woken, not_held, owner, rust_lock, ttl_ms, Scene, LEASE_MS, WAKE,
 };
-use redisson_lock::Error;
 
 /// Java holds twice: Redis and Rust read exactly Java's owner field, count
 /// and TTL.
 pub async fn state_java_holds(s: &mut Scene, kind: &str) {
-    let name = s.name("state-java");
-    let jobj = format!("{kind}:{name}");
+    let (name, jobj) = s.java_holds(kind, "state-java").await;
     let jfield = s.java.owner_field("t1").await;
-    s.java.ok("t1", &format!("lock {jobj}")).await;
     let reentrant = !kind.starts_with("nr");
     if reentrant {
         s.java.ok("t1", &format!("lock {jobj}")).await;
@@ -158,22 +153,13 @@ pub async fn state_rust_holds(s: &mut Scene, kind: &str) {
 
 /// Neither side can unlock the other's hold; the hold stays.
 pub async fn foreign_unlock(s: &mut Scene, kind: &str) {
-    let name = s.name("foreign");
-    let jobj = format!("{kind}:{name}");
+    let (name, jobj) = s.java_holds(kind, "foreign").await;
     let jfield = s.java.owner_field("t1").await;
-    s.java.ok("t1", &format!("lock {jobj}")).await;
     let lock = rust_lock(&s.fx.client, kind, &name).with_owner(owner(4));
-    match lock.unlock().await {
-        Err(Error::NotHeld { .. }) => s.note("unlock of java's hold: NotHeld, as expected"),
-        other => s.steps.fail(format!(
-            "{kind}: rust unlock of a Java hold must be NotHeld, got {other:?}"
-        )),
-    }
-    s.steps.eq(
-        s.hash(&name).await,
-        expected_hash(kind, &jfield, 1),
-        format!("{kind}: java's hold after a refused rust unlock"),
-    );
+    let what = format!("{kind}: rust unlock of a Java hold");
+    not_held(&s.steps, lock.unlock().await, &what);
+    let what = format!("{kind}: java's hold after a refused rust unlock");
+    s.hash_held(&name, kind, &jfield, 1, what).await;
     s.java.ok("t1", &format!("unlock {jobj}")).await;
 
     let guard = lock.lock().await.unwrap();
@@ -184,43 +170,25 @@ pub async fn foreign_unlock(s: &mut Scene, kind: &str) {
             "IllegalMonitorStateException",
         )
         .await;
-    s.steps.eq(
-        s.hash(&name).await,
-        expected_hash(kind, &lock.owner_field(owner(4)), 1),
-        format!("{kind}: rust's hold after a refused java unlock"),
-    );
+    let field = lock.owner_field(owner(4));
+    let what = format!("{kind}: rust's hold after a refused java unlock");
+    s.hash_held(&name, kind, &field, 1, what).await;
     guard.unlock().await.unwrap();
 }
 
 /// A forced unlock on one side wakes a waiter on the other.
 pub async fn force_unlock_wakes(s: &mut Scene, kind: &str) {
     // Java holds, Rust waits, Java force-unlocks from another thread.
-    let name = s.name("force-j");
-    let jobj = format!("{kind}:{name}");
-    s.java.ok("t1", &format!("lock {jobj}")).await;
-    let lock = rust_lock(&s.fx.client, kind, &name).with_owner(owner(5));
-    let field = lock.owner_field(owner(5));
-    let before = script_calls(&s.fx.raw).await;
-    let steps = s.steps.clone();
-    let waiter = tokio::spawn(async move {
-        let guard = lock.lock().await;
-        steps.note(format!("rust: lock() returned {}", result(&guard)));
-        (Instant::now(), guard)
-    });
-    s.waits(kind, &name, &field, before).await;
+    let (name, jobj) = s.java_holds(kind, "force-j").await;
+    let (_, waiter) = s.rust_waits(kind, &name, owner(5)).await;
     let forced = s.java.call("t2", &format!("forceunlock {jobj}")).await;
     s.steps.eq(
         forced.value.as_str(),
         "true",
         format!("{kind}: java forceUnlock of its own hold"),
     );
-    let (at, guard) = waiter.await.unwrap();
-    woken(
-        &s.steps,
-        &format!("{kind}: rust waiter after java forceUnlock"),
-        forced.at,
-        at,
-    );
+    let what = format!("{kind}: rust waiter after java forceUnlock");
+    let guard = waiter.woken(&s.steps, &what, forced.at).await;
     guard.unwrap().unlock().await.unwrap();
     let _ = s.java.call("t1", &format!("unlock {jobj}")).await; // its hold is gone: refused
 
@@ -229,39 +197,18 @@ pub async fn force_unlock_wakes(s: &mut Scene, kind: &str) {
     let jobj = format!("{kind}:{name}");
     let lock = rust_lock(&s.fx.client, kind, &name);
     let guard = lock.lock().await.unwrap();
-    let jfield = s.java.owner_field("t2").await;
-    let before = script_calls(&s.fx.raw).await;
-    let waiting = s.java.send("t2", &format!("lock {jobj}")).await;
-    s.waits(kind, &name, &jfield, before).await;
+    let (jfield, waiting) = s.java_waits(kind, &name).await;
     s.steps.eq(
         lock.force_unlock().await.unwrap(),
         true,
         format!("{kind}: rust force_unlock"),
     );
-    let released = Instant::now();
-    let reply = waiting.reply().await;
-    s.steps.eq(
-        reply.status,
-        Status::Ok,
-        "java lock() after rust force_unlock",
-    );
-    woken(
-        &s.steps,
-        &format!("{kind}: java waiter after rust force_unlock"),
-        released,
-        reply.at,
-    );
-    match guard.unlock().await {
-        Err(Error::NotHeld { .. }) => {}
-        other => s.steps.fail(format!(
-            "{kind}: unlock of a force-unlocked rust guard: {other:?}"
-        )),
-    }
-    s.steps.eq(
-        s.hash(&name).await,
-        expected_hash(kind, &jfield, 1),
-        format!("{kind}: java holds after rust's force unlock"),
-    );
+    let what = format!("{kind}: java waiter after rust force_unlock");
+    java_woken(&s.steps, waiting, &what, Instant::now()).await;
+    let what = format!("{kind}: unlock of a force-unlocked rust guard");
+    not_held(&s.steps, guard.unlock().await, &what);
+    let what = format!("{kind}: java holds after rust's force unlock");
+    s.hash_held(&name, kind, &jfield, 1, what).await;
     s.java.ok("t2", &format!("unlock {jobj}")).await;
 
     // Rust holds and awaits lost(); Java force-unlocks: kinds whose unlocks

@@ -9,11 +9,9 @@ use crate::common::java::Status;
 use crate::scenarios::lock_state::{
     force_unlock_wakes, foreign_unlock, state_java_holds, state_rust_holds,
 };
-use crate::scenarios::{
-    expected_hash, kind_supported, owner, result, rust_lock, script_calls, until, woken, Scene,
-};
+use crate::scenarios::{java_woken, kind_supported, owner, rust_lock, until, woken, Scene};
 use fred::prelude::*;
-use redisson_lock::{AnyKind, Client, Error, Lock};
+use redisson_lock::{Client, Error};
 
 pub async fn rlock(version: &str) {
     lock_kind(version, "lock").await
@@ -145,24 +143,11 @@ pub async fn critical(
 
 /// Java holds; a Rust waiter is woken by Java's unlock.
 pub async fn wake_java_to_rust(s: &mut Scene, kind: &str) {
-    let name = s.name("wake-j2r");
-    let jobj = format!("{kind}:{name}");
-    s.java.ok("t1", &format!("lock {jobj}")).await;
-    let lock = rust_lock(&s.fx.client, kind, &name).with_owner(owner(1));
-    let field = lock.owner_field(owner(1));
-    let before = script_calls(&s.fx.raw).await;
-    let steps = s.steps.clone();
-    let waiter = tokio::spawn(async move {
-        steps.note("rust: lock() starts waiting");
-        let guard = lock.lock().await;
-        let at = Instant::now();
-        steps.note(format!("rust: lock() returned {}", result(&guard)));
-        (at, guard)
-    });
-    s.waits(kind, &name, &field, before).await;
+    let (name, jobj) = s.java_holds(kind, "wake-j2r").await;
+    let (field, waiter) = s.rust_waits(kind, &name, owner(1)).await;
     let released = s.java.call("t1", &format!("unlock {jobj}")).await;
     s.steps.eq(released.status, Status::Ok, "java unlock");
-    let (at, guard) = waiter.await.unwrap();
+    let (at, guard) = waiter.returned().await;
     let guard = guard.unwrap_or_else(|e| s.steps.fail(format!("rust lock() failed: {e}")));
     woken(
         &s.steps,
@@ -170,11 +155,8 @@ pub async fn wake_java_to_rust(s: &mut Scene, kind: &str) {
         released.at,
         at,
     );
-    s.steps.eq(
-        s.hash(&name).await,
-        expected_hash(kind, &field, 1),
-        format!("{kind}: the hash once the rust waiter took it"),
-    );
+    let what = format!("{kind}: the hash once the rust waiter took it");
+    s.hash_held(&name, kind, &field, 1, what).await;
     guard.unlock().await.unwrap();
 }
 
@@ -184,27 +166,14 @@ pub async fn wake_rust_to_java(s: &mut Scene, kind: &str) {
     let jobj = format!("{kind}:{name}");
     let guard = rust_lock(&s.fx.client, kind, &name).lock().await.unwrap();
     s.note(format!("holds {kind}:{name}"));
-    let jfield = s.java.owner_field("t2").await;
-    let before = script_calls(&s.fx.raw).await;
-    let waiting = s.java.send("t2", &format!("lock {jobj}")).await;
-    s.waits(kind, &name, &jfield, before).await;
+    let (jfield, waiting) = s.java_waits(kind, &name).await;
     guard.unlock().await.unwrap();
     let released = Instant::now();
     s.note("unlock returned");
-    let reply = waiting.reply().await;
-    s.steps
-        .eq(reply.status, Status::Ok, "java lock() after rust unlock");
-    woken(
-        &s.steps,
-        &format!("{kind}: java waiter after rust unlock"),
-        released,
-        reply.at,
-    );
-    s.steps.eq(
-        s.hash(&name).await,
-        expected_hash(kind, &jfield, 1),
-        format!("{kind}: the hash once the java waiter took it"),
-    );
+    let what = format!("{kind}: java waiter after rust unlock");
+    java_woken(&s.steps, waiting, &what, released).await;
+    let what = format!("{kind}: the hash once the java waiter took it");
+    s.hash_held(&name, kind, &jfield, 1, what).await;
     s.java.ok("t2", &format!("unlock {jobj}")).await;
 }
 
@@ -220,15 +189,9 @@ pub async fn fair_queue_order(s: &mut Scene, kind: &str) {
     let rb = rust_lock(&s.fx.client, kind, &name).with_owner(owner(7));
     let (fa, fb) = (ra.owner_field(owner(6)), rb.owner_field(owner(7)));
     let jfield = s.java.owner_field("t2").await;
-    let spawn_waiter = |lock: Lock<AnyKind>, label: &'static str| {
-        let steps = s.steps.clone();
-        tokio::spawn(async move {
-            let guard = lock.lock().await.unwrap();
-            steps.note(format!("rust {label}: acquired"));
-            (Instant::now(), guard)
-        })
-    };
-    let a = spawn_waiter(ra, "A");
+    let a = s.waiter(async move { ra.lock().await.unwrap() }, |_| {
+        "A: acquired".into()
+    });
     let raw = s.fx.raw.clone();
     let queued = |n: usize| {
         let raw = raw.clone();
@@ -238,7 +201,9 @@ pub async fn fair_queue_order(s: &mut Scene, kind: &str) {
     until(&s.steps, "rust A queued", || queued(1)).await;
     let mut j = s.java.send("t2", &format!("lock {jobj}")).await;
     until(&s.steps, "java t2 queued", || queued(2)).await;
-    let b = spawn_waiter(rb, "B");
+    let b = s.waiter(async move { rb.lock().await.unwrap() }, |_| {
+        "B: acquired".into()
+    });
     until(&s.steps, "rust B queued", || queued(3)).await;
     let list: Vec<String> = s.fx.raw.lrange(&queue, 0, -1).await.unwrap();
     s.steps.eq(
@@ -268,39 +233,20 @@ pub async fn fair_queue_order(s: &mut Scene, kind: &str) {
         ),
     );
     let released = s.java.call("t1", &format!("unlock {jobj}")).await;
-    let (at, ga) = a.await.unwrap();
-    woken(
-        &s.steps,
-        &format!("{kind}: rust A (head) after java t1 unlock"),
-        released.at,
-        at,
-    );
+    let what = format!("{kind}: rust A (head) after java t1 unlock");
+    let ga = a.woken(&s.steps, &what, released.at).await;
     s.steps.check(
         !j.is_done(),
         format!("{kind}: java t2 must still wait while rust A holds"),
     );
     ga.unlock().await.unwrap();
-    let released = Instant::now();
-    let reply = j.reply().await;
-    woken(
-        &s.steps,
-        &format!("{kind}: java t2 (next) after rust A unlock"),
-        released,
-        reply.at,
-    );
-    s.steps.eq(
-        s.hash(&name).await,
-        expected_hash(kind, &jfield, 1),
-        format!("{kind}: java t2 holds after rust A"),
-    );
+    let what = format!("{kind}: java t2 (next) after rust A unlock");
+    java_woken(&s.steps, j, &what, Instant::now()).await;
+    let what = format!("{kind}: java t2 holds after rust A");
+    s.hash_held(&name, kind, &jfield, 1, what).await;
     let released = s.java.call("t2", &format!("unlock {jobj}")).await;
-    let (at, gb) = b.await.unwrap();
-    woken(
-        &s.steps,
-        &format!("{kind}: rust B (last) after java t2 unlock"),
-        released.at,
-        at,
-    );
+    let what = format!("{kind}: rust B (last) after java t2 unlock");
+    let gb = b.woken(&s.steps, &what, released.at).await;
     gb.unlock().await.unwrap();
     let left: i64 =
         s.fx.raw
@@ -326,28 +272,17 @@ pub async fn spin_is_an_rlock_without_messages(s: &mut Scene) {
         rlock.try_lock().await.unwrap().is_none(),
         "rust RLock try_lock on a Java spin hold must fail (same layout)",
     );
-    s.steps.eq(
-        s.hash(&name).await,
-        expected_hash("spin", &jfield, 1),
-        "java spin hold layout",
-    );
-    let mut listener =
-        s.fx.listen(&format!("redisson_lock__channel:{{{name}}}"))
-            .await;
-    s.java.ok("t1", &format!("unlock spin:{name}")).await;
-    let heard = listener.drain().await;
-    s.steps.eq(
-        heard,
-        Vec::<String>::new(),
-        "messages published by java's spin unlock (none, §6.1)",
-    );
+    let what = "java spin hold layout".to_string();
+    s.hash_held(&name, "spin", &jfield, 1, what).await;
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let what = "messages published by java's spin unlock (none, §6.1)";
+    s.java_publishes_nothing(&channel, &format!("unlock spin:{name}"), what)
+        .await;
 }
 
 /// Non-reentrant kinds (4.7): neither side re-enters its own hold.
 pub async fn reentry_refused(s: &mut Scene, kind: &str) {
-    let name = s.name("reentry");
-    let jobj = format!("{kind}:{name}");
-    s.java.ok("t1", &format!("lock {jobj}")).await;
+    let (name, jobj) = s.java_holds(kind, "reentry").await;
     s.java
         .err(
             "t1",
@@ -356,11 +291,8 @@ pub async fn reentry_refused(s: &mut Scene, kind: &str) {
         )
         .await;
     let jfield = s.java.owner_field("t1").await;
-    s.steps.eq(
-        s.hash(&name).await,
-        expected_hash(kind, &jfield, 1),
-        format!("{kind}: java hold after its refused re-entry"),
-    );
+    let what = format!("{kind}: java hold after its refused re-entry");
+    s.hash_held(&name, kind, &jfield, 1, what).await;
     s.java.ok("t1", &format!("unlock {jobj}")).await;
     let lock = rust_lock(&s.fx.client, kind, &name).with_owner(owner(8));
     let guard = lock.lock().await.unwrap();

@@ -12,13 +12,14 @@ pub mod topologies;
 pub mod versions;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use crate::common;
-use crate::common::java::{self, Peer, Status, Steps, Topology};
+use crate::common::java::{self, Peer, Pending, Reply, Status, Steps, Topology};
 use crate::common::Fixture;
 use fred::prelude::*;
-use redisson_lock::{AnyKind, Client, Lock, Owner, Ttl};
+use redisson_lock::{AnyKind, Client, Error, Lock, LockGuard, Owner, Ttl};
 
 /// A waiter must be woken this soon after the release returned: far below
 /// the 30 s lease and the 30 s re-check cap, so only a publish can do it.
@@ -125,11 +126,82 @@ impl Scene {
 
     /// The JVM's `remainTimeToLive` of `jobj` (its thread t1), in ms.
     pub async fn java_ttl(&mut self, jobj: &str) -> i64 {
-        self.java
-            .ok("t1", &format!("ttl {jobj}"))
-            .await
-            .parse()
-            .unwrap()
+        self.java_int("t1", &format!("ttl {jobj}")).await
+    }
+
+    /// Check that Java's `op` on `slot` ends `ok` with `want`.
+    pub async fn java_says(&mut self, slot: &str, op: &str, want: &str, what: &str) {
+        let got = self.java.ok(slot, op).await;
+        self.steps.eq(got.as_str(), want, what);
+    }
+
+    /// Java's `ok` reply to `op` on `slot`, an integer.
+    pub async fn java_int(&mut self, slot: &str, op: &str) -> i64 {
+        let reply = self.java.ok(slot, op).await;
+        reply.parse().unwrap_or_else(|e| {
+            self.steps.fail(format!(
+                "`{slot}: {op}` replied {reply:?}, not an integer: {e}"
+            ))
+        })
+    }
+
+    /// Check that the hash `name` is held `count` times by `field` alone,
+    /// as a holder of `kind` writes it.
+    pub async fn hash_held(&self, name: &str, kind: &str, field: &str, count: u32, what: String) {
+        let hash = self.hash(name).await;
+        self.steps.eq(hash, expected_hash(kind, field, count), what);
+    }
+
+    /// Java's thread t1 takes (`lock()`) a fresh `kind` lock named
+    /// `self.name(what)`: its name, and the peer's name for it (`kind:name`).
+    pub async fn java_holds(&mut self, kind: &str, what: &str) -> (String, String) {
+        let name = self.name(what);
+        let jobj = format!("{kind}:{name}");
+        self.java.ok("t1", &format!("lock {jobj}")).await;
+        (name, jobj)
+    }
+
+    /// A Rust task with owner `owner` waits in `lock()` of the `kind` lock
+    /// `name` (see [`Scene::waits`]): its owner field, and the waiter.
+    pub async fn rust_waits(&self, kind: &str, name: &str, owner: Owner) -> (String, RustLocker) {
+        let lock = rust_lock(&self.fx.client, kind, name).with_owner(owner);
+        let field = lock.owner_field(owner);
+        let before = script_calls(&self.fx.raw).await;
+        self.note(format!("lock() of {kind}:{name} starts waiting"));
+        let waiter = self.waiter(async move { lock.lock().await }, |guard| {
+            format!("lock() returned {}", result(guard))
+        });
+        self.waits(kind, name, &field, before).await;
+        (field, waiter)
+    }
+
+    /// Java's thread t2 waits in `lock()` of the `kind` lock `name` (see
+    /// [`Scene::waits`]): its owner field, and the call.
+    pub async fn java_waits(&mut self, kind: &str, name: &str) -> (String, Pending) {
+        let field = self.java.owner_field("t2").await;
+        let before = script_calls(&self.fx.raw).await;
+        let waiting = self.java.send("t2", &format!("lock {kind}:{name}")).await;
+        self.waits(kind, name, &field, before).await;
+        (field, waiting)
+    }
+
+    /// Check that Java's `op` (thread t1, ending `ok`) publishes nothing on
+    /// `channel`.
+    pub async fn java_publishes_nothing(&mut self, channel: &str, op: &str, what: &str) {
+        let mut listener = self.fx.listen(channel).await;
+        self.java.ok("t1", op).await;
+        let heard = listener.drain().await;
+        self.steps.eq(heard, Vec::<String>::new(), what);
+    }
+
+    /// Start a Rust waiter: `wait` in a task (see [`Waiter::spawn`]).
+    pub fn waiter<T, F, S>(&self, wait: F, said: S) -> Waiter<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = T> + Send + 'static,
+        S: FnOnce(&T) -> String + Send + 'static,
+    {
+        Waiter::spawn(&self.steps, wait, said)
     }
 
     /// Wait until a spin-lock waiter (which never subscribes) has retried at
@@ -219,6 +291,59 @@ pub fn woken(steps: &Steps, what: &str, released: Instant, woken: Instant) {
              {WAKE:?} (the lease is 30 s: only a publish it listens to wakes it this soon)"
         ),
     );
+}
+
+/// A Rust waiter running in a task: what its wait returned, and when.
+pub struct Waiter<T>(tokio::task::JoinHandle<(Instant, T)>);
+
+impl<T: Send + 'static> Waiter<T> {
+    /// Run `wait` in a task; when it returns, the steps note `said` of what
+    /// it returned.
+    pub fn spawn<F, S>(steps: &Steps, wait: F, said: S) -> Waiter<T>
+    where
+        F: Future<Output = T> + Send + 'static,
+        S: FnOnce(&T) -> String + Send + 'static,
+    {
+        let steps = steps.clone();
+        Waiter(tokio::spawn(async move {
+            let got = wait.await;
+            let at = Instant::now();
+            steps.note(format!("rust: {}", said(&got)));
+            (at, got)
+        }))
+    }
+
+    /// When the wait returned, and what.
+    pub async fn returned(self) -> (Instant, T) {
+        self.0.await.unwrap()
+    }
+
+    /// What the wait returned, which must be within [`WAKE`] of `released`.
+    pub async fn woken(self, steps: &Steps, what: &str, released: Instant) -> T {
+        let (at, got) = self.returned().await;
+        woken(steps, what, released, at);
+        got
+    }
+}
+
+/// A Rust task waiting in `lock()`.
+pub type RustLocker = Waiter<redisson_lock::Result<LockGuard<AnyKind>>>;
+
+/// Check that a Rust unlock was refused with [`Error::NotHeld`].
+pub fn not_held(steps: &Steps, unlocked: redisson_lock::Result<()>, what: &str) {
+    match unlocked {
+        Err(Error::NotHeld { .. }) => steps.note(format!("rust: {what}: NotHeld, as expected")),
+        other => steps.fail(format!("{what}: must be NotHeld, got {other:?}")),
+    }
+}
+
+/// Java's `waiting` call must end `ok` within [`WAKE`] of `released` (when
+/// the Rust release that wakes it returned): its reply.
+pub async fn java_woken(steps: &Steps, waiting: Pending, what: &str, released: Instant) -> Reply {
+    let reply = waiting.reply().await;
+    steps.eq(&reply.status, &Status::Ok, format!("{what}: java's call"));
+    woken(steps, what, released, reply.at);
+    reply
 }
 
 /// Rust locks of each kind, by the Java peer's kind names, erased to one type.

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use crate::scenarios::lock_state::{foreign_unlock, state_java_holds, state_rust_holds};
 use crate::scenarios::locks::{counter, wake_java_to_rust, wake_rust_to_java};
-use crate::scenarios::{check_ttl, owner, read_hash, script_calls, woken, Scene, LEASE_MS};
+use crate::scenarios::{check_ttl, java_woken, owner, read_hash, Scene, LEASE_MS};
 
 pub async fn read_write(version: &str) {
     let Some(mut s) = Scene::start(version, "rw-interop").await else {
@@ -46,39 +46,22 @@ pub async fn read_write(version: &str) {
     }
     rg.unwrap().unlock().await.unwrap();
     let writer = rw.write().with_owner(owner(2));
-    let steps = s.steps.clone();
-    let w = tokio::spawn(async move {
-        let g = writer.lock().await.unwrap();
-        steps.note("rust: write lock acquired");
-        (Instant::now(), g)
+    let w = s.waiter(async move { writer.lock().await.unwrap() }, |_| {
+        "write lock acquired".into()
     });
     s.subscribed(&format!("redisson_rwlock:{{{name}}}"), 1)
         .await;
     let released = s.java.call("t1", &format!("unlock read:{name}")).await;
-    let (at, wg) = w.await.unwrap();
-    woken(
-        &s.steps,
-        "rust writer after java read unlock",
-        released.at,
-        at,
-    );
+    let what = "rust writer after java read unlock";
+    let wg = w.woken(&s.steps, what, released.at).await;
     // Rust writer holds; a java reader waits and is woken by the write unlock ("1").
     // The Rust writer's subscription must be gone first, or the count below
     // could be its, not the Java reader's.
     s.unsubscribed(&format!("redisson_rwlock:{{{name}}}")).await;
-    let jfield = s.java.owner_field("t2").await;
-    let before = script_calls(&s.fx.raw).await;
-    let reading = s.java.send("t2", &format!("lock read:{name}")).await;
-    s.waits("read", &name, &jfield, before).await;
+    let (_, reading) = s.java_waits("read", &name).await;
     wg.unlock().await.unwrap();
-    let released = Instant::now();
-    let reply = reading.reply().await;
-    woken(
-        &s.steps,
-        "java reader after rust write unlock",
-        released,
-        reply.at,
-    );
+    let what = "java reader after rust write unlock";
+    java_woken(&s.steps, reading, what, Instant::now()).await;
     s.java.ok("t2", &format!("unlock read:{name}")).await;
 
     // Downgrade on the Java side: write, read, unlock write. Redisson
@@ -88,14 +71,10 @@ pub async fn read_write(version: &str) {
     let jfield = s.java.owner_field("t1").await;
     s.java.ok("t1", &format!("lock write:{name}")).await;
     s.java.ok("t1", &format!("lock read:{name}")).await;
-    let mut listener = s.fx.listen(&format!("redisson_rwlock:{{{name}}}")).await;
-    s.java.ok("t1", &format!("unlock write:{name}")).await;
-    let heard = listener.drain().await;
-    s.steps.eq(
-        heard,
-        Vec::<String>::new(),
-        "messages of java's write->read downgrade (none: Q5)",
-    );
+    let channel = format!("redisson_rwlock:{{{name}}}");
+    let what = "messages of java's write->read downgrade (none: Q5)";
+    s.java_publishes_nothing(&channel, &format!("unlock write:{name}"), what)
+        .await;
     let want = read_hash(&[&jfield]);
     s.steps
         .eq(s.hash(&name).await, want, "hash after java's downgrade");
@@ -127,14 +106,8 @@ pub async fn read_write(version: &str) {
     s.subscribed(&format!("redisson_rwlock:{{{name}}}"), 1)
         .await;
     let rg = wg.downgrade().await.unwrap();
-    let released = Instant::now();
-    let reply = reading.reply().await;
-    woken(
-        &s.steps,
-        "java reader after rust's write->read downgrade",
-        released,
-        reply.at,
-    );
+    let what = "java reader after rust's write->read downgrade";
+    java_woken(&s.steps, reading, what, Instant::now()).await;
     let want = read_hash(&[&jfield, &rfield]);
     s.steps.eq(
         s.hash(&name).await,

@@ -1,10 +1,11 @@
 //! RSemaphore, RPermitExpirableSemaphore and RCountDownLatch across sides.
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
-use crate::common::java::Status;
+use crate::common::java::Pending;
 use crate::scenarios::locks::counter;
-use crate::scenarios::{woken, Scene, WAKE};
+use crate::scenarios::{java_woken, woken, Scene, WAKE};
 use fred::prelude::*;
 
 pub async fn semaphore(version: &str) {
@@ -14,41 +15,19 @@ pub async fn semaphore(version: &str) {
     // Permits read alike.
     let name = s.name("permits");
     let sem = s.fx.client.semaphore(&name).unwrap();
-    s.steps.eq(
-        s.java
-            .ok("t1", &format!("trysetpermits sem:{name} 3"))
-            .await,
-        "true".into(),
-        "java trySetPermits(3)",
-    );
-    s.steps.eq(
-        sem.try_set_permits(5).await.unwrap(),
-        false,
-        "rust try_set_permits on an existing semaphore",
-    );
-    s.steps.eq(
-        sem.available_permits().await.unwrap(),
-        3,
-        "rust reads java's permits",
-    );
+    let available = format!("available sem:{name}");
+    let op = format!("trysetpermits sem:{name} 3");
+    let (set, read) = (sem.try_set_permits(5), sem.available_permits());
+    java_sets_up(&mut s, &op, set, read, 3).await;
     let p = sem.acquire(2).await.unwrap();
-    s.steps.eq(
-        s.java.ok("t1", &format!("available sem:{name}")).await,
-        "1".into(),
-        "java reads permits after rust took 2",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 1, "rust took 2").await;
     s.java.ok("t1", &format!("addpermits sem:{name} 4")).await;
-    s.steps.eq(
-        sem.available_permits().await.unwrap(),
-        5,
-        "rust reads permits after java added 4",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 5, "java added 4").await;
     p.release().await.unwrap();
-    s.steps.eq(
-        s.java.ok("t1", &format!("available sem:{name}")).await,
-        "7".into(),
-        "java reads permits after rust gave 2 back",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 7, "rust gave 2 back").await;
     s.steps.eq(
         s.get(&name).await,
         Some("7".into()),
@@ -56,30 +35,23 @@ pub async fn semaphore(version: &str) {
     );
 
     // Mutual exclusion with one permit.
-    let cname = s.name("counter");
-    s.java
-        .ok("t1", &format!("trysetpermits sem:{cname} 1"))
-        .await;
+    java_semaphore(&mut s, "sem", "counter", 1).await;
     counter(&mut s, "sem", 20).await;
 
     // Java releases, a Rust waiter wakes.
-    let name = s.name("wake-j2r");
-    s.java
-        .ok("t1", &format!("trysetpermits sem:{name} 0"))
-        .await;
+    let name = java_semaphore(&mut s, "sem", "wake-j2r", 0).await;
     let sem = s.fx.client.semaphore(&name).unwrap();
-    let steps = s.steps.clone();
-    let waiter = tokio::spawn(async move {
-        let p = sem
-            .try_acquire_for(Duration::from_secs(30), 1)
-            .await
-            .unwrap();
-        steps.note(format!("rust: try_acquire_for returned {}", p.is_some()));
-        (Instant::now(), p)
-    });
+    let waiter = s.waiter(
+        async move {
+            sem.try_acquire_for(Duration::from_secs(30), 1)
+                .await
+                .unwrap()
+        },
+        |p| format!("try_acquire_for returned {}", p.is_some()),
+    );
     s.subscribed(&format!("redisson_sc:{{{name}}}"), 1).await;
     let released = s.java.call("t1", &format!("release sem:{name}")).await;
-    let (at, p) = waiter.await.unwrap();
+    let (at, p) = waiter.returned().await;
     s.steps
         .check(p.is_some(), "rust acquired the permit java released");
     woken(
@@ -101,16 +73,8 @@ pub async fn semaphore(version: &str) {
     let waiting = s.java.send("t2", &format!("acquire sem:{name}")).await;
     s.subscribed(&format!("redisson_sc:{{{name}}}"), 1).await;
     sem.release(1).await.unwrap();
-    let released = Instant::now();
-    let reply = waiting.reply().await;
-    s.steps
-        .eq(reply.status, Status::Ok, "java acquire after rust release");
-    woken(
-        &s.steps,
-        "java semaphore waiter after rust release",
-        released,
-        reply.at,
-    );
+    let what = "java semaphore waiter after rust release";
+    java_woken(&s.steps, waiting, what, Instant::now()).await;
     s.steps.eq(
         sem.available_permits().await.unwrap(),
         0,
@@ -124,19 +88,11 @@ pub async fn permit_semaphore(version: &str) {
     };
     let name = s.name("ids");
     let sem = s.fx.client.permit_expirable_semaphore(&name).unwrap();
+    let available = format!("available pes:{name}");
+    let op = format!("trysetpermits pes:{name} 2");
+    let (set, read) = (sem.try_set_permits(5), sem.available_permits());
+    java_sets_up(&mut s, &op, set, read, 2).await;
     let timeouts = format!("{{{name}}}:timeout");
-    s.steps.eq(
-        s.java
-            .ok("t1", &format!("trysetpermits pes:{name} 2"))
-            .await,
-        "true".into(),
-        "java trySetPermits(2)",
-    );
-    s.steps.eq(
-        sem.available_permits().await.unwrap(),
-        2,
-        "rust reads java's permits",
-    );
     // A Java permit id, released by Rust.
     let jid = s.java.ok("t1", &format!("acquire pes:{name} 60000")).await;
     let members: Vec<(Vec<u8>, f64)> =
@@ -166,48 +122,29 @@ pub async fn permit_semaphore(version: &str) {
         (score - now - 60_000.0).abs() < 5_000.0,
         format!("java's permit expiry {score} is not now + 60 s"),
     );
-    s.steps.eq(
-        sem.available_permits().await.unwrap(),
-        1,
-        "rust reads permits after java's acquire",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 1, "java's acquire").await;
     s.steps.eq(
         sem.try_release(&id).await.unwrap(),
         true,
         "rust releases java's permit by id",
     );
-    s.steps.eq(
-        s.java.ok("t1", &format!("available pes:{name}")).await,
-        "2".into(),
-        "java reads permits after rust released its id",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 2, "rust released java's id").await;
     // A Rust permit, released by Java.
     let guard = sem.acquire(Some(Duration::from_secs(60))).await.unwrap();
     let rid = guard.id();
     guard.forget();
-    s.steps.eq(
-        s.java.ok("t1", &format!("available pes:{name}")).await,
-        "1".into(),
-        "java reads permits after rust's acquire",
-    );
-    s.steps.eq(
-        s.java
-            .ok("t1", &format!("tryrelease pes:{name} {rid}"))
-            .await,
-        "true".into(),
-        "java releases rust's permit by id",
-    );
-    s.steps.eq(
-        sem.available_permits().await.unwrap(),
-        2,
-        "rust reads permits after java released its id",
-    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 1, "rust's acquire").await;
+    let op = format!("tryrelease pes:{name} {rid}");
+    s.java_says("t1", &op, "true", "java releases rust's permit by id")
+        .await;
+    let rust = sem.available_permits().await.unwrap();
+    both_read(&mut s, &available, rust, 2, "java released rust's id").await;
 
     // A Java permit with a short lease comes back to a Rust waiter when it expires.
-    let name = s.name("expiry");
-    s.java
-        .ok("t1", &format!("trysetpermits pes:{name} 1"))
-        .await;
+    let name = java_semaphore(&mut s, "pes", "expiry", 1).await;
     let taken = Instant::now();
     s.java.ok("t1", &format!("acquire pes:{name} 700")).await;
     let sem = s.fx.client.permit_expirable_semaphore(&name).unwrap();
@@ -227,37 +164,21 @@ pub async fn permit_semaphore(version: &str) {
     );
     got.unwrap().release().await.unwrap();
 
-    let cname = s.name("counter");
-    s.java
-        .ok("t1", &format!("trysetpermits pes:{cname} 1"))
-        .await;
+    java_semaphore(&mut s, "pes", "counter", 1).await;
     counter(&mut s, "pes", 20).await;
 
     // Wake-ups both ways.
-    let name = s.name("wake-j2r");
-    s.java
-        .ok("t1", &format!("trysetpermits pes:{name} 1"))
-        .await;
+    let name = java_semaphore(&mut s, "pes", "wake-j2r", 1).await;
     let jid = s.java.ok("t1", &format!("acquire pes:{name} -1")).await;
     let sem = s.fx.client.permit_expirable_semaphore(&name).unwrap();
-    let steps = s.steps.clone();
-    let waiter = tokio::spawn(async move {
-        let p = sem.acquire(None).await.unwrap();
-        steps.note("rust: permit acquired");
-        (Instant::now(), p)
+    let waiter = s.waiter(async move { sem.acquire(None).await.unwrap() }, |_| {
+        "permit acquired".into()
     });
     s.subscribed(&format!("redisson_sc:{{{name}}}"), 1).await;
-    let released = s
-        .java
-        .call("t1", &format!("release pes:{name} {jid}"))
-        .await;
-    let (at, p) = waiter.await.unwrap();
-    woken(
-        &s.steps,
-        "rust permit waiter after java release",
-        released.at,
-        at,
-    );
+    let op = format!("release pes:{name} {jid}");
+    let released = s.java.call("t1", &op).await.at;
+    let what = "rust permit waiter after java release";
+    let p = waiter.woken(&s.steps, what, released).await;
 
     let waiting = s.java.send("t2", &format!("acquire pes:{name} -1")).await;
     s.subscribed(&format!("redisson_sc:{{{name}}}"), 1).await;
@@ -266,16 +187,8 @@ pub async fn permit_semaphore(version: &str) {
         true,
         "rust release of its permit",
     );
-    let released = Instant::now();
-    let reply = waiting.reply().await;
-    s.steps
-        .eq(reply.status, Status::Ok, "java acquire after rust release");
-    woken(
-        &s.steps,
-        "java permit waiter after rust release",
-        released,
-        reply.at,
-    );
+    let what = "java permit waiter after rust release";
+    java_woken(&s.steps, waiting, what, Instant::now()).await;
 }
 
 pub async fn latch(version: &str) {
@@ -284,47 +197,22 @@ pub async fn latch(version: &str) {
     };
     let name = s.name("j2r");
     let latch = s.fx.client.count_down_latch(&name).unwrap();
-    s.steps.eq(
-        s.java
-            .ok("t1", &format!("trysetcount latch:{name} 2"))
-            .await,
-        "true".into(),
-        "java trySetCount(2)",
-    );
-    s.steps.eq(
-        latch.try_set_count(5).await.unwrap(),
-        false,
-        "rust try_set_count on an existing latch",
-    );
-    s.steps.eq(
-        latch.get_count().await.unwrap(),
-        2,
-        "rust reads java's count",
-    );
+    let op = format!("trysetcount latch:{name} 2");
+    let (set, read) = (latch.try_set_count(5), latch.get_count());
+    java_sets_up(&mut s, &op, set, read, 2).await;
     let l2 = latch.clone();
-    let steps = s.steps.clone();
-    let waiter = tokio::spawn(async move {
-        let r = l2.await_for(Duration::from_secs(30)).await.unwrap();
-        steps.note(format!("rust: await_for returned {r:?}"));
-        (Instant::now(), r)
-    });
-    s.subscribed(&format!("redisson_countdownlatch__channel__{{{name}}}"), 1)
-        .await;
+    let waiter = s.waiter(
+        async move { l2.await_for(Duration::from_secs(30)).await.unwrap() },
+        |r| format!("await_for returned {r:?}"),
+    );
+    s.subscribed(&latch_channel(&name), 1).await;
     s.java.ok("t1", &format!("countdown latch:{name}")).await;
-    s.steps.eq(
-        latch.get_count().await.unwrap(),
-        1,
-        "rust reads the count after java's count down",
-    );
-    s.steps.eq(
-        s.java.ok("t1", &format!("count latch:{name}")).await,
-        "1".into(),
-        "java reads its count",
-    );
+    let (count, rust) = (format!("count latch:{name}"), latch.get_count().await);
+    both_read(&mut s, &count, rust.unwrap(), 1, "java's count down").await;
     latch.count_down().await.unwrap();
     let released = Instant::now();
     s.note("count_down returned (count 0)");
-    let (at, r) = waiter.await.unwrap();
+    let (at, r) = waiter.returned().await;
     s.steps.check(r.is_some(), "rust awaiter opened");
     woken(
         &s.steps,
@@ -332,11 +220,8 @@ pub async fn latch(version: &str) {
         released,
         at,
     );
-    s.steps.eq(
-        s.java.ok("t1", &format!("count latch:{name}")).await,
-        "0".into(),
-        "java reads the opened latch",
-    );
+    let rust = latch.get_count().await.unwrap();
+    both_read(&mut s, &count, rust, 0, "the last count down").await;
 
     let name = s.name("j-wait");
     let latch = s.fx.client.count_down_latch(&name).unwrap();
@@ -345,52 +230,80 @@ pub async fn latch(version: &str) {
         true,
         "rust try_set_count(2)",
     );
-    s.steps.eq(
-        s.java.ok("t1", &format!("count latch:{name}")).await,
-        "2".into(),
-        "java reads rust's count",
-    );
-    let waiting = s
-        .java
-        .send("t2", &format!("await latch:{name} 30000"))
-        .await;
-    s.subscribed(&format!("redisson_countdownlatch__channel__{{{name}}}"), 1)
-        .await;
+    let (count, rust) = (format!("count latch:{name}"), latch.get_count().await);
+    both_read(&mut s, &count, rust.unwrap(), 2, "rust's try_set_count(2)").await;
+    let waiting = java_awaits(&mut s, &name).await;
     latch.count_down().await.unwrap();
     s.java.ok("t1", &format!("countdown latch:{name}")).await;
-    let opened = Instant::now();
-    let reply = waiting.reply().await;
-    s.steps
-        .eq(reply.value.as_str(), "true", "java await(30 s) opened");
-    woken(
-        &s.steps,
-        "java latch awaiter after the last count down",
-        opened,
-        reply.at,
-    );
+    let what = "java latch awaiter after the last count down";
+    java_opened(&s, waiting, what, Instant::now()).await;
 
     // Rust's count down wakes the Java awaiter.
     let name = s.name("r2j");
     let latch = s.fx.client.count_down_latch(&name).unwrap();
     latch.try_set_count(1).await.unwrap();
-    let waiting = s
-        .java
-        .send("t2", &format!("await latch:{name} 30000"))
-        .await;
-    s.subscribed(&format!("redisson_countdownlatch__channel__{{{name}}}"), 1)
-        .await;
+    let waiting = java_awaits(&mut s, &name).await;
     latch.count_down().await.unwrap();
-    let released = Instant::now();
-    let reply = waiting.reply().await;
-    s.steps.eq(
-        reply.value.as_str(),
-        "true",
-        "java await(30 s) after rust count down",
-    );
-    woken(
-        &s.steps,
-        "java latch awaiter after rust's count down",
-        released,
-        reply.at,
-    );
+    let what = "java latch awaiter after rust's count down";
+    java_opened(&s, waiting, what, Instant::now()).await;
+}
+
+/// A fresh semaphore of `kind` (`sem`, `pes`) named `s.name(what)`, which
+/// Java sets up with `permits`: its name.
+async fn java_semaphore(s: &mut Scene, kind: &str, what: &str, permits: u32) -> String {
+    let name = s.name(what);
+    let op = format!("trysetpermits {kind}:{name} {permits}");
+    s.java.ok("t1", &op).await;
+    name
+}
+
+/// Both sides read `value` after `after`: Rust's read is `rust`, Java's
+/// is `op` (`available sem:N`, `count latch:N`).
+async fn both_read(s: &mut Scene, op: &str, rust: i64, value: i64, after: &str) {
+    s.steps
+        .eq(rust, value, format!("rust reads ({op}) after {after}"));
+    let java = s.java.ok("t1", op).await;
+    s.steps
+        .eq(java, value.to_string(), format!("java {op} after {after}"));
+}
+
+/// Java sets an object up first with `op` (`trysetpermits sem:N 3`, …:
+/// it replies `true`); then Rust's own set-up (`rust_sets`) is refused and
+/// Rust reads Java's `value` (`rust_reads`).
+async fn java_sets_up(
+    s: &mut Scene,
+    op: &str,
+    rust_sets: impl Future<Output = redisson_lock::Result<bool>>,
+    rust_reads: impl Future<Output = redisson_lock::Result<i64>>,
+    value: i64,
+) {
+    let set = s.java.ok("t1", op).await;
+    s.steps.eq(set.as_str(), "true", format!("java {op}"));
+    let set = rust_sets.await.unwrap();
+    s.steps
+        .eq(set, false, format!("rust's set-up after java {op}"));
+    let read = rust_reads.await.unwrap();
+    s.steps
+        .eq(read, value, format!("rust reads what java {op} set"));
+}
+
+/// The channel a latch's awaiters listen on.
+fn latch_channel(name: &str) -> String {
+    format!("redisson_countdownlatch__channel__{{{name}}}")
+}
+
+/// A Java thread (t2) awaits the latch `name` for 30 s at most, subscribed.
+async fn java_awaits(s: &mut Scene, name: &str) -> Pending {
+    let op = format!("await latch:{name} 30000");
+    let waiting = s.java.send("t2", &op).await;
+    s.subscribed(&latch_channel(name), 1).await;
+    waiting
+}
+
+/// The Java awaiter `waiting` sees the latch open within [`WAKE`] of `opened`.
+async fn java_opened(s: &Scene, waiting: Pending, what: &str, opened: Instant) {
+    let reply = java_woken(&s.steps, waiting, what, opened).await;
+    let awaited = reply.value.as_str();
+    s.steps
+        .eq(awaited, "true", format!("{what}: java's await(30 s)"));
 }
