@@ -443,22 +443,25 @@ async fn evalsha(
     args.extend(call.keys.into_iter().map(Value::from));
     args.extend(call.args);
     let pipeline = client.pipeline();
-    // Queueing on a pipeline completes at once (fred answers "queued"
-    // without I/O): polled here, once, so that its large future is never
-    // stored in ours. Unconstrained: tokio's cooperative budget would
-    // otherwise make a ready reply look pending to a task that used it up.
-    let queue = pipeline.custom::<Value, _>(
-        fred::cmd!("EVALSHA", hash: fred::types::ClusterHash::Custom(slot)),
-        args,
-    );
-    tokio::task::unconstrained(queue)
-        .now_or_never()
-        .ok_or_else(|| {
-            fred::error::Error::new(
-                fred::error::ErrorKind::Unknown,
-                "fred did not queue a pipelined command",
-            )
-        })??;
+    {
+        // Queueing on a pipeline completes at once (fred answers "queued"
+        // without I/O): polled here, once, so that its large future is never
+        // stored in ours; pinned in place, so that it is not moved (copied)
+        // either. Unconstrained: tokio's cooperative budget would otherwise
+        // make a ready reply look pending to a task that used it up.
+        let queue = std::pin::pin!(pipeline.custom::<Value, _>(
+            fred::cmd!("EVALSHA", hash: fred::types::ClusterHash::Custom(slot)),
+            args,
+        ));
+        tokio::task::unconstrained(queue)
+            .now_or_never()
+            .ok_or_else(|| {
+                fred::error::Error::new(
+                    fred::error::ErrorKind::Unknown,
+                    "fred did not queue a pipelined command",
+                )
+            })??;
+    }
     pipeline.last::<Value>().await
 }
 
