@@ -86,7 +86,9 @@ impl LockKeys {
 /// A fresh unlock latch key: `prefix:` plus 32 random lowercase hex digits,
 /// one per logical unlock (docs/PROTOCOL.md §2.4).
 pub(crate) fn latch_key(prefix: &str) -> String {
-    format!("{prefix}:{}", uuid::Uuid::new_v4().simple())
+    let mut id = [0u8; uuid::fmt::Simple::LENGTH];
+    let id: &str = uuid::Uuid::new_v4().simple().encode_lower(&mut id);
+    [prefix, ":", id].concat()
 }
 
 #[cfg(test)]

@@ -88,7 +88,14 @@ impl ScriptEnv {
 
     /// The hash field of `owner`: `<clientId>:<ownerId>`.
     pub(crate) fn field(&self, owner: Owner) -> String {
-        format!("{}:{}", self.client_id, owner)
+        use std::fmt::Write;
+        // Sized once (an id is at most 20 characters): `format!` would
+        // grow it piece by piece.
+        let mut field = String::with_capacity(self.client_id.len() + 21);
+        field.push_str(&self.client_id);
+        field.push(':');
+        let _ = write!(field, "{owner}"); // writing to a String cannot fail
+        field
     }
 
     /// Redisson's default fair-lock thread wait (`fair_lock_wait_timeout`).
