@@ -447,7 +447,7 @@ async fn evalsha(
         _ => 0,
     };
     let mut args = Vec::with_capacity(2 + call.keys.len() + call.args.len());
-    args.push(Value::from(call.script.sha()));
+    args.push(call.script.sha_value());
     args.push(Value::from(call.keys.len() as i64));
     args.extend(call.keys.into_iter().map(Value::from));
     args.extend(call.args);
@@ -481,7 +481,8 @@ async fn evalsha(
 /// writes queued commands with one flush: one write, one read on the server.
 fn send_del(client: &fred::clients::Client, keys: Vec<String>) {
     use futures::FutureExt;
-    let _ = client.del::<Value, _>(keys).now_or_never();
+    // Pinned in place: fred's command future is large, and not worth a copy.
+    let _ = std::pin::pin!(client.del::<Value, _>(keys)).now_or_never();
 }
 
 /// Delete the unlock latches no script carried within

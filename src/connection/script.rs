@@ -16,7 +16,8 @@ pub(crate) struct Script {
     /// Whether it writes (it starts with `args.lua`): followed by `WAIT`
     /// when [`Config::replica_sync`](crate::Config::replica_sync) is set.
     pub writes: bool,
-    sha: LazyLock<String>,
+    /// Shared, so that every call clones a reference, not the digits.
+    sha: LazyLock<fred::bytes_utils::Str>,
 }
 
 /// `script!(NAME, "a.lua", "b.lua", ...)`: the files concatenated, in order
@@ -47,7 +48,7 @@ macro_rules! script {
         pub(crate) static $name: Script = Script {
             body: $body,
             writes: $writes,
-            sha: LazyLock::new(|| fred::util::sha1_hash($body)),
+            sha: LazyLock::new(|| fred::util::sha1_hash($body).into()),
         };
     };
 }
@@ -83,7 +84,8 @@ impl ScriptEnv {
 
     /// The publish command, as a script argument.
     pub(crate) fn publish(&self) -> Value {
-        Value::from(self.publish)
+        // Static: no copy, and free to clone when fred copies the command.
+        Value::String(fred::bytes_utils::Str::from_static(self.publish))
     }
 
     /// The hash field of `owner`: `<clientId>:<ownerId>`.
@@ -246,8 +248,9 @@ script!(
 script!(LATCH_DELETE, "args.lua", "latch_delete.lua");
 
 impl Script {
-    pub(crate) fn sha(&self) -> &str {
-        &self.sha
+    /// The script's SHA1, as a command argument (no copy).
+    pub(crate) fn sha_value(&self) -> Value {
+        Value::String(self.sha.clone())
     }
 }
 
