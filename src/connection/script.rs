@@ -263,6 +263,15 @@ pub(crate) struct ScriptCall {
 }
 
 impl ScriptCall {
+    /// A call of `script` with `keys` made already (shared, cheap to clone).
+    pub(crate) fn with_keys(
+        script: &'static Script,
+        keys: Vec<Key>,
+        args: Vec<Value>,
+    ) -> ScriptCall {
+        ScriptCall { script, keys, args }
+    }
+
     pub(crate) fn new(script: &'static Script, keys: &[&str], args: Vec<Value>) -> ScriptCall {
         ScriptCall {
             script,

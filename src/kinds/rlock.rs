@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use fred::types::Value;
+use fred::types::{Key, Value};
 
 use crate::base::error::{Result, NON_REENTRANT};
 use crate::base::names::LockKeys;
@@ -117,7 +117,7 @@ impl Protocol for Reentrant {
         if !self.reentrant {
             args.push(Value::from(NON_REENTRANT));
         }
-        ScriptCall::new(&script::LOCK, &[&self.keys.name], args)
+        ScriptCall::with_keys(&script::LOCK, vec![self.keys.name_key()], args)
     }
 
     fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
@@ -141,9 +141,9 @@ pub(crate) fn unlock_call(
     lease_ms: i64,
     latch: &str,
 ) -> ScriptCall {
-    ScriptCall::new(
+    ScriptCall::with_keys(
         &script::UNLOCK,
-        &[&keys.name, &keys.channel, latch],
+        vec![keys.name_key(), keys.channel_key(), Key::from(latch)],
         vec![
             Value::from("0"),
             Value::Integer(lease_ms),
