@@ -83,11 +83,16 @@ pub(crate) struct LockKeys {
 
 impl LockKeys {
     pub(crate) fn new(name: &str) -> Result<LockKeys> {
-        validate(name)?;
+        LockKeys::from_name(name.to_owned())
+    }
+
+    /// [`new`](Self::new), keeping the caller's `name` rather than a copy.
+    pub(crate) fn from_name(name: String) -> Result<LockKeys> {
+        validate(&name)?;
         Ok(LockKeys {
-            name: name.to_owned(),
-            channel: layout::lock_channel(name),
-            latch_prefix: layout::unlock_latch_prefix(name),
+            channel: layout::lock_channel(&name),
+            latch_prefix: layout::unlock_latch_prefix(&name),
+            name,
             name_key: OnceLock::new(),
             channel_key: OnceLock::new(),
         })

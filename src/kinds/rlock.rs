@@ -63,7 +63,10 @@ impl Client {
     ///
     /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
     pub fn lock(&self, name: &str) -> Result<RLock> {
-        let kind = Arc::new(Reentrant::new(&self.map_name(name)?)?);
+        let kind = Arc::new(Reentrant {
+            keys: LockKeys::from_name(self.map_name(name)?)?,
+            reentrant: true,
+        });
         Ok(Lock::new(self.clone(), kind.clone(), kind))
     }
 
