@@ -64,7 +64,7 @@ impl Drop for Done {
 /// (the pinned call) until then.
 pub(crate) struct FinishOnDrop<F, C>
 where
-    F: Future + Send + 'static,
+    F: Future + Send + ?Sized + 'static,
     F::Output: Send + 'static,
     C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
 {
@@ -75,13 +75,22 @@ where
 
 impl<F, C> FinishOnDrop<F, C>
 where
-    F: Future + Send + 'static,
+    F: Future + Send + ?Sized + 'static,
     F::Output: Send + 'static,
     C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
 {
-    pub(crate) fn new(cleanups: Cleanups, fut: F, on_orphan: C) -> Self {
+    pub(crate) fn new(cleanups: Cleanups, fut: F, on_orphan: C) -> Self
+    where
+        F: Sized,
+    {
+        Self::boxed(cleanups, Box::pin(fut), on_orphan)
+    }
+
+    /// [`new`](Self::new) for a call already boxed (a `BoxFuture`): not
+    /// boxed again.
+    pub(crate) fn boxed(cleanups: Cleanups, fut: Pin<Box<F>>, on_orphan: C) -> Self {
         FinishOnDrop {
-            fut: Some(Box::pin(fut)),
+            fut: Some(fut),
             on_orphan: Some(on_orphan),
             cleanups,
         }
@@ -91,7 +100,7 @@ where
 // Nothing is pinned in place: the call lives in its own box.
 impl<F, C> Unpin for FinishOnDrop<F, C>
 where
-    F: Future + Send + 'static,
+    F: Future + Send + ?Sized + 'static,
     F::Output: Send + 'static,
     C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
 {
@@ -99,7 +108,7 @@ where
 
 impl<F, C> Future for FinishOnDrop<F, C>
 where
-    F: Future + Send + 'static,
+    F: Future + Send + ?Sized + 'static,
     F::Output: Send + 'static,
     C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
 {
@@ -118,7 +127,7 @@ where
 
 impl<F, C> Drop for FinishOnDrop<F, C>
 where
-    F: Future + Send + 'static,
+    F: Future + Send + ?Sized + 'static,
     F::Output: Send + 'static,
     C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
 {

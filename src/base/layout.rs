@@ -20,19 +20,20 @@
 
 /// `prefixName(P, N)`: `P:N` if `N` contains `{`, else `P:{N}`.
 pub fn prefix_name(prefix: &str, name: &str) -> String {
+    // `concat` sizes the string once; `format!` would grow it piece by piece.
     if name.contains('{') {
-        format!("{prefix}:{name}")
+        [prefix, ":", name].concat()
     } else {
-        format!("{prefix}:{{{name}}}")
+        [prefix, ":{", name, "}"].concat()
     }
 }
 
 /// `suffixName(N, S)`: `N:S` if `N` contains `{`, else `{N}:S`.
 pub fn suffix_name(name: &str, suffix: &str) -> String {
     if name.contains('{') {
-        format!("{name}:{suffix}")
+        [name, ":", suffix].concat()
     } else {
-        format!("{{{name}}}:{suffix}")
+        ["{", name, "}:", suffix].concat()
     }
 }
 

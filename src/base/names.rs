@@ -2,6 +2,10 @@
 //! passes, and the keys of one RLock-layout lock (derived per
 //! [`layout`](crate::layout)).
 
+use std::sync::OnceLock;
+
+use fred::types::Key;
+
 use crate::base::error::{Error, Result};
 use crate::base::layout;
 
@@ -70,23 +74,57 @@ pub(crate) struct LockKeys {
     pub channel: String,
     /// `redisson_unlock_latch:{N}`, to which `:<requestId>` is appended.
     pub latch_prefix: String,
+    /// `name` and `channel` as script keys, made on first use: a clone
+    /// shares the bytes, where a key made per call copies them (and fred
+    /// copies them again when it duplicates a pipelined command).
+    name_key: OnceLock<Key>,
+    channel_key: OnceLock<Key>,
 }
 
 impl LockKeys {
     pub(crate) fn new(name: &str) -> Result<LockKeys> {
-        validate(name)?;
+        LockKeys::from_name(name.to_owned())
+    }
+
+    /// [`new`](Self::new), keeping the caller's `name` rather than a copy.
+    pub(crate) fn from_name(name: String) -> Result<LockKeys> {
+        validate(&name)?;
         Ok(LockKeys {
-            name: name.to_owned(),
-            channel: layout::lock_channel(name),
-            latch_prefix: layout::unlock_latch_prefix(name),
+            channel: layout::lock_channel(&name),
+            latch_prefix: layout::unlock_latch_prefix(&name),
+            name,
+            name_key: OnceLock::new(),
+            channel_key: OnceLock::new(),
         })
     }
+
+    /// `name` as a script key.
+    pub(crate) fn name_key(&self) -> Key {
+        shared_key(&self.name_key, &self.name)
+    }
+
+    /// `channel` as a script key.
+    pub(crate) fn channel_key(&self) -> Key {
+        shared_key(&self.channel_key, &self.channel)
+    }
+}
+
+/// The key cached in `cell` (made from `key` the first time), cloned.
+fn shared_key(cell: &OnceLock<Key>, key: &str) -> Key {
+    cell.get_or_init(|| {
+        // Made shared now: the first clone of a key made from a `Vec`
+        // would allocate for that.
+        Key::from(fred::bytes::Bytes::from_owner(key.to_owned()))
+    })
+    .clone()
 }
 
 /// A fresh unlock latch key: `prefix:` plus 32 random lowercase hex digits,
 /// one per logical unlock (docs/PROTOCOL.md §2.4).
 pub(crate) fn latch_key(prefix: &str) -> String {
-    format!("{prefix}:{}", uuid::Uuid::new_v4().simple())
+    let mut id = [0u8; uuid::fmt::Simple::LENGTH];
+    let id: &str = uuid::Uuid::new_v4().simple().encode_lower(&mut id);
+    [prefix, ":", id].concat()
 }
 
 #[cfg(test)]

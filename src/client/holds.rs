@@ -137,7 +137,64 @@ type HoldKey = (String, String);
 
 /// Holds by lock name, then by owner field (usually one per name). Lookups
 /// borrow the caller's strings: no allocation on the lock/unlock path.
-type HoldMap = HashMap<String, Vec<(String, Hold)>>;
+type HoldMap = HashMap<String, Vec<(String, Hold)>, FxBuild>;
+
+/// A fast hash for the registry's names (FxHash's multiply-rotate, as in
+/// `rustc-hash`): every lock and unlock hashes its name twice, and SipHash
+/// took more than the rest of the bookkeeping. Not resistant to chosen
+/// collisions, which needs many names held at once by this one process; a
+/// collision costs a longer probe, not correctness.
+#[derive(Clone, Copy, Default)]
+struct FxBuild;
+
+impl std::hash::BuildHasher for FxBuild {
+    type Hasher = FxHasher;
+
+    fn build_hasher(&self) -> FxHasher {
+        FxHasher(0)
+    }
+}
+
+struct FxHasher(u64);
+
+impl FxHasher {
+    const K: u64 = 0xf135_7aea_2e62_a9c5;
+
+    fn add(&mut self, word: u64) {
+        self.0 = self.0.wrapping_add(word).wrapping_mul(Self::K);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(word);
+            self.add(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        // The multiply leaves the high bits best mixed; hashbrown takes
+        // the bucket from the low ones.
+        self.0.rotate_left(26)
+    }
+}
 
 /// The registry of one client.
 pub(crate) struct Holds {
@@ -154,6 +211,14 @@ pub(crate) struct Released {
     pub lease: Option<Duration>,
     /// A renewal run that must finish before the unlock is sent.
     pub wait_for_run: Option<u64>,
+}
+
+impl Released {
+    /// For a hold the registry does not know.
+    const NOTHING: Released = Released {
+        lease: None,
+        wait_for_run: None,
+    };
 }
 
 fn hold_mut<'a>(map: &'a mut HoldMap, name: &str, field: &str) -> Option<&'a mut Hold> {
@@ -183,46 +248,52 @@ impl Holds {
         renewal: Renewal,
         sent_at: Instant,
     ) -> watch::Receiver<Status> {
-        let mut map = self.map.lock();
-        if !map.contains_key(name) {
-            map.insert(name.to_owned(), Vec::new());
-        }
         let status = Status::new(sent_at, lease, self.watchdog);
+        let new_hold = || Hold {
+            count: 1,
+            kind,
+            lease,
+            renewal,
+            status: watch::Sender::new(status),
+            in_run: None,
+        };
+        let mut map = self.map.lock();
         let Some(holds) = map.get_mut(name) else {
-            return watch::channel(status).1; // just inserted
+            telemetry::held(kind);
+            let hold = new_hold();
+            let receiver = hold.status.subscribe();
+            map.insert(name.to_owned(), vec![(field.to_owned(), hold)]);
+            return receiver;
         };
-        let index = match holds.iter().position(|(f, _)| f == field) {
-            Some(index) => index,
-            None => {
-                let hold = Hold {
-                    count: 0,
-                    kind,
-                    lease,
-                    renewal,
-                    status: watch::Sender::new(status),
-                    in_run: None,
-                };
-                holds.push((field.to_owned(), hold));
-                holds.len() - 1
+        match holds.iter_mut().find(|(f, _)| f == field) {
+            Some((_, hold)) => {
+                hold.count += 1;
+                telemetry::held(hold.kind);
+                hold.lease = lease;
+                hold.status.send_replace(status);
+                hold.status.subscribe()
             }
-        };
-        let hold = &mut holds[index].1;
-        hold.count += 1;
-        telemetry::held(hold.kind);
-        hold.lease = lease;
-        hold.status.send_replace(status);
-        hold.status.subscribe()
+            None => {
+                // A new channel starts with `status`: nothing to send.
+                telemetry::held(kind);
+                let hold = new_hold();
+                let receiver = hold.status.subscribe();
+                holds.push((field.to_owned(), hold));
+                receiver
+            }
+        }
     }
 
     /// Take one hold of `(name, field)` away, stopping its renewal at zero.
     pub(crate) fn released(&self, name: &str, field: &str) -> Released {
         let mut map = self.map.lock();
-        let Some(hold) = hold_mut(&mut map, name, field) else {
-            return Released {
-                lease: None,
-                wait_for_run: None,
-            };
+        let Some(holds) = map.get_mut(name) else {
+            return Released::NOTHING;
         };
+        let Some(index) = holds.iter().position(|(f, _)| f == field) else {
+            return Released::NOTHING;
+        };
+        let hold = &mut holds[index].1;
         if hold.count > 0 {
             telemetry::unheld(hold.kind);
         }
@@ -246,8 +317,8 @@ impl Holds {
                     }
                 });
             }
-        } else if let Some(holds) = map.get_mut(name) {
-            holds.retain(|(f, _)| f != field);
+        } else {
+            holds.remove(index);
             if holds.is_empty() {
                 map.remove(name);
             }

@@ -146,6 +146,9 @@ pub(crate) struct Redis {
     /// counts otherwise, and at least every [`RECOUNT`].
     replicas:
         std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<String, (usize, Instant)>>>,
+    /// Whether the server is a cluster: only then does a command need its
+    /// key's hash slot.
+    clustered: bool,
 }
 
 /// How long an idempotent call (a release, an undo, leaving a queue)
@@ -163,7 +166,8 @@ pub(crate) enum Patience {
 impl Redis {
     /// The command layer over `client`, and its latch-deleting task.
     pub(crate) fn start(client: fred::clients::Client, config: &Config) -> (Redis, JoinHandle<()>) {
-        let latches = std::sync::Arc::new(Latches::new(config.redis.server.is_clustered()));
+        let clustered = config.redis.server.is_clustered();
+        let latches = std::sync::Arc::new(Latches::new(clustered));
         let redis = Redis {
             client,
             timeout: config.timeout,
@@ -173,6 +177,7 @@ impl Redis {
             latches,
             replica_sync: config.replica_sync,
             replicas: Default::default(),
+            clustered,
         };
         let task = tokio::spawn(delete_latches(redis.clone()));
         (redis, task)
@@ -207,7 +212,7 @@ impl Redis {
         if !carried.is_empty() {
             send_del(&self.client, carried.clone());
         }
-        let reply = match evalsha(&self.client, call).await {
+        let reply = match evalsha(&self.client, call, self.clustered).await {
             Err(e) if e.details().starts_with("NOSCRIPT") => {
                 // EVAL runs the script and caches it for the next EVALSHA;
                 // the arguments are built again rather than kept for this.
@@ -428,37 +433,44 @@ impl Redis {
 /// skips a plain command then). Every script goes this way, so an acquire
 /// written late is followed, in order, by the undo its caller sent after
 /// the timeout (the acquire's owner field is never reused).
+///
+/// The hash slot of the first key routes it on a `clustered` server; any
+/// other server ignores it, so it is not computed there.
 async fn evalsha(
     client: &fred::clients::Client,
     call: ScriptCall,
+    clustered: bool,
 ) -> std::result::Result<Value, fred::error::Error> {
     use futures::FutureExt;
-    let slot = call
-        .keys
-        .first()
-        .map_or(0, |key| fred::util::redis_keyslot(key.as_bytes()));
+    let slot = match call.keys.first() {
+        Some(key) if clustered => fred::util::redis_keyslot(key.as_bytes()),
+        _ => 0,
+    };
     let mut args = Vec::with_capacity(2 + call.keys.len() + call.args.len());
-    args.push(Value::from(call.script.sha()));
+    args.push(call.script.sha_value());
     args.push(Value::from(call.keys.len() as i64));
     args.extend(call.keys.into_iter().map(Value::from));
     args.extend(call.args);
     let pipeline = client.pipeline();
-    // Queueing on a pipeline completes at once (fred answers "queued"
-    // without I/O): polled here, once, so that its large future is never
-    // stored in ours. Unconstrained: tokio's cooperative budget would
-    // otherwise make a ready reply look pending to a task that used it up.
-    let queue = pipeline.custom::<Value, _>(
-        fred::cmd!("EVALSHA", hash: fred::types::ClusterHash::Custom(slot)),
-        args,
-    );
-    tokio::task::unconstrained(queue)
-        .now_or_never()
-        .ok_or_else(|| {
-            fred::error::Error::new(
-                fred::error::ErrorKind::Unknown,
-                "fred did not queue a pipelined command",
-            )
-        })??;
+    {
+        // Queueing on a pipeline completes at once (fred answers "queued"
+        // without I/O): polled here, once, so that its large future is never
+        // stored in ours; pinned in place, so that it is not moved (copied)
+        // either. Unconstrained: tokio's cooperative budget would otherwise
+        // make a ready reply look pending to a task that used it up.
+        let queue = std::pin::pin!(pipeline.custom::<Value, _>(
+            fred::cmd!("EVALSHA", hash: fred::types::ClusterHash::Custom(slot)),
+            args,
+        ));
+        tokio::task::unconstrained(queue)
+            .now_or_never()
+            .ok_or_else(|| {
+                fred::error::Error::new(
+                    fred::error::ErrorKind::Unknown,
+                    "fred did not queue a pipelined command",
+                )
+            })??;
+    }
     pipeline.last::<Value>().await
 }
 
@@ -469,7 +481,8 @@ async fn evalsha(
 /// writes queued commands with one flush: one write, one read on the server.
 fn send_del(client: &fred::clients::Client, keys: Vec<String>) {
     use futures::FutureExt;
-    let _ = client.del::<Value, _>(keys).now_or_never();
+    // Pinned in place: fred's command future is large, and not worth a copy.
+    let _ = std::pin::pin!(client.del::<Value, _>(keys)).now_or_never();
 }
 
 /// Delete the unlock latches no script carried within

@@ -16,7 +16,8 @@ pub(crate) struct Script {
     /// Whether it writes (it starts with `args.lua`): followed by `WAIT`
     /// when [`Config::replica_sync`](crate::Config::replica_sync) is set.
     pub writes: bool,
-    sha: LazyLock<String>,
+    /// Shared, so that every call clones a reference, not the digits.
+    sha: LazyLock<fred::bytes_utils::Str>,
 }
 
 /// `script!(NAME, "a.lua", "b.lua", ...)`: the files concatenated, in order
@@ -47,7 +48,7 @@ macro_rules! script {
         pub(crate) static $name: Script = Script {
             body: $body,
             writes: $writes,
-            sha: LazyLock::new(|| fred::util::sha1_hash($body)),
+            sha: LazyLock::new(|| fred::util::sha1_hash($body).into()),
         };
     };
 }
@@ -83,12 +84,20 @@ impl ScriptEnv {
 
     /// The publish command, as a script argument.
     pub(crate) fn publish(&self) -> Value {
-        Value::from(self.publish)
+        // Static: no copy, and free to clone when fred copies the command.
+        Value::String(fred::bytes_utils::Str::from_static(self.publish))
     }
 
     /// The hash field of `owner`: `<clientId>:<ownerId>`.
     pub(crate) fn field(&self, owner: Owner) -> String {
-        format!("{}:{}", self.client_id, owner)
+        use std::fmt::Write;
+        // Sized once (an id is at most 20 characters): `format!` would
+        // grow it piece by piece.
+        let mut field = String::with_capacity(self.client_id.len() + 21);
+        field.push_str(&self.client_id);
+        field.push(':');
+        let _ = write!(field, "{owner}"); // writing to a String cannot fail
+        field
     }
 
     /// Redisson's default fair-lock thread wait (`fair_lock_wait_timeout`).
@@ -239,8 +248,9 @@ script!(
 script!(LATCH_DELETE, "args.lua", "latch_delete.lua");
 
 impl Script {
-    pub(crate) fn sha(&self) -> &str {
-        &self.sha
+    /// The script's SHA1, as a command argument (no copy).
+    pub(crate) fn sha_value(&self) -> Value {
+        Value::String(self.sha.clone())
     }
 }
 
@@ -253,6 +263,15 @@ pub(crate) struct ScriptCall {
 }
 
 impl ScriptCall {
+    /// A call of `script` with `keys` made already (shared, cheap to clone).
+    pub(crate) fn with_keys(
+        script: &'static Script,
+        keys: Vec<Key>,
+        args: Vec<Value>,
+    ) -> ScriptCall {
+        ScriptCall { script, keys, args }
+    }
+
     pub(crate) fn new(script: &'static Script, keys: &[&str], args: Vec<Value>) -> ScriptCall {
         ScriptCall {
             script,

@@ -63,7 +63,7 @@ impl<G: GiveBack> Armed<G> {
     pub(crate) async fn release(mut self) -> Result<G::Output> {
         self.armed = false;
         let call = self.held.give_back();
-        FinishOnDrop::new(self.held.cleanups().clone(), call, |_| async {}.boxed()).await
+        FinishOnDrop::boxed(self.held.cleanups().clone(), call, |_| async {}.boxed()).await
     }
 
     /// Keep what it holds: nothing is given back.

@@ -126,10 +126,10 @@ impl RawLock {
         };
         let report = Acquisition::start(self.name(), self.proto.kind(), wait, start);
         report.span().record("owner", field.as_str());
-        let outcome = self
-            .acquire_as(owner, &field, lease, mode, deadline)
-            .instrument(report.span().clone())
-            .await;
+        // Pinned in place: the acquisition's future is large, and
+        // `instrument` would otherwise copy it.
+        let acquiring = std::pin::pin!(self.acquire_as(owner, &field, lease, mode, deadline));
+        let outcome = acquiring.instrument(report.span().clone()).await;
         report.finish(&outcome, matches!(mode, AttemptMode::Once));
         outcome
     }
@@ -200,12 +200,16 @@ impl RawLock {
             async move {
                 let build = || proto.acquire(&inner.env, &field, lease_ms, mode);
                 let reply = inner.redis.eval(build).await;
-                (reply.and_then(|reply| proto.parse_acquire(reply)), step)
+                (
+                    reply.and_then(|reply| proto.parse_acquire(reply)),
+                    step,
+                    field,
+                )
             }
         };
         let orphan = {
-            let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.to_owned());
-            move |(outcome, step): (Result<Attempt>, Step)| {
+            let (inner, proto) = (inner.clone(), self.proto.clone());
+            move |(outcome, step, field): (Result<Attempt>, Step, String)| {
                 async move {
                     match outcome {
                         // Ran, so it took a hold: register it, then release it.
@@ -223,7 +227,9 @@ impl RawLock {
                 .boxed()
             }
         };
-        let (outcome, step) = FinishOnDrop::new(inner.cleanups.clone(), fut, orphan).await;
+        // The call hands its copy of `field` back for an undo.
+        let (outcome, step, owned_field) =
+            FinishOnDrop::new(inner.cleanups.clone(), fut, orphan).await;
         match outcome {
             Ok(attempt) => Ok((attempt, sent_at)),
             Err(e) if undoable(&e, &inner, self.name(), field) => {
@@ -233,7 +239,7 @@ impl RawLock {
                     let _status = self.register(field, lease, sent_at);
                 }
                 let proto = self.proto.clone();
-                let field = field.to_owned();
+                let field = owned_field;
                 let mut step = step;
                 inner.cleanups.clone().spawn(async move {
                     // Bounded: the next attempt waits for it. If it cannot
@@ -521,9 +527,9 @@ pub(crate) async fn release(
         outcome = tracing::field::Empty,
         error = tracing::field::Empty,
     );
-    let outcome = release_now(inner, proto, field, patience)
-        .instrument(span.clone())
-        .await;
+    // Pinned in place, as in `acquire`.
+    let releasing = std::pin::pin!(release_now(inner, proto, field, patience));
+    let outcome = releasing.instrument(span.clone()).await;
     match &outcome {
         Ok(Unlocked::Released) => span.record("outcome", "released"),
         Ok(Unlocked::StillHeld) => span.record("outcome", "still_held"),

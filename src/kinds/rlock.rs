@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use fred::types::Value;
+use fred::types::{Key, Value};
 
 use crate::base::error::{Result, NON_REENTRANT};
 use crate::base::names::LockKeys;
@@ -41,11 +41,12 @@ impl Reentrant {
 
     /// The acquire call, however the caller waits (the spin lock's too).
     pub(crate) fn lock_call(&self, field: &str, lease_ms: i64) -> ScriptCall {
-        let mut call = lock_call(&script::LOCK, &[&self.keys.name], field, lease_ms);
+        let mut args = vec![Value::Integer(lease_ms), Value::from(field)];
         if !self.reentrant {
-            call.args.push(Value::from(NON_REENTRANT));
+            args.push(Value::from(NON_REENTRANT));
         }
-        call
+        // The name's key is built once per handle and shared by every call.
+        ScriptCall::with_keys(&script::LOCK, vec![self.keys.name_key()], args)
     }
 }
 
@@ -72,7 +73,10 @@ impl Client {
     ///
     /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
     pub fn lock(&self, name: &str) -> Result<RLock> {
-        let kind = Arc::new(Reentrant::new(&self.map_name(name)?)?);
+        let kind = Arc::new(Reentrant {
+            keys: LockKeys::from_name(self.map_name(name)?)?,
+            reentrant: true,
+        });
         Ok(Lock::new(self.clone(), kind.clone(), kind))
     }
 
@@ -180,9 +184,9 @@ pub(crate) fn unlock_call(
     lease_ms: i64,
     latch: &str,
 ) -> ScriptCall {
-    ScriptCall::new(
+    ScriptCall::with_keys(
         script,
-        &[&keys.name, &keys.channel, latch],
+        vec![keys.name_key(), keys.channel_key(), Key::from(latch)],
         vec![
             Value::from(message),
             Value::Integer(lease_ms),
