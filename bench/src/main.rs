@@ -39,6 +39,7 @@ use scenario::{
     contended, cross_process, parallel, scale_waiters, scale_watchdog, semaphore, stock_market,
     uncontended, Admin, Bench,
 };
+use workers::Job;
 
 /// Counts live and peak heap bytes when scenario 5a turns it on (`alloc.rs`).
 #[global_allocator]
@@ -47,7 +48,7 @@ static ALLOCATOR: alloc::Counting = alloc::Counting;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("worker") {
-        return workers::main(args.get(1).map(String::as_str).unwrap_or(""));
+        return workers::main(args.get(1).map(String::as_str).unwrap_or(""), run_job);
     }
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -356,4 +357,63 @@ async fn redis_version(admin: &mut Admin) -> Result<String> {
         .unwrap_or("")
         .trim()
         .to_owned())
+}
+
+/// A worker process's job: the worker side of its scenario.
+async fn run_job(job: Job) -> Result<serde_json::Value> {
+    match job {
+        Job::Rounds {
+            kinds,
+            url,
+            tasks,
+            first_task,
+            slots,
+        } => cross_process::rounds(kinds, &url, tasks, first_task, slots).await,
+        Job::Waiters {
+            kind,
+            url,
+            waiters,
+            names,
+            limit_s,
+        } => {
+            let limit = Duration::from_secs(limit_s);
+            scale_waiters::waiters(kind, &url, waiters, names, limit).await
+        }
+        Job::Watchdog {
+            url,
+            locks,
+            watchdog_ms,
+            batch,
+            intervals,
+        } => {
+            scale_watchdog::watchdog(
+                &url,
+                locks,
+                Duration::from_millis(watchdog_ms),
+                batch,
+                intervals,
+            )
+            .await
+        }
+        Job::Stock {
+            method,
+            url,
+            start_ns,
+            limit_s,
+        } => {
+            let limit = Duration::from_secs(limit_s);
+            stock_market::stock(method, &url, start_ns, limit).await
+        }
+        Job::Market {
+            method,
+            url,
+            start_ns,
+            items,
+            target,
+            limit_s,
+        } => {
+            let limit = Duration::from_secs(limit_s);
+            stock_market::market(method, &url, start_ns, items, target, limit).await
+        }
+    }
 }

@@ -5,7 +5,7 @@ use anyhow::{ensure, Context, Result};
 use serde::Serialize;
 
 use crate::libs::Kind;
-use crate::scenario::stock_market::Method;
+use crate::workers::Method;
 
 /// Sizes of every scenario; `--smoke` shrinks them all.
 #[derive(Clone, Debug, Serialize)]

@@ -189,3 +189,6 @@ fn taskset(args: &[&str]) -> anyhow::Result<String> {
     );
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
+
+/// One round's (or run's) figures, by metric key.
+pub type Metrics = std::collections::BTreeMap<String, f64>;

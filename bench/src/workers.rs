@@ -1,6 +1,7 @@
 //! Worker processes: this binary run as `worker <job json>` for the
 //! scenarios that need processes of their own (4, 5a, 5b, 6i, 6ii). A job
-//! is started and answered here; what it does lives with its scenario.
+//! (and the vocabulary it carries: `Slot`, `Method`) is started and answered
+//! here; what it does lives with its scenario, and `main.rs` dispatches it.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,18 +10,20 @@ use anyhow::{ensure, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::libs::Kind;
-use crate::scenario::cross_process::{self, Slot};
-use crate::scenario::stock_market::{self, Method};
-use crate::scenario::{scale_waiters, scale_watchdog, Metrics};
+use crate::util::Metrics;
 
-/// The worker process's `main`: run `job`, print its answer (one JSON line).
-pub fn main(job: &str) -> ExitCode {
+/// The worker process's `main`: run `job` with `run` (the scenarios'
+/// worker sides, dispatched by `main.rs`), print its answer (one JSON line).
+pub fn main<F>(job: &str, run: impl FnOnce(Job) -> F) -> ExitCode
+where
+    F: std::future::Future<Output = Result<serde_json::Value>>,
+{
     let outcome = (|| -> Result<serde_json::Value> {
         let job: Job = serde_json::from_str(job).context("worker job")?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
-        rt.block_on(run_job(job))
+        rt.block_on(run(job))
     })();
     match outcome {
         Ok(answer) => {
@@ -79,60 +82,33 @@ pub enum Job {
     },
 }
 
-async fn run_job(job: Job) -> Result<serde_json::Value> {
-    match job {
-        Job::Rounds {
-            kinds,
-            url,
-            tasks,
-            first_task,
-            slots,
-        } => cross_process::rounds(kinds, &url, tasks, first_task, slots).await,
-        Job::Waiters {
-            kind,
-            url,
-            waiters,
-            names,
-            limit_s,
-        } => {
-            let limit = Duration::from_secs(limit_s);
-            scale_waiters::waiters(kind, &url, waiters, names, limit).await
-        }
-        Job::Watchdog {
-            url,
-            locks,
-            watchdog_ms,
-            batch,
-            intervals,
-        } => {
-            scale_watchdog::watchdog(
-                &url,
-                locks,
-                Duration::from_millis(watchdog_ms),
-                batch,
-                intervals,
-            )
-            .await
-        }
-        Job::Stock {
-            method,
-            url,
-            start_ns,
-            limit_s,
-        } => {
-            let limit = Duration::from_secs(limit_s);
-            stock_market::stock(method, &url, start_ns, limit).await
-        }
-        Job::Market {
-            method,
-            url,
-            start_ns,
-            items,
-            target,
-            limit_s,
-        } => {
-            let limit = Duration::from_secs(limit_s);
-            stock_market::market(method, &url, start_ns, items, target, limit).await
+/// One slot of an interleaved multi-process schedule: `kind` contends for
+/// `name` from `base + offset_ns - warm_ns` (warm-up) to `base + offset_ns +
+/// length_ns`; the window measured starts at `base + offset_ns`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Slot {
+    pub round: usize,
+    pub kind: Kind,
+    pub name: String,
+    pub offset_ns: u64,
+    pub warm_ns: u64,
+    pub length_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Method {
+    /// A `redisson_lock` lock around read-modify-write.
+    Lock,
+    /// WATCH / read / MULTI-write-EXEC, abandoned on conflict.
+    Watch,
+}
+
+impl Method {
+    /// The subject key of the records and of `--libs`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Method::Lock => "lock",
+            Method::Watch => "watch",
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::tables::fmt_ratio;
+use super::format::fmt_ratio;
 use super::{json_num, Record};
 use crate::util::{median, spread};
 

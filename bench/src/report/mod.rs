@@ -17,6 +17,7 @@
 //!   use: it cancels the drift of a shared machine between rounds.
 
 mod data;
+mod format;
 mod sections;
 mod tables;
 mod targets;
@@ -26,7 +27,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::scenario::Metrics;
+use crate::util::Metrics;
 use data::Data;
 use sections::SECTIONS;
 

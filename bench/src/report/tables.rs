@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use super::data::Data;
+use super::format::{fmt, fmt_ratio};
 use super::sections::{subject_label, Section};
 use super::{json_num, Pooled};
 use crate::util::quantile;
@@ -131,33 +132,6 @@ pub fn ratios(
     }
     markdown(&rows, 2, out);
     Some(ratios.into())
-}
-
-pub fn fmt(x: f64) -> String {
-    if x.is_nan() {
-        "-".into()
-    } else {
-        digits(x, 1000.0)
-    }
-}
-
-pub fn fmt_ratio(x: f64) -> String {
-    if x.is_nan() || x.is_infinite() {
-        "-".into()
-    } else {
-        digits(x, 100.0)
-    }
-}
-
-/// No decimals from `whole` up, one from 10, else three.
-fn digits(x: f64, whole: f64) -> String {
-    if x.abs() >= whole {
-        format!("{x:.0}")
-    } else if x.abs() >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.3}")
-    }
 }
 
 /// A markdown table; the first `left` columns are left-aligned, the rest right-aligned.

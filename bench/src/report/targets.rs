@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::data::{Data, Ratio};
+use super::format::{fmt, fmt_ratio};
 use super::sections::subject_label;
-use super::tables::{fmt, fmt_ratio};
 use super::{json_num, Pooled};
 use crate::util::quantile;
 

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 
 use super::contended::{analyze, contend, Event};
 use super::{add_command_metrics, ms, order, Bench};
@@ -15,20 +14,7 @@ use crate::libs::{Kind, Lib, ALL};
 use crate::report::Record;
 use crate::server;
 use crate::util::{now_ns, sleep_until_ns};
-use crate::workers::{Job, Synced};
-
-/// One slot of an interleaved multi-process schedule: `kind` contends for
-/// `name` from `base + offset_ns - warm_ns` (warm-up) to `base + offset_ns +
-/// length_ns`; the window measured starts at `base + offset_ns`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Slot {
-    pub round: usize,
-    pub kind: Kind,
-    pub name: String,
-    pub offset_ns: u64,
-    pub warm_ns: u64,
-    pub length_ns: u64,
-}
+use crate::workers::{Job, Slot, Synced};
 
 /// Scenario 4: 4 worker processes × 2 tasks on one name, every library in
 /// every worker, all following one wall-clock schedule of slots.

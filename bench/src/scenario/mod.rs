@@ -14,7 +14,7 @@ pub mod stock_market;
 pub mod subject;
 pub mod uncontended;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -26,8 +26,7 @@ use crate::report::{Pooled, Record};
 use crate::server;
 use crate::util::Usage;
 
-/// One round's (or run's) figures, by metric key.
-pub type Metrics = BTreeMap<String, f64>;
+pub use crate::util::Metrics;
 
 /// The bench's own connection, for the server's counters and FLUSHALL.
 pub type Admin = redis::aio::MultiplexedConnection;

@@ -9,32 +9,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Result};
 use fred::interfaces::{HashesInterface, KeysInterface};
-use serde::{Deserialize, Serialize};
 
 use super::{order, Admin, Bench, Counted, Counters, Metrics, MAX_ITER};
 use crate::libs;
 use crate::report::Record;
 use crate::server;
 use crate::util::{now_ns, sleep_until_ns};
-use crate::workers::{run_workers, Job};
-
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub enum Method {
-    /// A `redisson_lock` lock around read-modify-write.
-    Lock,
-    /// WATCH / read / MULTI-write-EXEC, abandoned on conflict.
-    Watch,
-}
-
-impl Method {
-    /// The subject key of the records and of `--libs`.
-    pub fn key(self) -> &'static str {
-        match self {
-            Method::Lock => "lock",
-            Method::Watch => "watch",
-        }
-    }
-}
+use crate::workers::{run_workers, Job, Method};
 
 /// Scenario `id` (`s6i` or `s6ii`): every method in fresh worker
 /// processes, run after run (order ABBA).
