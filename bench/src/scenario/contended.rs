@@ -49,7 +49,7 @@ pub async fn run(b: &mut Bench<'_>, id: &str, think: Duration) -> Result<()> {
                     let think_us = think.as_micros();
                     java.call(
                         &format!("contend {name} {tasks} 0 {begin} {deadline} {think_us}"),
-                        Duration::from_nanos(deadline - now_ns()) + java::ANSWER,
+                        Duration::from_nanos(deadline.saturating_sub(now_ns())) + java::ANSWER,
                     )
                     .await?
                 }

@@ -56,7 +56,7 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
                     // The JVM sets the permits itself (trySetPermits) first.
                     java.call(
                         &format!("sem {name} {permits} {tasks} {begin} {deadline}"),
-                        Duration::from_nanos(deadline - now_ns()) + java::ANSWER,
+                        Duration::from_nanos(deadline.saturating_sub(now_ns())) + java::ANSWER,
                     )
                     .await?
                 }
