@@ -134,7 +134,10 @@ async fn java_waiters(
     Ok(Metrics::from([
         ("waiters".into(), n),
         ("names".into(), names as f64),
-        ("subscription_pool".into(), f64::from(pool.unwrap_or(50))),
+        (
+            "subscription_pool".into(),
+            pool.map_or(JAVA_DEFAULT_POOL as f64, f64::from),
+        ),
         ("rss_before_kib".into(), before.rss_kib as f64),
         ("rss_waiting_kib".into(), waiting.rss_kib as f64),
         (
