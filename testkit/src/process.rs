@@ -3,6 +3,7 @@
 //! small shell watchdog if this process dies without dropping them.
 
 use std::ffi::OsStr;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -96,15 +97,67 @@ pub fn signal(pid: u32, signal: &str) {
     assert!(status.success(), "kill {signal} {pid}");
 }
 
-/// Wait until something accepts connections on `127.0.0.1:port`; panics
-/// after `within`, naming `what`.
-pub fn wait_listening(port: u16, within: Duration, what: &str) {
+/// Who answers on the port a server process was started on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Serving {
+    /// The process itself: its `INFO server` names its process id.
+    Ours,
+    /// It exited (the port was taken), another process answers there, or
+    /// nothing answered in time.
+    Taken,
+}
+
+/// Wait (at most `within`) until the Redis-protocol server on
+/// `127.0.0.1:port` is `child`: a port picked free may be bound by another
+/// test's server before `child` binds it, and then something else answers
+/// there while `child` exits. Asked with `AUTH password` first if given.
+/// Works for `redis-server`, `redis-sentinel` and Valkey alike.
+pub fn wait_serving(
+    child: &mut Process,
+    port: u16,
+    password: Option<&str>,
+    within: Duration,
+) -> Serving {
     let deadline = Instant::now() + within;
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} on port {port} did not start listening"
-        );
-        std::thread::sleep(Duration::from_millis(10));
+    while Instant::now() < deadline {
+        if child.has_exited() {
+            return Serving::Taken;
+        }
+        match serving_pid(port, password) {
+            Some(pid) if pid == child.id() => return Serving::Ours,
+            Some(_) => return Serving::Taken,
+            None => {} // not listening yet, loading, or not an INFO answer
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
+    Serving::Taken
+}
+
+/// The `process_id` in the `INFO server` answer of the server on `port`;
+/// `None` if nothing listens or the answer is not an INFO reply.
+fn serving_pid(port: u16, password: Option<&str>) -> Option<u32> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+    if let Some(pass) = password {
+        s.write_all(format!("AUTH {pass}\r\n").as_bytes()).ok()?;
+        let mut buf = [0u8; 64];
+        let _ = s.read(&mut buf);
+    }
+    s.write_all(b"INFO server\r\n").ok()?;
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while answer.len() < 16 * 1024 {
+        let n = s.read(&mut buf).ok().filter(|&n| n > 0)?;
+        answer.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&answer);
+        if text.starts_with('-') && text.ends_with("\r\n") {
+            return None; // -LOADING, -NOAUTH, ...
+        }
+        if let Some(rest) = text.split("process_id:").nth(1) {
+            if let Some((pid, _)) = rest.split_once("\r\n") {
+                return pid.trim().parse().ok();
+            }
+        }
+    }
+    None
 }

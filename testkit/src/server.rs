@@ -3,13 +3,11 @@
 //! drop.
 
 use std::ffi::OsString;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use redisson_lock::{Client, Config};
 
-use crate::process::Process;
+use crate::process::{wait_serving, Process, Serving};
 
 /// How to start a private server: which binary, with which extra
 /// arguments. [`Server::private`] and [`Server::private_with`] are the
@@ -214,14 +212,10 @@ impl Server {
 }
 
 /// Start the server on `port` and wait (at most `wait`, at least 1 s)
-/// until it answers with our token; `None` if it exited (port taken) or
-/// another server answers there.
+/// until it answers as itself; `None` if it exited (port taken) or another
+/// server answers there.
 fn spawn(options: &Options, port: u16, wait: Duration) -> Option<Process> {
-    // A unique setting tells our server apart from one that another test
-    // started on the same port between picking the port and binding it.
-    let token = format!("harness-{}.rdb", uuid::Uuid::new_v4().simple());
     let mut args = base_args(port);
-    args.extend(["--dbfilename".to_string(), token.clone()]);
     args.extend(options.args.iter().cloned());
     let child = match Process::spawn(&options.program, &args) {
         Ok(child) => child,
@@ -246,19 +240,11 @@ fn spawn(options: &Options, port: u16, wait: Duration) -> Option<Process> {
         .iter()
         .position(|a| a == "--requirepass")
         .and_then(|i| options.args.get(i + 1));
-    let deadline = Instant::now() + wait.max(Duration::from_secs(1));
-    while Instant::now() < deadline {
-        if child.has_exited() {
-            return None; // exited: port taken, try another
-        }
-        match probe(port, &token, password.map(String::as_str)) {
-            Probe::Ours => return Some(child),
-            Probe::Other => break, // the port belongs to another server
-            Probe::NotYet => {}
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    let within = wait.max(Duration::from_secs(1));
+    match wait_serving(&mut child, port, password.map(String::as_str), within) {
+        Serving::Ours => Some(child),
+        Serving::Taken => None,
     }
-    None
 }
 
 /// The arguments every private server of the kit gets: loopback only, on
@@ -276,33 +262,4 @@ pub(crate) fn base_args(port: u16) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec()
-}
-
-enum Probe {
-    Ours,
-    Other,
-    NotYet,
-}
-
-/// Ask the server on `port` for its dbfilename: ours carries `token`. A
-/// server started with a password answers NOAUTH: ask with it.
-fn probe(port: u16, token: &str, password: Option<&str>) -> Probe {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return Probe::NotYet;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    if let Some(pass) = password {
-        let _ = s.write_all(format!("AUTH {pass}\r\n").as_bytes());
-        let mut buf = [0u8; 64];
-        let _ = s.read(&mut buf);
-    }
-    if s.write_all(b"CONFIG GET dbfilename\r\n").is_err() {
-        return Probe::NotYet;
-    }
-    let mut buf = [0u8; 256];
-    match s.read(&mut buf) {
-        Ok(n) if n > 0 && String::from_utf8_lossy(&buf[..n]).contains(token) => Probe::Ours,
-        Ok(n) if n > 0 && buf[0] == b'*' => Probe::Other,
-        _ => Probe::NotYet, // not listening yet, or -LOADING
-    }
 }

@@ -7,7 +7,7 @@ use fred::prelude::*;
 use fred::types::config::Config as FredConfig;
 use redisson_lock::{Client, Config};
 
-use super::{free_ports, raw_client, server_args, until, Node, TempDir};
+use super::{on_free_ports, raw_client, server_args, until, Node, TempDir};
 use crate::inspect::{field_of, info_field};
 
 /// A Redis Cluster: 3 masters and 3 replicas (or `REDIS_CLUSTER_URL`).
@@ -41,29 +41,32 @@ impl Cluster {
     /// Always a private cluster, ready (as [`start`](Self::start) waits).
     pub async fn start_private() -> Cluster {
         let dir = TempDir::new("redis-cluster");
-        let ports = free_ports(6);
-        let nodes: Vec<Node> = ports
-            .iter()
-            .map(|&port| {
-                let extra = [
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    &format!("nodes-{port}.conf"),
-                    "--cluster-node-timeout",
-                    "1000",
-                    // A replica takes over at once, however stale its data.
-                    "--cluster-replica-validity-factor",
-                    "0",
-                    "--cluster-require-full-coverage",
-                    "no",
-                    "--cluster-allow-reads-when-down",
-                    "no",
-                ]
-                .map(String::from);
-                Node::spawn("redis-server", port, server_args(port, &dir, &extra))
-            })
-            .collect();
+        let dir_path = &dir;
+        let nodes: Vec<Node> = on_free_ports(6, |ports| async move {
+            ports
+                .iter()
+                .map(|&port| {
+                    let extra = [
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        &format!("nodes-{port}.conf"),
+                        "--cluster-node-timeout",
+                        "1000",
+                        // A replica takes over at once, however stale its data.
+                        "--cluster-replica-validity-factor",
+                        "0",
+                        "--cluster-require-full-coverage",
+                        "no",
+                        "--cluster-allow-reads-when-down",
+                        "no",
+                    ]
+                    .map(String::from);
+                    Node::spawn("redis-server", port, server_args(port, dir_path, &extra))
+                })
+                .collect::<Option<Vec<_>>>()
+        })
+        .await;
         let addrs: Vec<String> = nodes.iter().map(Node::addr).collect();
         let status = Command::new("redis-cli")
             .args(["--cluster", "create"])

@@ -20,7 +20,7 @@ pub use crate::inspect::{raw_client, until};
 pub use cluster::Cluster;
 pub use sentinel::{Sentinels, SERVICE};
 
-use crate::process::Process;
+use crate::process::{wait_serving, Process, Serving};
 
 /// One `redis-server` (or `redis-sentinel`) process of a topology, on a
 /// fixed port: it can be killed, frozen and started again as who it was.
@@ -33,15 +33,32 @@ pub struct Node {
 }
 
 impl Node {
-    fn spawn(program: &'static str, port: u16, args: Vec<String>) -> Node {
+    /// Start `program` on `port`; `None` if the port turned out taken
+    /// (another process answers there), so the caller picks other ports.
+    fn spawn(program: &'static str, port: u16, args: Vec<String>) -> Option<Node> {
         let node = Node {
             port,
             child: std::sync::Mutex::new(None),
             args,
             program,
         };
-        node.start_again();
-        node
+        node.launch().then_some(node)
+    }
+
+    /// Start the process; whether it serves its port (within 10 s).
+    fn launch(&self) -> bool {
+        assert!(!self.is_running(), "node {} still runs", self.port);
+        let mut child = Process::spawn(self.program, &self.args).unwrap_or_else(|e| {
+            panic!(
+                "cannot start {}: {e} (install redis-server and redis-sentinel, or set REDIS_CLUSTER_URL / REDIS_SENTINEL_URL)",
+                self.program
+            )
+        });
+        let serving = wait_serving(&mut child, self.port, None, Duration::from_secs(10));
+        if serving == Serving::Ours {
+            *self.child() = Some(child);
+        }
+        serving == Serving::Ours
     }
 
     fn child(&self) -> std::sync::MutexGuard<'_, Option<Process>> {
@@ -76,17 +93,14 @@ impl Node {
 
     /// Start the process again with the same arguments (and, for a cluster
     /// node, its node config file: it rejoins as who it was); returns once
-    /// it listens.
+    /// it serves its port. Panics if another process took the port.
     pub fn start_again(&self) {
-        assert!(!self.is_running(), "node {} still runs", self.port);
-        let child = Process::spawn(self.program, &self.args).unwrap_or_else(|e| {
-            panic!(
-                "cannot start {}: {e} (install redis-server and redis-sentinel, or set REDIS_CLUSTER_URL / REDIS_SENTINEL_URL)",
-                self.program
-            )
-        });
-        *self.child() = Some(child);
-        crate::process::wait_listening(self.port, Duration::from_secs(10), self.program);
+        assert!(
+            self.launch(),
+            "{} on port {} did not start (port taken?)",
+            self.program,
+            self.port
+        );
     }
 
     /// `127.0.0.1:port`.
@@ -128,9 +142,25 @@ impl Drop for TempDir {
     }
 }
 
+/// Run `start` on `n` distinct free loopback ports below 55 000 (cluster
+/// nodes also bind port + 10000 for the cluster bus), with fresh ports
+/// while it answers `None`: a port picked free can be taken by another
+/// test's server before ours binds it.
+async fn on_free_ports<T, F, Fut>(n: usize, mut start: F) -> T
+where
+    F: FnMut(Vec<u16>) -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    for _ in 0..5 {
+        if let Some(started) = start(free_ports(n)).await {
+            return started;
+        }
+    }
+    panic!("could not start {n} servers on free ports (5 tries, each port taken)")
+}
+
 /// Distinct free loopback ports ([`free_port`](crate::free_port) may hand
-/// out one twice), below 55 000: cluster nodes also bind port + 10000 for
-/// the cluster bus.
+/// out one twice), below 55 000, each with port + 10000 free too.
 fn free_ports(n: usize) -> Vec<u16> {
     let mut ports: Vec<u16> = Vec::new();
     while ports.len() < n {
@@ -162,13 +192,13 @@ fn server_args(port: u16, dir: &TempDir, extra: &[String]) -> Vec<String> {
 }
 
 /// A master on `ports[0]` and a replica of it on `ports[1]`, in `dir`,
-/// once the replica is in sync.
-async fn master_and_replica(ports: &[u16], dir: &TempDir) -> (Node, Node) {
-    let master = Node::spawn("redis-server", ports[0], server_args(ports[0], dir, &[]));
+/// once the replica is in sync; `None` if a port was taken.
+async fn master_and_replica(ports: &[u16], dir: &TempDir) -> Option<(Node, Node)> {
+    let master = Node::spawn("redis-server", ports[0], server_args(ports[0], dir, &[]))?;
     let extra = ["--replicaof", "127.0.0.1", &ports[0].to_string()].map(String::from);
-    let replica = Node::spawn("redis-server", ports[1], server_args(ports[1], dir, &extra));
+    let replica = Node::spawn("redis-server", ports[1], server_args(ports[1], dir, &extra))?;
     wait_replicas(&master, 1).await;
-    (master, replica)
+    Some((master, replica))
 }
 
 /// Wait (up to 30 s) until `master` reports `n` connected replicas in sync.
@@ -204,7 +234,11 @@ impl Replicated {
     /// Start both and wait until the replica is in sync.
     pub async fn start() -> Replicated {
         let dir = TempDir::new("redis-replicated");
-        let (master, replica) = master_and_replica(&free_ports(2), &dir).await;
+        let dir_path = &dir;
+        let (master, replica) = on_free_ports(2, |ports| async move {
+            master_and_replica(&ports, dir_path).await
+        })
+        .await;
         Replicated {
             url: master.url(),
             master,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use fred::prelude::*;
 use redisson_lock::{Client, Config};
 
-use super::{free_ports, master_and_replica, until, Node, TempDir};
+use super::{master_and_replica, on_free_ports, until, Node, TempDir};
 
 /// One master, one replica and three sentinels watching them as `mymaster`
 /// (or `REDIS_SENTINEL_URL`).
@@ -40,32 +40,22 @@ impl Sentinels {
             };
         }
         let dir = TempDir::new("redis-sentinel");
-        let ports = free_ports(5);
-        let (master, replica) = master_and_replica(&ports, &dir).await;
-        let sentinels = ports[2..]
-            .iter()
-            .map(|&port| {
-                let conf = dir.0.join(format!("sentinel-{port}.conf"));
-                std::fs::write(
-                    &conf,
-                    format!(
-                        "port {port}\nbind 127.0.0.1\ndir {dir}\n\
-                         sentinel monitor {SERVICE} 127.0.0.1 {master} 2\n\
-                         sentinel down-after-milliseconds {SERVICE} 1000\n\
-                         sentinel failover-timeout {SERVICE} 5000\n\
-                         sentinel parallel-syncs {SERVICE} 1\n",
-                        dir = dir.0.display(),
-                        master = ports[0],
-                    ),
-                )
-                .expect("write a sentinel config");
-                Node::spawn(
-                    "redis-sentinel",
-                    port,
-                    vec![conf.to_string_lossy().into_owned()],
-                )
-            })
-            .collect::<Vec<_>>();
+        let dir_path = &dir;
+        let (servers, sentinels) = on_free_ports(5, |ports| async move {
+            let (master, replica) = master_and_replica(&ports, dir_path).await?;
+            let sentinels = ports[2..]
+                .iter()
+                .map(|&port| {
+                    Node::spawn(
+                        "redis-sentinel",
+                        port,
+                        sentinel_conf(dir_path, port, ports[0]),
+                    )
+                })
+                .collect::<Option<Vec<_>>>()?;
+            Some((vec![master, replica], sentinels))
+        })
+        .await;
         let s = Sentinels {
             url: format!(
                 "redis-sentinel://{}?sentinelServiceName={SERVICE}&{}",
@@ -76,7 +66,7 @@ impl Sentinels {
                     .collect::<Vec<_>>()
                     .join("&")
             ),
-            servers: vec![master, replica],
+            servers,
             sentinels,
             _dir: Some(dir),
         };
@@ -148,4 +138,23 @@ impl Sentinels {
             .await
             .expect("connect through the sentinels")
     }
+}
+
+/// The arguments of a sentinel on `port` watching the master on `master`:
+/// its config file, written in `dir`.
+fn sentinel_conf(dir: &TempDir, port: u16, master: u16) -> Vec<String> {
+    let conf = dir.0.join(format!("sentinel-{port}.conf"));
+    std::fs::write(
+        &conf,
+        format!(
+            "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+             sentinel monitor {SERVICE} 127.0.0.1 {master} 2\n\
+             sentinel down-after-milliseconds {SERVICE} 1000\n\
+             sentinel failover-timeout {SERVICE} 5000\n\
+             sentinel parallel-syncs {SERVICE} 1\n",
+            dir = dir.0.display(),
+        ),
+    )
+    .expect("write a sentinel config");
+    vec![conf.to_string_lossy().into_owned()]
 }
