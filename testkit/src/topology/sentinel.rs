@@ -79,7 +79,11 @@ impl Sentinels {
     pub async fn wait_ready(&self) {
         for sentinel in &self.sentinels {
             let raw = sentinel.raw().await;
-            until("sentinels ready", Duration::from_secs(30), || async {
+            let what = format!(
+                "sentinel {} to know the replica and 2 other sentinels",
+                sentinel.addr()
+            );
+            until(&what, Duration::from_secs(30), || async {
                 let reply: Value = raw
                     .custom(fred::cmd!("SENTINEL"), vec!["MASTER", SERVICE])
                     .await
