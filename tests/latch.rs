@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{numsub, wait_numsub, Fixture};
+use common::{command_calls, eventually, numsub, wait_numsub, Fixture};
 use fred::prelude::*;
 use redisson_lock::{Error, LatchOpened};
 
@@ -168,6 +168,40 @@ async fn delete_during_await_returns_deleted() {
         assert!(deleted.elapsed() < Duration::from_secs(2));
         wait_numsub(&fx.raw, &channel(&fx.name), 0).await;
     }
+}
+
+/// The `GET` that finds the latch gone (command connection) can be answered
+/// before its message arrives (pub/sub connection): the awaiter waits for
+/// the message and reports what it says. Made certain here: the key is
+/// removed with no message, the awaiter's own re-check (every
+/// `lock_watchdog_timeout`, 100 ms) finds it gone, and only then is the
+/// delete's `1` published.
+#[tokio::test]
+async fn a_delete_message_that_comes_after_the_get_still_says_deleted() {
+    let fx = Fixture::with("latch-late", |c| {
+        c.lock_watchdog_timeout(Duration::from_millis(100))
+            .timeout(Duration::from_secs(10))
+    })
+    .await;
+    let latch = fx.client.count_down_latch(&fx.name).unwrap();
+    assert!(latch.try_set_count(1).await.unwrap());
+    let waiting = latch.clone();
+    let awaiter = tokio::spawn(async move { waiting.await_for(Duration::from_secs(20)).await });
+    wait_numsub(&fx.raw, &channel(&fx.name), 1).await;
+    let _: i64 = fx.raw.del(&fx.name).await.unwrap();
+    // Every GET counted from now on ran after the DEL (on a private
+    // server, the awaiter's; with REDIS_URL possibly another test's, when
+    // this test can only pass).
+    let gets = command_calls(&fx.raw, "get").await;
+    eventually("the awaiter's GET after the DEL", || async {
+        command_calls(&fx.raw, "get").await > gets
+    })
+    .await;
+    let published: i64 = fx.raw.publish(channel(&fx.name), "1").await.unwrap();
+    assert_eq!(published, 1, "the awaiter is still subscribed");
+    let opened = awaiter.await.unwrap().unwrap();
+    assert_eq!(opened, Some(LatchOpened::Deleted));
+    wait_numsub(&fx.raw, &channel(&fx.name), 0).await;
 }
 
 #[tokio::test]

@@ -97,13 +97,12 @@ fn long_run() {
     );
 }
 
-/// Bug found by the model (see RELIABILITY.md, *Model-based tests*): an
-/// awaiter that is subscribed when the latch is deleted can return
-/// `LatchOpened::Zero` instead of `Deleted`: the `GET` that finds the latch
-/// gone (command connection) can be answered before the hub has processed
-/// the delete's `1` (pub/sub connection), so the last message is not seen yet.
+/// Bug found by the model (see RELIABILITY.md, *Model-based tests*), fixed:
+/// an awaiter that is subscribed when the latch is deleted returned
+/// `LatchOpened::Zero` instead of `Deleted` about once in 200–500 when the
+/// `GET` that found the latch gone (command connection) was answered before
+/// the hub had the delete's `1` (pub/sub connection).
 #[test]
-#[ignore = "known bug: the latch's Deleted/Zero answer races the pub/sub message (fix in src/latch.rs)"]
 fn latch_deleted_while_awaited_is_reported_deleted() {
     let env = Env::new();
     env.rt.block_on(async {

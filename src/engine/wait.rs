@@ -25,6 +25,13 @@ use crate::connection::pubsub::{Subscription, Wake};
 pub(crate) enum Outcome<T> {
     /// Done: acquired, or the latch is open.
     Ready(T),
+    /// Done, by a change that was published with its message (a latch
+    /// found gone: counted down to zero or deleted, each with its code):
+    /// a subscribed waiter that has not yet seen a message waits for it (at
+    /// most `timeout`), so that [`Done::last_message`] tells which it was.
+    /// The reply that found the change can overtake the message, which
+    /// comes on another connection.
+    Announced(T),
     /// Not yet. Try again after a message, or after at most this long
     /// (`None`: only the safety cap bounds the wait).
     Busy(Option<Duration>),
@@ -167,6 +174,20 @@ pub(crate) async fn wait<A: Attempts>(
         let pause = match attempts.attempt().await? {
             Outcome::Ready(value) => {
                 let last_message = subscription.as_ref().and_then(Subscription::last_message);
+                return Ok(Some(Done {
+                    value,
+                    last_message,
+                }));
+            }
+            Outcome::Announced(value) => {
+                let last_message = subscription.as_ref().and_then(Subscription::last_message);
+                let last_message = match (last_message, notified.as_mut().as_pin_mut()) {
+                    (None, Some(message)) => {
+                        let _ = tokio::time::timeout(config.timeout, message).await;
+                        subscription.as_ref().and_then(Subscription::last_message)
+                    }
+                    (seen, _) => seen,
+                };
                 return Ok(Some(Done {
                     value,
                     last_message,

@@ -245,8 +245,13 @@ impl CountDownLatch {
                 .get(name.as_str())
                 .await
                 .map_err(|e| Error::from_redis(e, name, inner.config.timeout))?;
+            // Gone: counted down to zero or deleted, each published with
+            // its code, which tells the two apart.
+            let gone = value.is_none();
             Ok(if parse_count(value, name)? > 0 {
                 Outcome::Busy(None)
+            } else if gone {
+                Outcome::Announced(())
             } else {
                 Outcome::Ready(())
             })

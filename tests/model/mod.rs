@@ -125,8 +125,6 @@ pub struct Stats {
     pub steps: AtomicU64,
     pub skipped: AtomicU64,
     pub settle_waits: AtomicU64,
-    /// Steps that hit a known, separately pinned bug (reported, not compared).
-    pub known: AtomicU64,
     /// Per kind: sequences, steps compared, steps skipped.
     pub per_kind: std::sync::Mutex<std::collections::BTreeMap<String, [u64; 3]>>,
 }
@@ -134,11 +132,10 @@ pub struct Stats {
 impl Stats {
     pub fn report(&self, what: &str, took: Duration) {
         eprintln!(
-            "model {what}: {} sequences, {} steps compared, {} steps skipped (timing), {} known-bug hits, {} lease settles, {:.1} s",
+            "model {what}: {} sequences, {} steps compared, {} steps skipped (timing), {} lease settles, {:.1} s",
             self.cases.load(Ordering::Relaxed),
             self.steps.load(Ordering::Relaxed),
             self.skipped.load(Ordering::Relaxed),
-            self.known.load(Ordering::Relaxed),
             self.settle_waits.load(Ordering::Relaxed),
             took.as_secs_f64()
         );
@@ -346,12 +343,6 @@ impl<'a> Step<'a> {
     pub fn mismatch(&mut self, why: String) -> StepResult<()> {
         let _ = write!(self.log, "\n  MISMATCH {why}");
         Err(Stop::Mismatch(std::mem::take(&mut self.log)))
-    }
-
-    /// A step that hit a known bug pinned by its own test.
-    pub fn known(&mut self, what: &str) {
-        self.env.stats.known.fetch_add(1, Ordering::Relaxed);
-        let _ = write!(self.log, "  [KNOWN BUG: {what}]");
     }
 
     /// A step compared in full.

@@ -346,14 +346,7 @@ async fn latch_run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[LatchOp]) 
                             other => format!("{other:?}"),
                         };
                         step.record(&format!("  client{c}'s awaiter"), &r);
-                        if expected == LatchOpened::Deleted && r == "Zero" {
-                            // The known race pinned by
-                            // `latch_deleted_while_awaited_is_reported_deleted`:
-                            // counted and reported, not compared.
-                            step.known("latch deleted while awaited answered Zero");
-                        } else {
-                            step.expect("awaiter", r, format!("{expected:?}"))?;
-                        }
+                        step.expect("awaiter", r, format!("{expected:?}"))?;
                         *slot = None;
                     }
                     None if handle.is_finished() => {
