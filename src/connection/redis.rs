@@ -197,11 +197,25 @@ impl Redis {
     }
 
     /// Run `script` once. `keys[0]` names the key in a WRONGTYPE error.
+    /// Once sent it reaches Redis, even if it times out while fred holds it
+    /// for a reconnect ([`Late::Deliver`]): for every call that gives
+    /// something back or changes what a caller cannot check again.
     ///
     /// If no other script is in flight, queued unlock latches of the
     /// script's node go first, as a `DEL` that fred writes in the same write
     /// as the `EVALSHA` (see [`send_del`] and `unlock_latches.rs`).
     pub(crate) async fn eval(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
+        self.eval_as(build, Late::Deliver).await
+    }
+
+    /// [`eval`](Self::eval) for an acquire attempt, whose caller undoes an
+    /// outcome it cannot know: once it has timed out, fred drops it instead
+    /// of writing it late ([`Late::Skip`]), and it costs less to send.
+    pub(crate) async fn eval_attempt(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
+        self.eval_as(build, Late::Skip).await
+    }
+
+    async fn eval_as(&self, build: impl Fn() -> ScriptCall, late: Late) -> Result<Value> {
         self.check_open()?;
         let call = build();
         let writes = call.script.writes;
@@ -212,7 +226,7 @@ impl Redis {
         if !carried.is_empty() {
             send_del(&self.client, carried.clone());
         }
-        let reply = match evalsha(&self.client, call, self.clustered).await {
+        let reply = match evalsha(&self.client, call, self.clustered, late).await {
             Err(e) if e.details().starts_with("NOSCRIPT") => {
                 // EVAL runs the script and caches it for the next EVALSHA;
                 // the arguments are built again rather than kept for this.
@@ -421,18 +435,32 @@ impl Redis {
     }
 }
 
-/// `EVALSHA` of `call`, as fred's `evalsha` would send it, but through a
-/// one-command fred pipeline: its future is about 600 bytes where fred's
-/// `evalsha` future is about 5 KB (fred reserves room in every command
-/// future for unblocking a blocked connection). An acquire attempt kept
-/// alive for cancellation safety holds this future, once per waiter
-/// (BENCHMARKS.md, memory per waiter).
+/// What becomes of a script call that times out while fred holds it (for a
+/// reconnect, or queued behind others).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Late {
+    /// Written anyway once fred can: a release, an undo, leaving a queue,
+    /// a renewal. Sent as a one-command fred pipeline, which has no
+    /// timed-out mark; its future is also small (about 600 bytes).
+    Deliver,
+    /// Not written once timed out (fred's plain command): an acquire
+    /// attempt, whose caller sends its undo after the timeout. If the
+    /// attempt was written before the mark, the undo follows it in order
+    /// on the same connection; if not, it never runs and the undo is
+    /// harmless. Cheaper to send than a pipeline (no queue, no copy of the
+    /// command, no buffer to drop); its large future (about 5 KB) is boxed,
+    /// so a waiter pays for it only while an attempt is in flight.
+    Skip,
+}
+
+/// `EVALSHA` of `call`, as fred's `evalsha` would send it, as [`Late`] says.
 ///
-/// A pipelined command has no timed-out mark: one that times out while
-/// fred holds it for a reconnect is still written once reconnected (fred
-/// skips a plain command then). Every script goes this way, so an acquire
-/// written late is followed, in order, by the undo its caller sent after
-/// the timeout (the acquire's owner field is never reused).
+/// [`Late::Deliver`] goes through a one-command fred pipeline: its future
+/// is about 600 bytes where fred's `evalsha` future is about 5 KB (fred
+/// reserves room in every command future for unblocking a blocked
+/// connection), and a pipelined command has no timed-out mark: one that
+/// times out while fred holds it for a reconnect is still written once
+/// reconnected (fred skips a plain command then).
 ///
 /// The hash slot of the first key routes it on a `clustered` server; any
 /// other server ignores it, so it is not computed there.
@@ -440,6 +468,7 @@ async fn evalsha(
     client: &fred::clients::Client,
     call: ScriptCall,
     clustered: bool,
+    late: Late,
 ) -> std::result::Result<Value, fred::error::Error> {
     use futures::FutureExt;
     let slot = match call.keys.first() {
@@ -451,6 +480,10 @@ async fn evalsha(
     args.push(Value::from(call.keys.len() as i64));
     args.extend(call.keys.into_iter().map(Value::from));
     args.extend(call.args);
+    let command = fred::cmd!("EVALSHA", hash: fred::types::ClusterHash::Custom(slot));
+    if late == Late::Skip {
+        return Box::pin(client.custom::<Value, _>(command, args)).await;
+    }
     let pipeline = client.pipeline();
     {
         // Queueing on a pipeline completes at once (fred answers "queued"
@@ -458,10 +491,7 @@ async fn evalsha(
         // stored in ours; pinned in place, so that it is not moved (copied)
         // either. Unconstrained: tokio's cooperative budget would otherwise
         // make a ready reply look pending to a task that used it up.
-        let queue = std::pin::pin!(pipeline.custom::<Value, _>(
-            fred::cmd!("EVALSHA", hash: fred::types::ClusterHash::Custom(slot)),
-            args,
-        ));
+        let queue = std::pin::pin!(pipeline.custom::<Value, _>(command, args));
         tokio::task::unconstrained(queue)
             .now_or_never()
             .ok_or_else(|| {

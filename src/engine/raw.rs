@@ -199,7 +199,7 @@ impl RawLock {
             let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.to_owned());
             async move {
                 let build = || proto.acquire(&inner.env, &field, lease_ms, mode);
-                let reply = inner.redis.eval(build).await;
+                let reply = inner.redis.eval_attempt(build).await;
                 (
                     reply.and_then(|reply| proto.parse_acquire(reply)),
                     step,

@@ -273,7 +273,7 @@ impl PermitExpirableSemaphore {
                         ],
                     )
                 };
-                let reply = inner.redis.eval(call).await?;
+                let reply = inner.redis.eval_attempt(call).await?;
                 parse_acquire(reply)
             }
         };

@@ -220,7 +220,7 @@ impl Semaphore {
                         vec![Value::Integer(permits.into()), Value::Integer(ttl)],
                     )
                 };
-                let reply = inner.redis.eval(call).await?;
+                let reply = inner.redis.eval_attempt(call).await?;
                 Ok::<bool, Error>(integer(reply, "semaphore acquire")? == 1)
             }
         };
