@@ -226,7 +226,7 @@ impl Redis {
         if !carried.is_empty() {
             send_del(&self.client, carried.clone());
         }
-        let reply = match evalsha(&self.client, call, self.clustered, late).await {
+        let reply = match evalsha(&self.client, call, self.clustered, late, self.timeout).await {
             Err(e) if e.details().starts_with("NOSCRIPT") => {
                 // EVAL runs the script and caches it for the next EVALSHA;
                 // the arguments are built again rather than kept for this.
@@ -439,38 +439,38 @@ impl Redis {
 /// reconnect, or queued behind others).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Late {
-    /// Written anyway once fred can: a release, an undo, leaving a queue,
-    /// a renewal. Sent as a one-command fred pipeline, which has no
-    /// timed-out mark; its future is also small (about 600 bytes).
+    /// Never dropped for having timed out: a release, an undo, leaving a
+    /// queue, a renewal. fred runs it with no timeout of its own, so it
+    /// never marks it timed out, and one it still holds when a reconnect
+    /// completes is written then (one whose write fails is not resent:
+    /// `max_command_attempts` is 1). The caller's wait for the reply is
+    /// bounded here.
     Deliver,
-    /// Not written once timed out (fred's plain command): an acquire
-    /// attempt, whose caller sends its undo after the timeout. If the
-    /// attempt was written before the mark, the undo follows it in order
-    /// on the same connection; if not, it never runs and the undo is
-    /// harmless. Cheaper to send than a pipeline (no queue, no copy of the
-    /// command, no buffer to drop); its large future (about 5 KB) is boxed,
-    /// so a waiter pays for it only while an attempt is in flight.
+    /// Not written once timed out: an acquire attempt, whose caller sends
+    /// its undo after the timeout. fred times it out and marks it, and
+    /// skips a marked command it has not written yet. If the attempt was
+    /// written before the mark, the undo follows it in order on the same
+    /// connection; if not, it never runs and the undo is harmless.
     Skip,
 }
 
-/// `EVALSHA` of `call`, as fred's `evalsha` would send it, as [`Late`] says.
-///
-/// [`Late::Deliver`] goes through a one-command fred pipeline: its future
-/// is about 600 bytes where fred's `evalsha` future is about 5 KB (fred
-/// reserves room in every command future for unblocking a blocked
-/// connection), and a pipelined command has no timed-out mark: one that
-/// times out while fred holds it for a reconnect is still written once
-/// reconnected (fred skips a plain command then).
+/// `EVALSHA` of `call`, as fred's `evalsha` would send it, its reply awaited
+/// at most `timeout`; if that runs out, what becomes of the call is as
+/// [`Late`] says. Boxed: the future of a script call is part of every
+/// acquire attempt kept alive for cancellation safety, once per waiter
+/// (BENCHMARKS.md, memory per waiter), and fred's command futures are large
+/// (about 5 KB: fred reserves room in every one for unblocking a blocked
+/// connection).
 ///
 /// The hash slot of the first key routes it on a `clustered` server; any
 /// other server ignores it, so it is not computed there.
-async fn evalsha(
+fn evalsha(
     client: &fred::clients::Client,
     call: ScriptCall,
     clustered: bool,
     late: Late,
-) -> std::result::Result<Value, fred::error::Error> {
-    use futures::FutureExt;
+    timeout: Duration,
+) -> futures::future::BoxFuture<'_, std::result::Result<Value, fred::error::Error>> {
     let slot = match call.keys.first() {
         Some(key) if clustered => fred::util::redis_keyslot(key.as_bytes()),
         _ => 0,
@@ -480,28 +480,28 @@ async fn evalsha(
     args.push(Value::from(call.keys.len() as i64));
     args.extend(call.keys.into_iter().map(Value::from));
     args.extend(call.args);
-    let command = fred::cmd!("EVALSHA", hash: fred::types::ClusterHash::Custom(slot));
-    if late == Late::Skip {
-        return Box::pin(client.custom::<Value, _>(command, args)).await;
+    let command = fred::types::CustomCommand::new_static(
+        "EVALSHA",
+        fred::types::ClusterHash::Custom(slot),
+        false,
+    );
+    match late {
+        // fred's own timeout is `timeout` (the client's default).
+        // An async block: fred's future is made inside the box when first
+        // polled, not made here and copied into it.
+        Late::Skip => Box::pin(async move { client.custom::<Value, _>(command, args).await }),
+        Late::Deliver => Box::pin(async move {
+            let untimed = client.with_options(&fred::types::config::Options {
+                timeout: Some(Duration::ZERO),
+                ..Default::default()
+            });
+            tokio::time::timeout(timeout, untimed.custom::<Value, _>(command, args))
+                .await
+                .map_err(|_| {
+                    fred::error::Error::new(fred::error::ErrorKind::Timeout, "Request timed out.")
+                })?
+        }),
     }
-    let pipeline = client.pipeline();
-    {
-        // Queueing on a pipeline completes at once (fred answers "queued"
-        // without I/O): polled here, once, so that its large future is never
-        // stored in ours; pinned in place, so that it is not moved (copied)
-        // either. Unconstrained: tokio's cooperative budget would otherwise
-        // make a ready reply look pending to a task that used it up.
-        let queue = std::pin::pin!(pipeline.custom::<Value, _>(command, args));
-        tokio::task::unconstrained(queue)
-            .now_or_never()
-            .ok_or_else(|| {
-                fred::error::Error::new(
-                    fred::error::ErrorKind::Unknown,
-                    "fred did not queue a pipelined command",
-                )
-            })??;
-    }
-    pipeline.last::<Value>().await
 }
 
 /// Send `DEL keys` without waiting for its reply: the command is handed to
