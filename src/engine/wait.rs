@@ -147,7 +147,10 @@ pub(crate) async fn wait<A: Attempts>(
             return Err(Error::Closed);
         }
         if let (Some(Some((to, wake))), None) = (&channel, &subscription) {
-            let subscribing = inner.hub.subscribe(to, *wake).instrument(wait.span.clone());
+            // Boxed: about 1 KB that every waiter would otherwise carry for
+            // as long as it waits, and which it needs only once.
+            let subscribing =
+                Box::pin(inner.hub.subscribe(to, *wake)).instrument(wait.span.clone());
             match deadline.run(subscribing).await {
                 None => return failures.out_of_time(),
                 Some(Ok(s)) => subscription = Some(s),
