@@ -447,3 +447,41 @@ async fn shutdown_with_guards_waiters_and_late_drops() {
     assert!(matches!(lock.is_locked().await, Err(Error::Closed)));
     client.shutdown().await; // idempotent
 }
+
+/// Every waiter's future is part of the caller's task for as long as it
+/// waits: each stays well under 4 KB (fred's own command futures are about
+/// 5 KB, and a latch awaiter once carried several, 21 KB).
+#[tokio::test]
+async fn waiting_futures_stay_small() {
+    let fx = Fixture::new("sizes").await;
+    let wait = Duration::from_secs(1);
+    let lock = fx.client.lock(&fx.name).unwrap();
+    let fair = fx.client.fair_lock(&fx.name).unwrap();
+    let semaphore = fx.client.semaphore(&fx.name).unwrap();
+    let permits = fx.client.permit_expirable_semaphore(&fx.name).unwrap();
+    let latch = fx.client.count_down_latch(&fx.name).unwrap();
+    let sizes = [
+        ("lock()", std::mem::size_of_val(&lock.lock())),
+        (
+            "try_lock_for",
+            std::mem::size_of_val(&lock.try_lock_for(wait, None)),
+        ),
+        ("fair lock()", std::mem::size_of_val(&fair.lock())),
+        (
+            "semaphore acquire",
+            std::mem::size_of_val(&semaphore.acquire(1)),
+        ),
+        (
+            "permit acquire",
+            std::mem::size_of_val(&permits.acquire(None)),
+        ),
+        (
+            "latch await_zero",
+            std::mem::size_of_val(&latch.await_zero()),
+        ),
+    ];
+    for (what, size) in sizes {
+        println!("{what}: {size} bytes");
+        assert!(size < 4096, "{what}'s future is {size} bytes");
+    }
+}

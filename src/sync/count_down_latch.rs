@@ -239,10 +239,9 @@ impl CountDownLatch {
         let name = &self.shared.handle.name;
         let channel = &self.shared.handle.channel;
         let done = wait_until(&inner, name, channel, Wake::All, wait, || async {
-            let value: Option<String> = inner
-                .redis
-                .client
-                .get(name.as_str())
+            // Boxed: fred's command future (about 5 KB) would otherwise be
+            // part of every awaiter's future, several times over.
+            let value: Option<String> = Box::pin(inner.redis.client.get(name.as_str()))
                 .await
                 .map_err(|e| Error::from_redis(e, name, inner.config.timeout))?;
             // Gone: counted down to zero or deleted, each published with
