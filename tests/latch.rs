@@ -204,6 +204,33 @@ async fn a_delete_message_that_comes_after_the_get_still_says_deleted() {
     wait_numsub(&fx.raw, &channel(&fx.name), 0).await;
 }
 
+/// A latch gone with no message (expired, or a plain `DEL`): the awaiter
+/// waits for a message that never comes at most until its own deadline, and
+/// reports `Zero`.
+#[tokio::test]
+async fn a_latch_gone_without_a_message_ends_the_wait_by_its_deadline() {
+    let fx = Fixture::with("latch-silent", |c| {
+        c.lock_watchdog_timeout(Duration::from_millis(100))
+            .timeout(Duration::from_secs(10))
+    })
+    .await;
+    let latch = fx.client.count_down_latch(&fx.name).unwrap();
+    assert!(latch.try_set_count(1).await.unwrap());
+    let waiting = latch.clone();
+    let started = Instant::now();
+    let awaiter = tokio::spawn(async move { waiting.await_for(Duration::from_millis(600)).await });
+    wait_numsub(&fx.raw, &channel(&fx.name), 1).await;
+    let _: i64 = fx.raw.del(&fx.name).await.unwrap();
+    let opened = awaiter.await.unwrap().unwrap();
+    assert_eq!(opened, Some(LatchOpened::Zero));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "bounded by its 600 ms deadline, not the 10 s timeout: {:?}",
+        started.elapsed()
+    );
+    wait_numsub(&fx.raw, &channel(&fx.name), 0).await;
+}
+
 #[tokio::test]
 async fn timeouts_and_dropped_awaits_leave_no_subscription() {
     let fx = Fixture::new("latch-timeout").await;

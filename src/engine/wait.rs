@@ -28,7 +28,8 @@ pub(crate) enum Outcome<T> {
     /// Done, by a change that was published with its message (a latch
     /// found gone: counted down to zero or deleted, each with its code):
     /// a subscribed waiter that has not yet seen a message waits for it (at
-    /// most `timeout`), so that [`Done::last_message`] tells which it was.
+    /// most `timeout`, and not past its deadline), so that
+    /// [`Done::last_message`] tells which it was.
     /// The reply that found the change can overtake the message, which
     /// comes on another connection.
     Announced(T),
@@ -186,7 +187,15 @@ pub(crate) async fn wait<A: Attempts>(
                 let last_message = subscription.as_ref().and_then(Subscription::last_message);
                 let last_message = match (last_message, notified.as_mut().as_pin_mut()) {
                     (None, Some(message)) => {
-                        let _ = tokio::time::timeout(config.timeout, message).await;
+                        let limit = match (Instant::now().checked_add(config.timeout), deadline.at)
+                        {
+                            (Some(limit), Some(at)) => Some(limit.min(at)),
+                            (limit, at) => limit.or(at),
+                        };
+                        match limit {
+                            Some(limit) => drop(tokio::time::timeout_at(limit, message).await),
+                            None => message.await,
+                        }
                         subscription.as_ref().and_then(Subscription::last_message)
                     }
                     (seen, _) => seen,
