@@ -197,9 +197,9 @@ impl Redis {
     }
 
     /// Run `script` once. `keys[0]` names the key in a WRONGTYPE error.
-    /// Once sent it reaches Redis, even if it times out while fred holds it
-    /// for a reconnect ([`Late::Deliver`]): for every call that gives
-    /// something back or changes what a caller cannot check again.
+    /// fred never drops it for having timed out ([`Late::Deliver`]): for
+    /// every call that gives something back or changes what a caller cannot
+    /// check again.
     ///
     /// If no other script is in flight, queued unlock latches of the
     /// script's node go first, as a `DEL` that fred writes in the same write
@@ -486,9 +486,8 @@ fn evalsha(
         false,
     );
     match late {
-        // fred's own timeout is `timeout` (the client's default).
-        // An async block: fred's future is made inside the box when first
-        // polled, not made here and copied into it.
+        // fred's own timeout is `timeout` (the client's default). An async
+        // block: fred's future is made inside the box when first polled.
         Late::Skip => Box::pin(async move { client.custom::<Value, _>(command, args).await }),
         Late::Deliver => Box::pin(async move {
             let untimed = client.with_options(&fred::types::config::Options {
