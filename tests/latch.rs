@@ -170,25 +170,41 @@ async fn delete_during_await_returns_deleted() {
     }
 }
 
-/// The `GET` that finds the latch gone (command connection) can be answered
-/// before its message arrives (pub/sub connection): the awaiter waits for
-/// the message and reports what it says. Made certain here: the key is
-/// removed with no message, the awaiter's own re-check (every
-/// `lock_watchdog_timeout`, 100 ms) finds it gone, and only then is the
-/// delete's `1` published.
-#[tokio::test]
-async fn a_delete_message_that_comes_after_the_get_still_says_deleted() {
-    let fx = Fixture::with("latch-late", |c| {
+/// An awaiter of a latch of count 1 that re-checks every 100 ms
+/// (`lock_watchdog_timeout`, its safety cap) and whose replies may take 10 s,
+/// waiting at most `wait`; the latch is then removed with a plain `DEL`, no
+/// message. Returns the fixture, the awaiter and when it started.
+async fn awaiter_of_a_silently_deleted_latch(
+    prefix: &str,
+    wait: Duration,
+) -> (
+    Fixture,
+    tokio::task::JoinHandle<redisson_lock::Result<Option<LatchOpened>>>,
+    Instant,
+) {
+    let fx = Fixture::with(prefix, |c| {
         c.lock_watchdog_timeout(Duration::from_millis(100))
             .timeout(Duration::from_secs(10))
     })
     .await;
     let latch = fx.client.count_down_latch(&fx.name).unwrap();
     assert!(latch.try_set_count(1).await.unwrap());
-    let waiting = latch.clone();
-    let awaiter = tokio::spawn(async move { waiting.await_for(Duration::from_secs(20)).await });
+    let started = Instant::now();
+    let awaiter = tokio::spawn(async move { latch.await_for(wait).await });
     wait_numsub(&fx.raw, &channel(&fx.name), 1).await;
     let _: i64 = fx.raw.del(&fx.name).await.unwrap();
+    (fx, awaiter, started)
+}
+
+/// The `GET` that finds the latch gone (command connection) can be answered
+/// before its message arrives (pub/sub connection): the awaiter waits for
+/// the message and reports what it says. Made certain here: the key is
+/// removed with no message, the awaiter's own re-check finds it gone, and
+/// only then is the delete's `1` published.
+#[tokio::test]
+async fn a_delete_message_that_comes_after_the_get_still_says_deleted() {
+    let (fx, awaiter, _) =
+        awaiter_of_a_silently_deleted_latch("latch-late", Duration::from_secs(20)).await;
     // Every GET counted from now on ran after the DEL (on a private
     // server, the awaiter's; with REDIS_URL possibly another test's, when
     // this test can only pass).
@@ -209,18 +225,8 @@ async fn a_delete_message_that_comes_after_the_get_still_says_deleted() {
 /// reports `Zero`.
 #[tokio::test]
 async fn a_latch_gone_without_a_message_ends_the_wait_by_its_deadline() {
-    let fx = Fixture::with("latch-silent", |c| {
-        c.lock_watchdog_timeout(Duration::from_millis(100))
-            .timeout(Duration::from_secs(10))
-    })
-    .await;
-    let latch = fx.client.count_down_latch(&fx.name).unwrap();
-    assert!(latch.try_set_count(1).await.unwrap());
-    let waiting = latch.clone();
-    let started = Instant::now();
-    let awaiter = tokio::spawn(async move { waiting.await_for(Duration::from_millis(600)).await });
-    wait_numsub(&fx.raw, &channel(&fx.name), 1).await;
-    let _: i64 = fx.raw.del(&fx.name).await.unwrap();
+    let (fx, awaiter, started) =
+        awaiter_of_a_silently_deleted_latch("latch-silent", Duration::from_millis(600)).await;
     let opened = awaiter.await.unwrap().unwrap();
     assert_eq!(opened, Some(LatchOpened::Zero));
     assert!(

@@ -1,4 +1,4 @@
-"""Per-pair instruction breakdown by crate from two callgrind runs (bench/profile/pairs.sh).
+"""Per-pair instruction breakdown by crate from two callgrind runs (bench/profile/callgrind.sh pairs).
 
 usage: breakdown.py SHORT LONG PAIRS_SHORT PAIRS_LONG LABEL
 PAIRS_*: the pairs of each run (the server's EVALSHA calls / 2, counted from a
