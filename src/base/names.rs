@@ -75,8 +75,7 @@ pub(crate) struct LockKeys {
     /// `redisson_unlock_latch:{N}`, to which `:<requestId>` is appended.
     pub latch_prefix: String,
     /// `name` and `channel` as script keys, made on first use: a clone
-    /// shares the bytes, where a key made per call copies them (and fred
-    /// copies them again when it duplicates a pipelined command).
+    /// shares the bytes, where a key made per call copies them.
     name_key: OnceLock<Key>,
     channel_key: OnceLock<Key>,
 }

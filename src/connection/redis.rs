@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use fred::interfaces::{ClientLike, ClusterInterface, EventInterface, KeysInterface, LuaInterface};
+use fred::interfaces::{ClientLike, ClusterInterface, EventInterface, KeysInterface};
 use fred::types::config::{ConnectionConfig, PerformanceConfig, ReconnectPolicy};
 use fred::types::{Key, Value};
 use tokio::task::JoinHandle;
@@ -226,18 +226,20 @@ impl Redis {
         if !carried.is_empty() {
             send_del(&self.client, carried.clone());
         }
-        let reply = match evalsha(&self.client, call, self.clustered, late, self.timeout).await {
-            Err(e) if e.details().starts_with("NOSCRIPT") => {
-                // EVAL runs the script and caches it for the next EVALSHA;
-                // the arguments are built again rather than kept for this.
-                // Boxed: rare, and fred's command futures are large.
-                let call = build();
-                Box::pin(
-                    self.client
-                        .eval::<Value, _, _, _>(call.script.body, call.keys, call.args),
-                )
-                .await
-            }
+        let send = |command, call| {
+            send_script(
+                &self.client,
+                command,
+                call,
+                self.clustered,
+                late,
+                self.timeout,
+            )
+        };
+        let reply = match send(ScriptBy::Sha, call).await {
+            // EVAL runs the script and caches it for the next EVALSHA; the
+            // arguments are built again rather than kept for this.
+            Err(e) if e.details().starts_with("NOSCRIPT") => send(ScriptBy::Body, build()).await,
             other => other,
         };
         if reply.is_err() && !carried.is_empty() {
@@ -454,18 +456,28 @@ pub(crate) enum Late {
     Skip,
 }
 
-/// `EVALSHA` of `call`, as fred's `evalsha` would send it, its reply awaited
-/// at most `timeout`; if that runs out, what becomes of the call is as
-/// [`Late`] says. Boxed: the future of a script call is part of every
-/// acquire attempt kept alive for cancellation safety, once per waiter
-/// (BENCHMARKS.md, memory per waiter), and fred's command futures are large
-/// (about 5 KB: fred reserves room in every one for unblocking a blocked
-/// connection).
+/// How a script call names its script.
+#[derive(Clone, Copy)]
+enum ScriptBy {
+    /// `EVALSHA sha`: the usual way, the script cached on the server.
+    Sha,
+    /// `EVAL body`: after a `NOSCRIPT` reply; caches it for the next call.
+    Body,
+}
+
+/// `call` as `EVALSHA` or `EVAL` (as `by` says), as fred's `evalsha` and
+/// `eval` would send it, its reply awaited at most `timeout`; if that runs
+/// out, what becomes of the call is as [`Late`] says. Boxed: the future of
+/// a script call is part of every acquire attempt kept alive for
+/// cancellation safety, once per waiter (BENCHMARKS.md, memory per waiter),
+/// and fred's command futures are large (about 5 KB: fred reserves room in
+/// every one for unblocking a blocked connection).
 ///
 /// The hash slot of the first key routes it on a `clustered` server; any
 /// other server ignores it, so it is not computed there.
-fn evalsha(
+fn send_script(
     client: &fred::clients::Client,
+    by: ScriptBy,
     call: ScriptCall,
     clustered: bool,
     late: Late,
@@ -475,16 +487,20 @@ fn evalsha(
         Some(key) if clustered => fred::util::redis_keyslot(key.as_bytes()),
         _ => 0,
     };
+    let (name, script) = match by {
+        ScriptBy::Sha => ("EVALSHA", call.script.sha_value()),
+        ScriptBy::Body => (
+            "EVAL",
+            Value::String(fred::bytes_utils::Str::from_static(call.script.body)),
+        ),
+    };
     let mut args = Vec::with_capacity(2 + call.keys.len() + call.args.len());
-    args.push(call.script.sha_value());
+    args.push(script);
     args.push(Value::from(call.keys.len() as i64));
     args.extend(call.keys.into_iter().map(Value::from));
     args.extend(call.args);
-    let command = fred::types::CustomCommand::new_static(
-        "EVALSHA",
-        fred::types::ClusterHash::Custom(slot),
-        false,
-    );
+    let command =
+        fred::types::CustomCommand::new_static(name, fred::types::ClusterHash::Custom(slot), false);
     match late {
         // fred's own timeout is `timeout` (the client's default). An async
         // block: fred's future is made inside the box when first polled.

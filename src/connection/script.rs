@@ -84,7 +84,7 @@ impl ScriptEnv {
 
     /// The publish command, as a script argument.
     pub(crate) fn publish(&self) -> Value {
-        // Static: no copy, and free to clone when fred copies the command.
+        // Static: no copy.
         Value::String(fred::bytes_utils::Str::from_static(self.publish))
     }
 
