@@ -154,6 +154,7 @@ mod sync;
 pub use base::backoff::BackOff;
 pub use base::error::{Cause, Error, Result};
 pub use base::layout;
+pub use base::lost::LostReason;
 pub use base::names::{NameMapper, PrefixMapper};
 pub use base::owner::Owner;
 pub use base::time::MAX_DURATION;

@@ -100,7 +100,9 @@ async fn holder_is_told_on_time_while_the_server_is_paused() {
         .await
         .unwrap();
     let leased_expiry = leased.expires_at().unwrap();
-    let when = |lost: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>| {
+    let when = |lost: std::pin::Pin<
+        Box<dyn std::future::Future<Output = redisson_lock::LostReason> + Send>,
+    >| {
         tokio::spawn(async move {
             lost.await;
             Instant::now()

@@ -195,7 +195,7 @@ async fn watching<K: redisson_lock::Kind>(
     raw: &fred::clients::Client,
     guard: &redisson_lock::LockGuard<K>,
     channel: &str,
-) -> tokio::task::JoinHandle<()> {
+) -> tokio::task::JoinHandle<redisson_lock::LostReason> {
     let before = common::command_calls(raw, "hexists").await;
     let lost = tokio::spawn(guard.lost());
     common::wait_numsub(raw, channel, 1).await;

@@ -36,10 +36,12 @@ pub enum Error {
     /// The lock was lost while work ran under it
     /// ([`Lock::run`](crate::Lock::run)): force-unlocked, gone, or no longer
     /// certain to be held; the work was stopped.
-    #[error("lock {name:?} was lost while the work ran; the work was stopped")]
+    #[error("lock {name:?} was lost while the work ran ({reason}); the work was stopped")]
     Lost {
         /// Lock name.
         name: String,
+        /// Why it was lost.
+        reason: crate::base::lost::LostReason,
     },
     /// A non-reentrant lock was acquired again by the owner that holds it.
     #[error("lock {name:?} is not reentrant and is already held by this owner")]

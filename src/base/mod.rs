@@ -6,6 +6,7 @@ pub(crate) mod backoff;
 pub(crate) mod detach;
 pub(crate) mod error;
 pub mod layout;
+pub(crate) mod lost;
 pub(crate) mod names;
 pub(crate) mod owner;
 pub(crate) mod telemetry;

@@ -62,27 +62,7 @@ impl Outcome {
     }
 }
 
-/// Why a hold was found lost: the `reason` label of
-/// [`LOST`](names::LOST).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LostReason {
-    /// A renewal found the owner's field gone.
-    Gone,
-    /// Not renewed (confirmed) before its lease could have run out.
-    Expired,
-    /// Force-unlocked through this client.
-    ForceUnlocked,
-}
-
-impl LostReason {
-    fn as_str(self) -> &'static str {
-        match self {
-            LostReason::Gone => "gone",
-            LostReason::Expired => "expired",
-            LostReason::ForceUnlocked => "force_unlocked",
-        }
-    }
-}
+pub(crate) use crate::base::lost::LostReason;
 
 /// One acquisition, from its call to its end: records the outcome and the
 /// time taken on its span (`waited_ms`, `outcome`, `error`) and in the
@@ -214,10 +194,10 @@ pub(crate) fn describe() {
         for kind in LOCK_KINDS {
             for reason in [
                 LostReason::Gone,
-                LostReason::Expired,
+                LostReason::NotRenewed,
                 LostReason::ForceUnlocked,
             ] {
-                metrics::counter!(names::LOST, "kind" => kind, "reason" => reason.as_str())
+                metrics::counter!(names::LOST, "kind" => kind, "reason" => reason.label())
                     .increment(0);
             }
         }
@@ -289,9 +269,9 @@ pub(crate) fn renewals(renewed: u64, failed: u64) {
 #[inline]
 pub(crate) fn lost(kind: &'static str, reason: LostReason) {
     #[cfg(feature = "metrics")]
-    metrics::counter!(names::LOST, "kind" => kind, "reason" => reason.as_str()).increment(1);
+    metrics::counter!(names::LOST, "kind" => kind, "reason" => reason.label()).increment(1);
     #[cfg(not(feature = "metrics"))]
-    let _ = (kind, reason.as_str());
+    let _ = (kind, reason.label());
 }
 
 /// The hub subscribed to one more channel (`opened`) or left one.

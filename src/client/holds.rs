@@ -77,7 +77,8 @@ impl Renewal {
 /// What a guard can observe about its hold.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Status {
-    pub lost: bool,
+    /// Why the hold was found lost, once it was.
+    pub lost: Option<LostReason>,
     /// For fixed leases: when the lock expires unless re-entered, measured
     /// from when the command that set its TTL was sent.
     pub expires: Option<Instant>,
@@ -91,7 +92,7 @@ pub(crate) struct Status {
 impl Status {
     fn new(sent_at: Instant, lease: Lease, watchdog: Duration) -> Status {
         Status {
-            lost: false,
+            lost: None,
             expires: match lease {
                 Lease::Fixed(d) => Some(later(sent_at, d)),
                 Lease::Watchdog => None,
@@ -100,9 +101,21 @@ impl Status {
         }
     }
 
+    /// Why the hold is lost at `now`, if it is: found lost, or past the
+    /// time it was certain.
+    fn lost_at(&self, now: Instant) -> Option<LostReason> {
+        self.lost.or_else(|| {
+            (now >= self.valid_until).then_some(if self.expires.is_some() {
+                LostReason::LeaseEnded
+            } else {
+                LostReason::NotRenewed
+            })
+        })
+    }
+
     /// Lost, or past the time the hold was certain.
     fn is_lost_at(&self, now: Instant) -> bool {
-        self.lost || now >= self.valid_until
+        self.lost_at(now).is_some()
     }
 }
 
@@ -312,7 +325,7 @@ impl Holds {
                 let now = Instant::now();
                 hold.status.send_modify(|s| {
                     s.expires = Some(later(now, d));
-                    if !s.lost {
+                    if s.lost.is_none() {
                         s.valid_until = safe_until(now, d);
                     }
                 });
@@ -368,7 +381,7 @@ impl Holds {
         let Some(hold) = hold_mut(&mut map, name, field) else {
             return false;
         };
-        if !hold.status.subscribe().same_channel(status) || hold.status.borrow().lost {
+        if !hold.status.subscribe().same_channel(status) || hold.status.borrow().lost.is_some() {
             return false;
         }
         hold.lease = Lease::Fixed(lease);
@@ -421,7 +434,7 @@ impl Holds {
                 0
             };
             for (field, hold) in holds.iter_mut() {
-                if hold.lease != Lease::Watchdog || hold.status.borrow().lost {
+                if hold.lease != Lease::Watchdog || hold.status.borrow().lost.is_some() {
                     continue;
                 }
                 if hold.status.borrow().is_lost_at(now) {
@@ -430,7 +443,7 @@ impl Holds {
                         owner = field.as_str(),
                         "lock lost: not renewed before its lease could have run out"
                     );
-                    mark_lost(hold, LostReason::Expired);
+                    mark_lost(hold, LostReason::NotRenewed);
                 } else {
                     hold.in_run = Some(run);
                     groups
@@ -493,7 +506,7 @@ impl Holds {
                         owner = key.1.as_str(),
                         "lock lost: renewal confirmed after its lease could have run out"
                     );
-                    tally.lost += u64::from(mark_lost(hold, LostReason::Expired));
+                    tally.lost += u64::from(mark_lost(hold, LostReason::NotRenewed));
                 }
                 Ok(_) => {
                     tracing::warn!(
@@ -505,7 +518,7 @@ impl Holds {
                 }
                 Err(e) if late => {
                     tracing::warn!(lock = key.0.as_str(), owner = key.1.as_str(), error = %e, "lock lost: could not renew before its lease could have run out");
-                    tally.lost += u64::from(mark_lost(hold, LostReason::Expired));
+                    tally.lost += u64::from(mark_lost(hold, LostReason::NotRenewed));
                 }
                 Err(e) => {
                     tracing::debug!(lock = key.0.as_str(), error = %e, "renewal failed, retrying soon");
@@ -547,8 +560,10 @@ pub(super) struct Tally {
 
 /// Mark `hold` lost for `reason`; whether it was not already.
 fn mark_lost(hold: &mut Hold, reason: LostReason) -> bool {
-    let newly = !hold.status.borrow().lost;
-    hold.status.send_modify(|s| s.lost = true);
+    let newly = hold.status.borrow().lost.is_none();
+    if newly {
+        hold.status.send_modify(|s| s.lost = Some(reason));
+    }
     if newly {
         telemetry::lost(hold.kind, reason);
     }
@@ -558,15 +573,15 @@ fn mark_lost(hold: &mut Hold, reason: LostReason) -> bool {
 /// Resolve when the hold observed by `status` is lost: found gone, forced
 /// open, or no longer certain (its `valid_until` passed without a confirmed
 /// renewal). Never, if it is released normally.
-pub(crate) async fn lost(mut status: watch::Receiver<Status>) {
+pub(crate) async fn lost(mut status: watch::Receiver<Status>) -> LostReason {
     loop {
         if status.has_changed().is_err() {
             // Released: the registry dropped the hold.
             return std::future::pending().await;
         }
         let now = *status.borrow_and_update();
-        if now.is_lost_at(Instant::now()) {
-            return;
+        if let Some(reason) = now.lost_at(Instant::now()) {
+            return reason;
         }
         tokio::select! {
             // A release (the registry drops the hold) wins over the timer.
@@ -579,7 +594,7 @@ pub(crate) async fn lost(mut status: watch::Receiver<Status>) {
     }
 }
 
-/// Whether `status` says lost right now.
-pub(crate) fn is_lost(status: &watch::Receiver<Status>) -> bool {
-    status.borrow().is_lost_at(Instant::now())
+/// Why `status` says lost right now, if it does.
+pub(crate) fn lost_reason(status: &watch::Receiver<Status>) -> Option<LostReason> {
+    status.borrow().lost_at(Instant::now())
 }

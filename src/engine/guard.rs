@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::error::Result;
+use crate::base::lost::LostReason;
 use crate::base::owner::Owner;
 use crate::engine::hold::RawHold;
 use crate::engine::kind::{AnyKind, Kind, ReentrantKind};
@@ -202,14 +203,21 @@ impl<K: Kind> LockGuard<K> {
     /// `tokio::select!`; owns what it needs. While it is awaited, the
     /// client shares a subscription to the lock's channel with it (one
     /// `HEXISTS` when it starts and after each message on the channel); it
-    /// is left when the future is dropped or the hold released.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    /// is left when the future is dropped or the hold released. It resolves
+    /// to why the hold was lost.
+    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
         self.hold.lost()
     }
 
     /// Whether the lock is known to be lost right now.
     pub fn is_lost(&self) -> bool {
         self.hold.is_lost()
+    }
+
+    /// Why the lock is lost, if it is known to be lost right now (what
+    /// [`lost`](Self::lost) resolves to).
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        self.hold.lost_reason()
     }
 
     /// This guard with its kind erased, as a multi-lock member.

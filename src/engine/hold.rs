@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
+use crate::base::lost::LostReason;
 use crate::base::owner::Owner;
 use crate::client::holds::{self, Lease, Status};
 use crate::client::renewal;
@@ -218,7 +219,7 @@ impl RawHold {
     /// lock has a release channel, the hold is also re-checked at once
     /// whenever anything is published there, so a forced unlock by another
     /// client is noticed within a round trip, not at the next renewal.
-    pub(crate) fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub(crate) fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
         let lost = holds::lost(self.held().status.clone());
         let watch = self.held().raw.proto.release_channel().map(|channel| {
             watch_channel(
@@ -232,9 +233,11 @@ impl RawHold {
             match watch {
                 None => lost.await,
                 Some(watch) => {
+                    // The watcher never resolves: it marks the hold lost in
+                    // the registry, which `lost` then reports.
                     tokio::select! {
-                        () = lost => {}
-                        () = watch => {}
+                        reason = lost => reason,
+                        () = watch => unreachable_pending().await,
                     }
                 }
             }
@@ -242,7 +245,11 @@ impl RawHold {
     }
 
     pub(crate) fn is_lost(&self) -> bool {
-        holds::is_lost(&self.held().status)
+        self.lost_reason().is_some()
+    }
+
+    pub(crate) fn lost_reason(&self) -> Option<LostReason> {
+        holds::lost_reason(&self.held().status)
     }
 }
 
@@ -302,4 +309,9 @@ async fn watch_channel(
 /// Resolves when the registry drops the hold `status` observes (released).
 async fn released(mut status: watch::Receiver<Status>) {
     while status.changed().await.is_ok() {}
+}
+
+/// A future that never resolves, of any output type.
+async fn unreachable_pending<T>() -> T {
+    std::future::pending().await
 }

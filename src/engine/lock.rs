@@ -190,8 +190,9 @@ impl<K: Kind> Lock<K> {
         let lost = guard.lost();
         tokio::select! {
             biased;
-            () = lost => Err(Error::Lost {
+            reason = lost => Err(Error::Lost {
                 name: self.name().to_owned(),
+                reason,
             }),
             output = work => {
                 guard.unlock().await?;
