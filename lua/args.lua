@@ -40,11 +40,13 @@
 --                   `replayed(latch) or unlock()` runs the unlock only once.
 -- latched(latch, ttl, reply)  record `reply` (0: still held, 1: released) under
 --                   the latch key for `ttl` ms, and return it.
--- release_hold(hash, field, lease, latch, ttl, release)  take one of `field`'s
---                   holds of the hash away: nil if it holds none; 0 if it still
---                   holds some (the hash then lives `lease` ms; latched); 1 if that
---                   was its last (its field stays at 0): release() runs, then 1 is
---                   latched.
+-- release_hold(hash, field, latch, ttl, release)  take one of `field`'s holds of
+--                   the hash away: nil if it holds none; 0 if it still holds some
+--                   (the hash keeps its TTL; latched); 1 if that was its last (its
+--                   field stays at 0): release() runs, then 1 is latched.
+-- lengthen(key, ms) set `key`'s TTL to `ms` milliseconds unless it already lives
+--                   at least that long: PEXPIRE max(PTTL, ms). No script of this
+--                   crate shortens the TTL of a lock it holds (docs/PROTOCOL.md §2.9).
 -- take_rw(hash, mode, field)  take the free read-write lock `hash` in mode
 --                   `mode` for `field`, with one hold (its TTL is the caller's).
 -- unlock_mode(hash, cmd, channel, message, latch, ttl)  the mode of the read-write
@@ -173,16 +175,21 @@ local function holds(hash, field, refusal)
     return true
 end
 
-local function release_hold(hash, field, lease, latch, ttl, release)
+local function release_hold(hash, field, latch, ttl, release)
     if redis.call('hexists', hash, field) == 0 then
         return nil
     end
     if redis.call('hincrby', hash, field, -1) > 0 then
-        redis.call('pexpire', hash, lease)
         return latched(latch, ttl, 0)
     end
     release()
     return latched(latch, ttl, 1)
+end
+
+local function lengthen(key, ms)
+    if redis.call('pttl', key) < tonumber(ms) then
+        redis.call('pexpire', key, ms)
+    end
 end
 
 local function take_rw(hash, mode, field)

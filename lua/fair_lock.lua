@@ -13,13 +13,14 @@
 --          "0" to only try (tryLock(): §4.3, never enqueues, replies 1 when busy)
 -- ARGV[6]  optional: error text; when given, re-entry is refused with it
 --          (non-reentrant fair lock, §4.8)
--- Returns  nil when acquired or re-entered. When busy and only trying: 1. When busy
---          and queueing, read only by this crate (Redisson's replies differ, §4.4 step 4
---          and 5; Redis state is changed exactly as Redisson does): the queue is joined
---          first if need be, then
---          * {ms}: the lock is free but another waiter is at the head: its turn, which
---            it takes at once, or, if it is dead, its deadline passes in ms (-1: it
---            has none);
+-- Returns  {count} when acquired or re-entered: the owner's hold count after it (1:
+--          taken afresh; the TTL is the lease, and max(PTTL, lease) on re-entry). When
+--          busy and only trying: 1. When busy and queueing, read only by this crate
+--          (Redisson's replies differ, §4.4 step 4 and 5; Redis state is changed exactly
+--          as Redisson does): the queue is joined first if need be, then
+--          * {0, ms}: the lock is free but another waiter is at the head: its turn,
+--            which it takes at once, or, if it is dead, its deadline passes in ms (-1:
+--            it has none);
 --          * ms: how long to sleep at most: the holder's PTTL (-1: no TTL), or the time
 --            until the head's deadline when another waiter is at the head and that is
 --            sooner, since an unlock wakes only the head and a dead head would otherwise
@@ -44,12 +45,12 @@ if redis.call('exists', KEYS[1]) == 0 and
     end
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return {1}
 end
 if holds(KEYS[1], ARGV[2], ARGV[6]) then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    lengthen(KEYS[1], ARGV[1])
+    return {count}
 end
 if ARGV[5] ~= '1' then
     return 1
@@ -73,7 +74,7 @@ if head ~= false and head ~= ARGV[2] then
     local deadline = tonumber(redis.call('zscore', KEYS[3], head))
     local until_head = -1
     if deadline ~= nil then until_head = math.max(1, deadline - now) end
-    if pttl == -2 then return {until_head} end
+    if pttl == -2 then return {0, until_head} end
     if deadline ~= nil and (pttl == -1 or until_head < pttl) then return until_head end
 end
 return pttl

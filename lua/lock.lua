@@ -5,15 +5,16 @@
 -- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
 -- ARGV[3]  optional: error text; when given, re-entry is refused with it
 --          (non-reentrant lock, §6.3)
--- Returns  nil when acquired or re-entered (count + 1, TTL reset to the lease);
---          otherwise PTTL of N in milliseconds (-1 if someone removed its TTL). An
---          INVALID_ARGUMENT error, before anything is written, if an argument is
---          out of range (args.lua).
+-- Returns  {count} when acquired or re-entered: the owner's hold count after it (1:
+--          taken afresh); the TTL is the lease on a fresh take and max(PTTL, lease)
+--          on re-entry (never shortened). Otherwise PTTL of N in milliseconds (-1 if
+--          someone removed its TTL). An INVALID_ARGUMENT error, before anything is
+--          written, if an argument is out of range (args.lua).
 ms_arg(1)
 text_arg(2)
 if redis.call('exists', KEYS[1]) == 0 or holds(KEYS[1], ARGV[2], ARGV[3]) then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    lengthen(KEYS[1], ARGV[1])
+    return {count}
 end
 return redis.call('pttl', KEYS[1])

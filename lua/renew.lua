@@ -2,8 +2,9 @@
 -- KEYS[1..k]  lock hashes N1..Nk
 -- ARGV[1]     lease in milliseconds, 1..3155760000000
 -- ARGV[2..k+1] owner field of Ni at ARGV[i + 1], non-empty; no more arguments
--- Returns     an array of k integers: 1 if Ni was still held by its owner and its
---             TTL was reset to the lease, 0 if it was gone (renewal must stop).
+-- Returns     an array of k integers: 1 if Ni was still held by its owner and now
+--             lives at least the lease (max(PTTL, lease): never shortened), 0 if it
+--             was gone (renewal must stop).
 --             An INVALID_ARGUMENT error, before anything is written, if an
 --             argument is out of range, missing or extra (args.lua).
 ms_arg(1)
@@ -16,7 +17,7 @@ end
 local renewed = {}
 for i = 1, #KEYS do
     if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
-        redis.call('pexpire', KEYS[i], ARGV[1])
+        lengthen(KEYS[i], ARGV[1])
         renewed[i] = 1
     else
         renewed[i] = 0

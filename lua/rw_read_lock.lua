@@ -4,9 +4,10 @@
 -- ARGV[1]  lease in milliseconds (PEXPIRE value), 1..3155760000000
 -- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
 -- ARGV[3]  the same owner's write field "<clientId>:<ownerId>:write", non-empty
--- Returns  nil when acquired or re-entered: the owner's read count + 1, a timeout
---          key <prefix>:<count> with the lease, N's TTL at least the lease;
---          otherwise PTTL of N in milliseconds (held for writing by someone else).
+-- Returns  {count} when acquired or re-entered: the owner's read count after it (1:
+--          its field was absent), a timeout key <prefix>:<count> with the lease, N's
+--          TTL at least the lease (max(PTTL, lease)); otherwise PTTL of N in
+--          milliseconds (held for writing by someone else).
 --          An INVALID_ARGUMENT error, before anything is written, if an
 --          argument is out of range (args.lua).
 ms_arg(1)
@@ -18,15 +19,14 @@ if mode == false then
     redis.call('set', KEYS[2] .. ':1', 1)
     redis.call('pexpire', KEYS[2] .. ':1', ARGV[1])
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return {1}
 end
 if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     local timeout = KEYS[2] .. ':' .. count
     redis.call('set', timeout, 1)
     redis.call('pexpire', timeout, ARGV[1])
-    local ttl = redis.call('pttl', KEYS[1])
-    redis.call('pexpire', KEYS[1], math.max(ttl, tonumber(ARGV[1])))
-    return nil
+    lengthen(KEYS[1], ARGV[1])
+    return {count}
 end
 return redis.call('pttl', KEYS[1])

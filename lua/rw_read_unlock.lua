@@ -10,12 +10,16 @@
 -- ARGV[3]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
 -- ARGV[4]  latch TTL in milliseconds, 1..3155760000000
 -- Returns  nil if N has no mode (message published and latch 1 written anyway, as
---          Redisson does) or the owner holds no read lock; 0 if N stays held (its
---          TTL shrunk to the longest remaining reader timeout key, or the writer
---          still holds it); 1 if N was deleted and the message published. A
---          replay of the same request id returns the first result from the latch.
---          An INVALID_ARGUMENT error, before anything is written, if an
+--          Redisson does) or the owner holds no read lock; 0 if N stays held (held
+--          for writing: its TTL kept; held for reading: its TTL set to the longest
+--          remaining reader timeout key); 1 if N was deleted and the message
+--          published. A replay of the same request id returns the first result from
+--          the latch. An INVALID_ARGUMENT error, before anything is written, if an
 --          argument is out of range (args.lua).
+-- Beyond Redisson: the owner's timeout key that goes (the last, <prefix>:<count + 1>)
+-- hands its remaining time on to the one that becomes the last, so that the owner's
+-- remaining holds keep what they were given whichever hold is released, and a writer's
+-- TTL is never cut to a reader's (docs/PROTOCOL.md §5.3).
 text_arg(1)
 text_arg(2)
 publish_arg(3)
@@ -26,13 +30,23 @@ local function unlock()
         return nil
     end
     local count = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+    local gone = KEYS[3] .. ':' .. (count + 1)
+    local left = redis.call('pttl', gone)
+    redis.call('del', gone)
     if count == 0 then
         redis.call('hdel', KEYS[1], ARGV[2])
+    elseif left > 0 then
+        local last = KEYS[3] .. ':' .. count
+        if redis.call('pttl', last) < left then
+            redis.call('set', last, 1, 'px', left)
+        end
     end
-    redis.call('del', KEYS[3] .. ':' .. (count + 1))
     if redis.call('hlen', KEYS[1]) > 1 then
-        -- Every numeric field (readers, and the writer, whose keys never exist):
-        -- the longest-lived timeout key decides how long N stays.
+        if mode == 'write' then
+            return latched(KEYS[5], ARGV[4], 0)
+        end
+        -- Every numeric field (every reader): the longest-lived timeout key
+        -- decides how long N stays.
         local max_remain = -3
         local fields = redis.call('hgetall', KEYS[1])
         for i = 1, #fields, 2 do
@@ -46,9 +60,6 @@ local function unlock()
         end
         if max_remain > 0 then
             redis.call('pexpire', KEYS[1], max_remain)
-            return latched(KEYS[5], ARGV[4], 0)
-        end
-        if mode == 'write' then
             return latched(KEYS[5], ARGV[4], 0)
         end
     end

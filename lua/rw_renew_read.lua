@@ -9,7 +9,8 @@
 --             reading; no more arguments
 -- Returns     an array with one integer per pair: 1 if one of its owners still
 --             holds N_i (its timeout keys <prefix>:<owner>:rwlock_timeout:1..count
---             and N_i reset to the lease), 0 if none does (renewal must stop).
+--             and N_i now live at least the lease: max(PTTL, lease), never
+--             shortened), 0 if none does (renewal must stop).
 --             An INVALID_ARGUMENT error, before anything is written, if an
 --             argument is out of range, missing or extra, or KEYS are not in
 --             pairs (args.lua).
@@ -41,12 +42,12 @@ for i = 1, #KEYS, 2 do
         if held ~= false then
             alive = true
             for k = tonumber(held) or 0, 1, -1 do
-                redis.call('pexpire', KEYS[i + 1] .. ':' .. owner .. ':rwlock_timeout:' .. k, ARGV[1])
+                lengthen(KEYS[i + 1] .. ':' .. owner .. ':rwlock_timeout:' .. k, ARGV[1])
             end
         end
     end
     if alive then
-        redis.call('pexpire', KEYS[i], ARGV[1])
+        lengthen(KEYS[i], ARGV[1])
         renewed[#renewed + 1] = 1
     else
         renewed[#renewed + 1] = 0

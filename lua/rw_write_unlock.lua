@@ -4,14 +4,12 @@
 -- KEYS[2]  channel, redisson_rwlock:{N}
 -- KEYS[3]  latch key, redisson_unlock_latch:{N}:<32 hex request id>
 -- ARGV[1]  unlock message, "1" (non-empty)
--- ARGV[2]  lease in milliseconds to keep when the write count stays above zero,
---          1..3155760000000
--- ARGV[3]  write field "<clientId>:<ownerId>:write", non-empty
--- ARGV[4]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
--- ARGV[5]  latch TTL in milliseconds, 1..3155760000000
+-- ARGV[2]  write field "<clientId>:<ownerId>:write", non-empty
+-- ARGV[3]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
+-- ARGV[4]  latch TTL in milliseconds, 1..3155760000000
 -- Returns  nil if N has no mode (message published and latch 1 written anyway, as
 --          Redisson does), is held for reading, or not by this writer; 0 if the
---          write count stays above zero; 1 if the write lock was released: N
+--          write count stays above zero (TTL kept); 1 if the write lock was released: N
 --          deleted, or, if the writer still holds read locks, downgraded to
 --          mode "read". A replay of the same request id returns the first result.
 --          An INVALID_ARGUMENT error, before anything is written, if an
@@ -20,22 +18,21 @@
 -- nothing there), so waiting readers re-check at once instead of sleeping out the
 -- TTL. An extra "1" only causes a harmless re-check on Java's side.
 text_arg(1)
-ms_arg(2)
-text_arg(3)
-publish_arg(4)
-ms_arg(5)
+text_arg(2)
+publish_arg(3)
+ms_arg(4)
 local function unlock()
-    if unlock_mode(KEYS[1], ARGV[4], KEYS[2], ARGV[1], KEYS[3], ARGV[5]) ~= 'write' then
+    if unlock_mode(KEYS[1], ARGV[3], KEYS[2], ARGV[1], KEYS[3], ARGV[4]) ~= 'write' then
         return nil
     end
-    return release_hold(KEYS[1], ARGV[3], ARGV[2], KEYS[3], ARGV[5], function()
-        redis.call('hdel', KEYS[1], ARGV[3])
+    return release_hold(KEYS[1], ARGV[2], KEYS[3], ARGV[4], function()
+        redis.call('hdel', KEYS[1], ARGV[2])
         if redis.call('hlen', KEYS[1]) == 1 then
             redis.call('del', KEYS[1])
         else
             redis.call('hset', KEYS[1], 'mode', 'read')
         end
-        publish(ARGV[4], KEYS[2], ARGV[1])
+        publish(ARGV[3], KEYS[2], ARGV[1])
     end)
 end
 return replayed(KEYS[3]) or unlock()

@@ -3,22 +3,19 @@
 -- KEYS[2]  unlock channel, redisson_lock__channel:{N}
 -- KEYS[3]  latch key, redisson_unlock_latch:{N}:<32 hex request id>
 -- ARGV[1]  unlock message, "0" (non-empty)
--- ARGV[2]  lease in milliseconds to keep when the hold count stays above zero,
---          1..3155760000000
--- ARGV[3]  owner field "<clientId>:<ownerId>", non-empty
--- ARGV[4]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
--- ARGV[5]  latch TTL in milliseconds, 1..3155760000000
--- Returns  nil if the owner does not hold N; 0 if still held (count decremented);
---          1 if released (N deleted, message published). A replay of the same
+-- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
+-- ARGV[3]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
+-- ARGV[4]  latch TTL in milliseconds, 1..3155760000000
+-- Returns  nil if the owner does not hold N; 0 if still held (count decremented, TTL
+--          kept); 1 if released (N deleted, message published). A replay of the same
 --          request id returns the first result from the latch. An INVALID_ARGUMENT
 --          error, before anything is written, if an argument is out of range
 --          (args.lua).
 text_arg(1)
-ms_arg(2)
-text_arg(3)
-publish_arg(4)
-ms_arg(5)
-return replayed(KEYS[3]) or release_hold(KEYS[1], ARGV[3], ARGV[2], KEYS[3], ARGV[5], function()
+text_arg(2)
+publish_arg(3)
+ms_arg(4)
+return replayed(KEYS[3]) or release_hold(KEYS[1], ARGV[2], KEYS[3], ARGV[4], function()
     redis.call('del', KEYS[1])
-    publish(ARGV[4], KEYS[2], ARGV[1])
+    publish(ARGV[3], KEYS[2], ARGV[1])
 end)

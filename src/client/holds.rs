@@ -1,14 +1,37 @@
-//! The client's registry of its holds (docs/PROTOCOL.md §2.6).
+//! The client's registry of its holds (docs/PROTOCOL.md §2.6, §2.9).
 //!
-//! Every successful acquisition is recorded as a hold of `(name, owner)` with
-//! a count; every unlock attempt takes one away. A hold's status is published
-//! on a `watch` channel so guards can learn the lock was lost: renewal found it
-//! gone, renewal could not reach Redis before the lease ran out, a forced
-//! unlock, or (for explicit leases) the lease deadline passed. Holds without
-//! an explicit lease are renewed by the watchdog task (`renewal`), which asks
-//! this registry what to renew and tells it what each renewal found.
+//! For each lock name and owner field this client holds, the registry keeps
+//! a *tenure*: the life of that field in Redis, from the acquisition that
+//! created it (the acquire script replied a hold count of 1) until it is
+//! released to zero or found gone. Every guard's hold belongs to the tenure
+//! it was taken in. The rules that keep a guard and Redis in agreement:
+//!
+//! * Every command that changes a field's hold count (acquire attempts,
+//!   releases, undos) runs in turn for that field on this client (its
+//!   [`Order`]), so the registry applies their replies in the order Redis
+//!   ran them.
+//! * An acquisition that finds the field absent (count 1) while the
+//!   registry has a tenure for it proves that tenure gone: its guards are
+//!   told (`lost`) and the new hold starts a new tenure. A guard of an
+//!   ended tenure never sends an unlock: it would take a hold it does not
+//!   own.
+//! * A hold is certain until the send time of the last confirmed command
+//!   that set its key's TTL, plus that TTL, less a drift margin
+//!   ([`safe_until`]). No script of this crate shortens the TTL of a key
+//!   this client holds (re-entry, renewal and `extend` set
+//!   `max(PTTL, lease)`; an unlock that leaves holds keeps the TTL), so the
+//!   latest certainty is the largest, and a command whose reply is lost can
+//!   only have lengthened it.
+//! * A guard that was told its hold is lost stays lost: a later
+//!   confirmation (a renewal that arrives late, a re-entry that finds the
+//!   field still there) starts a new status for new guards and never
+//!   revives the old one.
+//! * The watchdog renews a tenure while one of its live holds was taken
+//!   without a lease and its status is not lost.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use fred::types::{Key, Value};
@@ -17,7 +40,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::base::error::Error;
-use crate::base::telemetry::{self, LostReason};
+use crate::base::lost::LostReason;
+use crate::base::telemetry;
 use crate::connection::script::Script;
 use crate::connection::script::ScriptCall;
 
@@ -40,10 +64,11 @@ impl Lease {
     }
 }
 
-/// How the watchdog renews one kind of hold, handed to it by the lock
-/// kind: a batch script whose KEYS and ARGV (after the lease in `ARGV[1]`)
-/// are every hold's parts, one after the other. The watchdog knows no key
-/// layout; it groups holds by script and appends their parts.
+/// How the watchdog renews (and `extend` lengthens, and the hold check
+/// looks at) one kind of hold, handed to it by the lock kind: a batch
+/// script whose KEYS and ARGV (after the lease in `ARGV[1]`) are every
+/// hold's parts, one after the other. The registry knows no key layout;
+/// it groups holds by script and appends their parts.
 #[derive(Clone, Copy)]
 pub(crate) struct Renewal {
     pub script: &'static Script,
@@ -63,8 +88,8 @@ impl Renewal {
         let mut keys = Vec::with_capacity(batch.len() * 2);
         let mut args = Vec::with_capacity(batch.len() * 2 + 1);
         args.push(lease_ms);
-        for (name, field) in batch {
-            (self.append)(name, field, &mut keys, &mut args);
+        for hold in batch {
+            (self.append)(&hold.name, &hold.field, &mut keys, &mut args);
         }
         ScriptCall {
             script: self.script,
@@ -79,28 +104,17 @@ impl Renewal {
 pub(crate) struct Status {
     /// Why the hold was found lost, once it was.
     pub lost: Option<LostReason>,
-    /// For fixed leases: when the lock expires unless re-entered, measured
-    /// from when the command that set its TTL was sent.
+    /// While the watchdog does not renew the hold: when its key expires at
+    /// the earliest (the send time of the last confirmed command that set
+    /// its TTL, plus that TTL).
     pub expires: Option<Instant>,
-    /// Until when the hold is certain: the send time of the last confirmed
-    /// acquisition or renewal, plus its lease, less a drift margin
-    /// ([`safe_until`]). Redis cannot have expired the lock before then;
-    /// after it, the hold counts as lost whatever the network does.
+    /// Until when the hold is certain: [`safe_until`] of that command.
+    /// Redis cannot have expired the key before then; after it, the hold
+    /// counts as lost whatever the network does.
     pub valid_until: Instant,
 }
 
 impl Status {
-    fn new(sent_at: Instant, lease: Lease, watchdog: Duration) -> Status {
-        Status {
-            lost: None,
-            expires: match lease {
-                Lease::Fixed(d) => Some(later(sent_at, d)),
-                Lease::Watchdog => None,
-            },
-            valid_until: safe_until(sent_at, lease.duration(watchdog)),
-        }
-    }
-
     /// Why the hold is lost at `now`, if it is: found lost, or past the
     /// time it was certain.
     fn lost_at(&self, now: Instant) -> Option<LostReason> {
@@ -111,11 +125,6 @@ impl Status {
                 LostReason::NotRenewed
             })
         })
-    }
-
-    /// Lost, or past the time the hold was certain.
-    fn is_lost_at(&self, now: Instant) -> bool {
-        self.lost_at(now).is_some()
     }
 }
 
@@ -134,23 +143,135 @@ fn later(at: Instant, d: Duration) -> Instant {
         .unwrap_or_else(|| at + Duration::from_secs(86_400 * 365 * 100))
 }
 
-struct Hold {
-    count: u32,
-    /// The lock's kind, for metrics.
-    kind: &'static str,
-    lease: Lease,
-    renewal: Renewal,
-    status: watch::Sender<Status>,
-    /// The renewal run that has this hold in flight, if any.
-    in_run: Option<u64>,
+/// The turn of one owner field's count-changing commands on this client
+/// (acquire attempts, undos, releases, leaving a fair queue): each runs
+/// holding it, so their replies are applied in the order Redis ran them.
+/// The slot holds the error of an undo that could not be done: whether the
+/// field holds is then unknown, and the acquisition that meets it stops.
+pub(crate) type Order = Arc<tokio::sync::Mutex<Option<Error>>>;
+
+/// A fresh [`Order`].
+pub(crate) fn new_order() -> Order {
+    Arc::new(tokio::sync::Mutex::new(None))
 }
 
-/// `(name, field)`: the lock and the owner field that holds it.
-type HoldKey = (String, String);
+/// One hold as the registry and a renewal batch name it.
+#[derive(Clone, Debug)]
+pub(crate) struct HoldKey {
+    pub name: String,
+    pub field: String,
+    /// The tenure the hold belongs to (see the module docs).
+    pub tenure: u64,
+}
 
-/// Holds by lock name, then by owner field (usually one per name). Lookups
-/// borrow the caller's strings: no allocation on the lock/unlock path.
-type HoldMap = HashMap<String, Vec<(String, Hold)>, FxBuild>;
+/// A guard's handle on its hold in the registry.
+#[derive(Clone, Debug)]
+pub(crate) struct HoldRef {
+    /// The tenure it was taken in.
+    pub tenure: u64,
+    /// The hold itself, among the tenure's live holds.
+    pub hold: u64,
+    /// Its status, as the registry publishes it.
+    pub status: watch::Receiver<Status>,
+}
+
+/// A live hold: one guard's.
+struct Live {
+    id: u64,
+    lease: Lease,
+    /// Renewed by the watchdog: taken without a lease, and its status was
+    /// not lost since.
+    renews: bool,
+}
+
+/// One field's life in Redis, as far as this client knows it.
+struct Tenure {
+    id: u64,
+    /// The lock's kind, for metrics.
+    kind: &'static str,
+    renewal: Renewal,
+    /// The field's hold count in Redis, as last told (guards' holds,
+    /// forgotten ones, and any an unknown outcome may have added).
+    count: u32,
+    live: Vec<Live>,
+    /// The earliest the key can expire: the largest `sent_at + ttl` of a
+    /// confirmed command that set its TTL.
+    expiry: Instant,
+    /// [`safe_until`] of that command: the status's `valid_until`.
+    certain: Instant,
+    /// What the guards of the current status observe; replaced (a new
+    /// status) when a hold is taken after the status was lost.
+    status: watch::Sender<Status>,
+}
+
+impl Tenure {
+    fn renewed(&self) -> bool {
+        self.live.iter().any(|l| l.renews)
+    }
+
+    fn current(&self) -> Status {
+        Status {
+            lost: self.status.borrow().lost,
+            expires: (!self.renewed()).then_some(self.expiry),
+            valid_until: self.certain,
+        }
+    }
+
+    /// Publish the status after a change of leases or certainty (a lost
+    /// status keeps its validity: it is never revived).
+    fn publish(&self) {
+        let now = self.current();
+        self.status.send_if_modified(|s| {
+            if s.lost.is_some() {
+                return false;
+            }
+            let changed = s.expires != now.expires || s.valid_until != now.valid_until;
+            *s = now;
+            changed
+        });
+    }
+
+    /// A command sent at `sent_at` that Redis confirmed set the key's TTL
+    /// to at least `ttl`.
+    fn confirmed(&mut self, sent_at: Instant, ttl: Duration) {
+        self.expiry = self.expiry.max(later(sent_at, ttl));
+        self.certain = self.certain.max(safe_until(sent_at, ttl));
+    }
+
+    /// Whether the current status is lost at `now` (found lost, or past
+    /// its certainty).
+    fn lost_at(&self, now: Instant) -> Option<LostReason> {
+        self.status.borrow().lost_at(now)
+    }
+
+    /// Mark the current status lost for `reason` (its guards are told); no
+    /// live hold is renewed any more. Whether it was not lost before.
+    fn lose(&mut self, reason: LostReason) -> bool {
+        for live in &mut self.live {
+            live.renews = false;
+        }
+        let newly = self.status.borrow().lost.is_none();
+        if newly {
+            self.status.send_modify(|s| s.lost = Some(reason));
+            telemetry::lost(self.kind, reason);
+        }
+        newly
+    }
+}
+
+/// One owner field of one lock name.
+struct Entry {
+    field: String,
+    order: Order,
+    /// Acquisitions that use `order` (explicit owners) and keep the entry
+    /// while it has no tenure.
+    users: u32,
+    tenure: Option<Tenure>,
+}
+
+/// Entries by lock name (usually one per name). Lookups borrow the
+/// caller's strings: no allocation on the lock/unlock path.
+type HoldMap = HashMap<String, Vec<Entry>, FxBuild>;
 
 /// A fast hash for the registry's names (FxHash's multiply-rotate, as in
 /// `rustc-hash`): every lock and unlock hashes its name twice, and SipHash
@@ -212,33 +333,91 @@ impl std::hash::Hasher for FxHasher {
 /// The registry of one client.
 pub(crate) struct Holds {
     map: Mutex<HoldMap>,
-    finished_run: watch::Sender<u64>,
+    /// Ids of tenures and holds, never reused.
+    ids: AtomicU64,
     /// `lock_watchdog_timeout`: the lease of watchdog holds.
-    pub(super) watchdog: Duration,
+    pub(crate) watchdog: Duration,
 }
 
-/// What an unlock needs to know from the registry.
-pub(crate) struct Released {
-    /// The TTL to keep if the count stays above zero (Redisson's
-    /// `internalLockLeaseTime`): the hold's lease, else the watchdog timeout.
-    pub lease: Option<Duration>,
-    /// A renewal run that must finish before the unlock is sent.
-    pub wait_for_run: Option<u64>,
+/// What a release of one guard's hold is to do.
+pub(crate) enum Releasing {
+    /// Send the unlock (the tenure is the field's current one).
+    Send,
+    /// Send nothing: the hold's tenure ended (found gone, or released to
+    /// zero), or its hold was taken away by an unlock without a guard.
+    Stale,
 }
 
-impl Released {
-    /// For a hold the registry does not know.
-    const NOTHING: Released = Released {
-        lease: None,
-        wait_for_run: None,
+/// What an unlock replied, for the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UnlockReply {
+    /// The field still holds (count above zero).
+    StillHeld,
+    /// The field's last hold was released.
+    Released,
+    /// The field did not hold.
+    NotHeld,
+}
+
+/// A counted use of an entry's [`Order`] by an explicit owner's
+/// acquisition; dropping it lets the entry go once it has no tenure.
+pub(crate) struct OrderUse {
+    holds: Arc<Holds>,
+    name: String,
+    field: String,
+    pub(crate) order: Order,
+}
+
+impl Drop for OrderUse {
+    fn drop(&mut self) {
+        let mut map = self.holds.map.lock();
+        if let Some(entries) = map.get_mut(&self.name) {
+            if let Some(i) = entries.iter().position(|e| e.field == self.field) {
+                let entry = &mut entries[i];
+                entry.users = entry.users.saturating_sub(1);
+                if entry.users == 0 && entry.tenure.is_none() {
+                    entries.swap_remove(i);
+                    if entries.is_empty() {
+                        map.remove(&self.name);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn entry_mut<'a>(map: &'a mut HoldMap, name: &str, field: &str) -> Option<&'a mut Entry> {
+    map.get_mut(name)?.iter_mut().find(|e| e.field == field)
+}
+
+/// The tenure `id` of `(name, field)`, if it is the field's current one.
+fn tenure_mut<'a>(map: &'a mut HoldMap, name: &str, field: &str, id: u64) -> Option<&'a mut Tenure> {
+    entry_mut(map, name, field)?
+        .tenure
+        .as_mut()
+        .filter(|t| t.id == id)
+}
+
+/// End the tenure of `entries[i]`, removing the entry if nothing else
+/// keeps it; telemetry for its live holds.
+fn end_tenure(map: &mut HoldMap, name: &str, field: &str) {
+    let Some(entries) = map.get_mut(name) else {
+        return;
     };
-}
-
-fn hold_mut<'a>(map: &'a mut HoldMap, name: &str, field: &str) -> Option<&'a mut Hold> {
-    map.get_mut(name)?
-        .iter_mut()
-        .find(|(f, _)| f == field)
-        .map(|(_, hold)| hold)
+    let Some(i) = entries.iter().position(|e| e.field == field) else {
+        return;
+    };
+    if let Some(tenure) = entries[i].tenure.take() {
+        for _ in &tenure.live {
+            telemetry::unheld(tenure.kind);
+        }
+    }
+    if entries[i].users == 0 {
+        entries.swap_remove(i);
+        if entries.is_empty() {
+            map.remove(name);
+        }
+    }
 }
 
 impl Holds {
@@ -246,213 +425,384 @@ impl Holds {
     pub(crate) fn new(watchdog: Duration) -> Holds {
         Holds {
             map: Mutex::default(),
-            finished_run: watch::Sender::new(0),
+            ids: AtomicU64::new(1),
             watchdog,
         }
     }
 
-    /// Record an acquisition made at `sent_at` (when its command was sent).
+    fn next_id(&self) -> u64 {
+        self.ids.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The order of `(name, field)`'s commands, for an acquisition by an
+    /// owner that other calls may share (an explicit owner).
+    pub(crate) fn order(self: &Arc<Self>, name: &str, field: &str) -> OrderUse {
+        let mut map = self.map.lock();
+        let entries = map.entry(name.to_owned()).or_default();
+        let order = match entries.iter_mut().find(|e| e.field == field) {
+            Some(entry) => {
+                entry.users += 1;
+                entry.order.clone()
+            }
+            None => {
+                let order = new_order();
+                entries.push(Entry {
+                    field: field.to_owned(),
+                    order: order.clone(),
+                    users: 1,
+                    tenure: None,
+                });
+                order
+            }
+        };
+        OrderUse {
+            holds: self.clone(),
+            name: name.to_owned(),
+            field: field.to_owned(),
+            order,
+        }
+    }
+
+    /// The order of `(name, field)`'s commands, if the registry knows the
+    /// field (it has a tenure or an acquisition under way).
+    pub(crate) fn order_of(&self, name: &str, field: &str) -> Option<Order> {
+        entry_mut(&mut self.map.lock(), name, field).map(|e| e.order.clone())
+    }
+
+    /// Record an acquisition that Redis confirmed with the field's new hold
+    /// `count`, made by a command sent at `sent_at` that set the key's TTL
+    /// to at least `lease`, in the turn of `order`. The returned handle
+    /// belongs to the guard.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn acquired(
         &self,
         name: &str,
         field: &str,
         kind: &'static str,
-        lease: Lease,
         renewal: Renewal,
+        lease: Lease,
+        count: u32,
         sent_at: Instant,
-    ) -> watch::Receiver<Status> {
-        let status = Status::new(sent_at, lease, self.watchdog);
-        let new_hold = || Hold {
-            count: 1,
-            kind,
+        order: &Order,
+    ) -> HoldRef {
+        let ttl = lease.duration(self.watchdog);
+        let hold = self.next_id();
+        let now = Instant::now();
+        telemetry::held(kind);
+        let live = Live {
+            id: hold,
             lease,
-            renewal,
-            status: watch::Sender::new(status),
-            in_run: None,
+            renews: lease == Lease::Watchdog,
         };
         let mut map = self.map.lock();
-        let Some(holds) = map.get_mut(name) else {
-            telemetry::held(kind);
-            let hold = new_hold();
-            let receiver = hold.status.subscribe();
-            map.insert(name.to_owned(), vec![(field.to_owned(), hold)]);
-            return receiver;
-        };
-        match holds.iter_mut().find(|(f, _)| f == field) {
-            Some((_, hold)) => {
-                hold.count += 1;
-                telemetry::held(hold.kind);
-                hold.lease = lease;
-                hold.status.send_replace(status);
-                hold.status.subscribe()
-            }
+        let entries = map.entry(name.to_owned()).or_default();
+        let index = match entries.iter().position(|e| e.field == field) {
+            Some(i) => i,
             None => {
-                // A new channel starts with `status`: nothing to send.
-                telemetry::held(kind);
-                let hold = new_hold();
-                let receiver = hold.status.subscribe();
-                holds.push((field.to_owned(), hold));
-                receiver
-            }
-        }
-    }
-
-    /// Take one hold of `(name, field)` away, stopping its renewal at zero.
-    pub(crate) fn released(&self, name: &str, field: &str) -> Released {
-        let mut map = self.map.lock();
-        let Some(holds) = map.get_mut(name) else {
-            return Released::NOTHING;
-        };
-        let Some(index) = holds.iter().position(|(f, _)| f == field) else {
-            return Released::NOTHING;
-        };
-        let hold = &mut holds[index].1;
-        if hold.count > 0 {
-            telemetry::unheld(hold.kind);
-        }
-        hold.count = hold.count.saturating_sub(1);
-        let released = Released {
-            lease: match hold.lease {
-                Lease::Fixed(d) => Some(d),
-                Lease::Watchdog => None,
-            },
-            wait_for_run: hold.in_run,
-        };
-        if hold.count > 0 {
-            if let Lease::Fixed(d) = hold.lease {
-                // The unlock script resets the TTL to the lease; it is sent
-                // after now, so now + lease is a safe estimate.
-                let now = Instant::now();
-                hold.status.send_modify(|s| {
-                    s.expires = Some(later(now, d));
-                    if s.lost.is_none() {
-                        s.valid_until = safe_until(now, d);
-                    }
+                entries.push(Entry {
+                    field: field.to_owned(),
+                    order: order.clone(),
+                    users: 0,
+                    tenure: None,
                 });
+                entries.len() - 1
             }
-        } else {
-            holds.remove(index);
-            if holds.is_empty() {
-                map.remove(name);
+        };
+        let entry = &mut entries[index];
+        if let Some(tenure) = entry.tenure.as_mut().filter(|_| count > 1) {
+            // A re-entry of the current tenure: the field was there.
+            tenure.count = count.max(tenure.count.saturating_add(1));
+            tenure.confirmed(sent_at, ttl);
+            if let Some(reason) = tenure.lost_at(now) {
+                // Its guards were (or are about to be) told it is lost: a
+                // new status for this and later holds; the old stays lost.
+                if !tenure.live.is_empty() {
+                    tenure.lose(reason);
+                }
+                tenure.live.push(live);
+                let status = tenure.current();
+                tenure.status = watch::Sender::new(Status { lost: None, ..status });
+            } else {
+                tenure.live.push(live);
+                tenure.publish();
+            }
+            return HoldRef {
+                tenure: tenure.id,
+                hold,
+                status: tenure.status.subscribe(),
+            };
+        }
+        if let Some(mut old) = entry.tenure.take() {
+            // The field was absent (count 1): whatever this client held of
+            // it is gone from Redis.
+            if !old.live.is_empty() && old.lose(LostReason::Gone) {
+                tracing::warn!(
+                    lock = name,
+                    owner = field,
+                    "lock lost: a new acquisition by the same owner found it gone"
+                );
+            }
+            for _ in &old.live {
+                telemetry::unheld(old.kind);
             }
         }
-        released
+        let mut tenure = Tenure {
+            id: self.next_id(),
+            kind,
+            renewal,
+            count: count.max(1),
+            live: vec![live],
+            expiry: now,
+            certain: now,
+            status: watch::Sender::new(Status {
+                lost: None,
+                expires: None,
+                valid_until: now,
+            }),
+        };
+        tenure.confirmed(sent_at, ttl);
+        let status = tenure.current();
+        tenure.status = watch::Sender::new(status);
+        let handle = HoldRef {
+            tenure: tenure.id,
+            hold,
+            status: tenure.status.subscribe(),
+        };
+        entry.tenure = Some(tenure);
+        handle
     }
 
-    /// How many holds of `(name, field)` this client has recorded.
-    pub(crate) fn count(&self, name: &str, field: &str) -> u32 {
-        hold_mut(&mut self.map.lock(), name, field).map_or(0, |h| h.count)
+    /// A guard's hold is about to be released: whether to send the unlock.
+    /// The hold leaves the tenure's live holds either way (a watchdog hold
+    /// stops being renewed when it was the last).
+    pub(crate) fn releasing(&self, name: &str, field: &str, hold: &HoldRef) -> Releasing {
+        let mut map = self.map.lock();
+        let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) else {
+            return Releasing::Stale;
+        };
+        let Some(i) = tenure.live.iter().position(|l| l.id == hold.hold) else {
+            return Releasing::Stale;
+        };
+        tenure.live.swap_remove(i);
+        telemetry::unheld(tenure.kind);
+        tenure.publish();
+        Releasing::Send
     }
 
-    /// Mark every hold of `name` lost (after a forced unlock).
-    pub(crate) fn lose_all(&self, name: &str) {
-        if let Some(holds) = self.map.lock().get_mut(name) {
-            for (field, hold) in holds.iter_mut() {
-                if mark_lost(hold, LostReason::ForceUnlocked) {
+    /// An unlock without a guard (Java style, `Lock::unlock`) is about to
+    /// take one hold of `(name, field)` away: a hold no guard has (a
+    /// forgotten one) if there is one, else the newest guard's, whose own
+    /// release then sends nothing. The tenure it applies to, if any.
+    pub(crate) fn releasing_any(&self, name: &str, field: &str) -> Option<u64> {
+        let mut map = self.map.lock();
+        let tenure = entry_mut(&mut map, name, field)?.tenure.as_mut()?;
+        if tenure.count as usize <= tenure.live.len() {
+            if tenure.live.pop().is_some() {
+                telemetry::unheld(tenure.kind);
+            }
+            tenure.publish();
+        }
+        Some(tenure.id)
+    }
+
+    /// Apply the reply of an unlock of tenure `id` of `(name, field)`.
+    pub(crate) fn released(&self, name: &str, field: &str, id: u64, reply: UnlockReply) {
+        let mut map = self.map.lock();
+        let Some(tenure) = tenure_mut(&mut map, name, field, id) else {
+            return;
+        };
+        match reply {
+            UnlockReply::StillHeld => {
+                tenure.count = tenure.count.saturating_sub(1).max(1);
+                return;
+            }
+            UnlockReply::Released | UnlockReply::NotHeld => {
+                if !tenure.live.is_empty() && tenure.lose(LostReason::Gone) {
                     tracing::warn!(
                         lock = name,
-                        owner = field.as_str(),
-                        "lock lost: force-unlocked through this client"
+                        owner = field,
+                        "lock lost: an unlock of the same owner found its holds gone"
                     );
                 }
             }
         }
+        end_tenure(&mut map, name, field);
     }
 
-    /// The renewal run that has `(name, field)` in flight, if any: a call
-    /// that sets its TTL must not be overtaken by it.
-    pub(crate) fn in_run(&self, name: &str, field: &str) -> Option<u64> {
-        hold_mut(&mut self.map.lock(), name, field).and_then(|h| h.in_run)
+    /// The hold of a guard is kept in Redis without a guard (`forget`): it
+    /// stays counted, but is no longer renewed.
+    pub(crate) fn forgot(&self, name: &str, field: &str, hold: &HoldRef) {
+        let mut map = self.map.lock();
+        if let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) {
+            if let Some(i) = tenure.live.iter().position(|l| l.id == hold.hold) {
+                tenure.live.swap_remove(i);
+                telemetry::unheld(tenure.kind);
+                tenure.publish();
+            }
+        }
     }
 
-    /// The hold of `(name, field)` that `status` observes now has the
-    /// explicit lease `lease`, set by a command sent at `sent_at`: no
-    /// longer renewed by the watchdog, it expires then. Whether it was
-    /// still recorded and not lost.
+    /// How many holds of `(name, field)` Redis has, as last told.
+    pub(crate) fn count(&self, name: &str, field: &str) -> u32 {
+        entry_mut(&mut self.map.lock(), name, field)
+            .and_then(|e| e.tenure.as_ref())
+            .map_or(0, |t| t.count)
+    }
+
+    /// Whether `hold` is still one of its tenure's live holds, and that
+    /// tenure the field's current one.
+    pub(crate) fn is_live(&self, name: &str, field: &str, hold: &HoldRef) -> bool {
+        tenure_mut(&mut self.map.lock(), name, field, hold.tenure)
+            .is_some_and(|t| t.live.iter().any(|l| l.id == hold.hold))
+    }
+
+    /// Mark every tenure of `name` lost and ended: a forced unlock through
+    /// this client removed the key.
+    pub(crate) fn lose_all(&self, name: &str) {
+        let mut map = self.map.lock();
+        let fields: Vec<String> = match map.get_mut(name) {
+            Some(entries) => entries
+                .iter_mut()
+                .filter_map(|e| {
+                    let tenure = e.tenure.as_mut()?;
+                    if !tenure.live.is_empty() && tenure.lose(LostReason::ForceUnlocked) {
+                        tracing::warn!(
+                            lock = name,
+                            owner = e.field.as_str(),
+                            "lock lost: force-unlocked through this client"
+                        );
+                    }
+                    Some(e.field.clone())
+                })
+                .collect(),
+            None => return,
+        };
+        for field in fields {
+            end_tenure(&mut map, name, &field);
+        }
+    }
+
+    /// A check sent while tenure `id` was current found `(name, field)`
+    /// absent from Redis (`reason`: how it was learnt). If the tenure is
+    /// still current and has live holds, their guards are told, and it ends.
+    /// (One without live holds is being released: the check may have run
+    /// after that release.)
+    pub(crate) fn found_gone(&self, name: &str, field: &str, id: u64, why: &'static str) {
+        let mut map = self.map.lock();
+        let Some(tenure) = tenure_mut(&mut map, name, field, id) else {
+            return;
+        };
+        if tenure.live.is_empty() {
+            return;
+        }
+        if tenure.lose(LostReason::Gone) {
+            tracing::warn!(lock = name, owner = field, why, "lock lost: found gone");
+        }
+        end_tenure(&mut map, name, field);
+    }
+
+    /// A one-hold renewal (`extend`) of `hold` to at least `lease`, sent at
+    /// `sent_at`, was confirmed: the hold has that explicit lease from now
+    /// on and is not renewed. Whether the hold is still live and not lost.
     pub(crate) fn extended(
         &self,
         name: &str,
         field: &str,
-        status: &watch::Receiver<Status>,
+        hold: &HoldRef,
         lease: Duration,
         sent_at: Instant,
     ) -> bool {
         let mut map = self.map.lock();
-        let Some(hold) = hold_mut(&mut map, name, field) else {
+        let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) else {
             return false;
         };
-        if !hold.status.subscribe().same_channel(status) || hold.status.borrow().lost.is_some() {
+        if !hold.status.same_channel(&tenure.status.subscribe())
+            || tenure.lost_at(Instant::now()).is_some()
+        {
             return false;
         }
-        hold.lease = Lease::Fixed(lease);
-        hold.status.send_modify(|s| {
-            s.expires = Some(later(sent_at, lease));
-            s.valid_until = safe_until(sent_at, lease);
-        });
+        let Some(live) = tenure.live.iter_mut().find(|l| l.id == hold.hold) else {
+            return false;
+        };
+        live.lease = Lease::Fixed(lease);
+        live.renews = false;
+        tenure.confirmed(sent_at, lease);
+        tenure.publish();
         true
     }
 
-    /// Mark the hold of `(name, field)` that `status` observes lost: a
-    /// watcher found its field gone from Redis. A hold released meanwhile,
-    /// or taken afresh since (another status channel), is left alone.
-    pub(crate) fn lose(&self, name: &str, field: &str, status: &watch::Receiver<Status>) {
-        let mut map = self.map.lock();
-        let Some(hold) = hold_mut(&mut map, name, field) else {
-            return;
-        };
-        if hold.status.subscribe().same_channel(status) && mark_lost(hold, LostReason::Gone) {
-            tracing::warn!(
-                lock = name,
-                owner = field,
-                "lock lost: found gone after a message on its channel"
-            );
-        }
+    /// Pick the tenures to renew now, grouped by renewal script and, on a
+    /// cluster, by hash slot (one script may only touch keys of one slot,
+    /// docs/PROTOCOL.md §2.6). A renewed tenure whose status is past its
+    /// certainty is marked lost instead. Tenures without live holds whose
+    /// certainty has passed are forgotten (their keys expire by
+    /// themselves).
+    pub(super) fn due(&self, by_slot: bool) -> HashMap<(usize, u16), (Renewal, Vec<HoldKey>)> {
+        self.group(by_slot, |name, field, tenure, now| {
+            if !tenure.renewed() {
+                return false;
+            }
+            if tenure.lost_at(now).is_some() {
+                tracing::warn!(
+                    lock = name,
+                    owner = field,
+                    "lock lost: not renewed before its lease could have run out"
+                );
+                tenure.lose(LostReason::NotRenewed);
+                return false;
+            }
+            true
+        })
     }
 
-    /// Wait until renewal run `run` has finished.
-    pub(crate) async fn wait_for_run(&self, run: u64) {
-        let mut finished = self.finished_run.subscribe();
-        let _ = finished.wait_for(|done| *done >= run).await;
+    /// Every tenure with live holds, grouped as [`due`](Self::due) groups
+    /// them, for a check that their fields still exist.
+    pub(super) fn held(&self, by_slot: bool) -> HashMap<(usize, u16), (Renewal, Vec<HoldKey>)> {
+        self.group(by_slot, |_, _, tenure, _| !tenure.live.is_empty())
     }
 
-    /// Pick the holds to renew in run `run` and mark them in flight.
-    /// Grouped by renewal kind, so each group is renewed by its own script,
-    /// and on a cluster also by hash slot, since one script may only touch
-    /// keys of one slot (docs/PROTOCOL.md §2.6).
-    pub(super) fn begin_run(
+    fn group(
         &self,
-        run: u64,
         by_slot: bool,
+        mut pick: impl FnMut(&str, &str, &mut Tenure, Instant) -> bool,
     ) -> HashMap<(usize, u16), (Renewal, Vec<HoldKey>)> {
         let now = Instant::now();
-        let mut map = self.map.lock();
         let mut groups: HashMap<(usize, u16), (Renewal, Vec<HoldKey>)> = HashMap::new();
-        for (name, holds) in map.iter_mut() {
+        let mut map = self.map.lock();
+        let mut forgotten = Vec::new();
+        for (name, entries) in map.iter_mut() {
             let slot = if by_slot {
                 fred::util::redis_keyslot(name.as_bytes())
             } else {
                 0
             };
-            for (field, hold) in holds.iter_mut() {
-                if hold.lease != Lease::Watchdog || hold.status.borrow().lost.is_some() {
+            for entry in entries.iter_mut() {
+                let Some(tenure) = entry.tenure.as_mut() else {
+                    continue;
+                };
+                // No guard left and past its certainty: its key expires by
+                // itself. (Not while a command of the field is under way.)
+                if tenure.live.is_empty() && now >= tenure.certain {
+                    if entry.order.try_lock().is_ok() {
+                        forgotten.push((name.clone(), entry.field.clone()));
+                    }
                     continue;
                 }
-                if hold.status.borrow().is_lost_at(now) {
-                    tracing::warn!(
-                        lock = name.as_str(),
-                        owner = field.as_str(),
-                        "lock lost: not renewed before its lease could have run out"
-                    );
-                    mark_lost(hold, LostReason::NotRenewed);
-                } else {
-                    hold.in_run = Some(run);
+                if pick(name, &entry.field, tenure, now) {
                     groups
-                        .entry((hold.renewal.group(), slot))
-                        .or_insert_with(|| (hold.renewal, Vec::new()))
+                        .entry((tenure.renewal.group(), slot))
+                        .or_insert_with(|| (tenure.renewal, Vec::new()))
                         .1
-                        .push((name.clone(), field.clone()));
+                        .push(HoldKey {
+                            name: name.clone(),
+                            field: entry.field.clone(),
+                            tenure: tenure.id,
+                        });
                 }
             }
+        }
+        for (name, field) in forgotten {
+            end_tenure(&mut map, &name, &field);
         }
         groups
     }
@@ -461,21 +811,16 @@ impl Holds {
     /// renewal of the batch must not run past it.
     pub(super) fn batch_valid_until(&self, batch: &[HoldKey]) -> Option<Instant> {
         let mut map = self.map.lock();
-        let mut earliest: Option<Instant> = None;
-        for (name, field) in batch {
-            if let Some(hold) = hold_mut(&mut map, name, field) {
-                let until = hold.status.borrow().valid_until;
-                earliest = Some(earliest.map_or(until, |e| e.min(until)));
-            }
-        }
-        earliest
+        batch
+            .iter()
+            .filter_map(|h| tenure_mut(&mut map, &h.name, &h.field, h.tenure).map(|t| t.certain))
+            .min()
     }
 
     /// Apply the outcome of renewing `batch`, sent at `sent_at`; what
     /// became of its holds.
     pub(super) fn apply(
         &self,
-        run: u64,
         batch: &[HoldKey],
         outcome: &Result<Vec<bool>, Error>,
         sent_at: Instant,
@@ -483,70 +828,56 @@ impl Holds {
         let now = Instant::now();
         let mut tally = Tally::default();
         let mut map = self.map.lock();
+        let mut gone = Vec::new();
         for (i, key) in batch.iter().enumerate() {
-            let Some(hold) = hold_mut(&mut map, &key.0, &key.1) else {
+            let Some(tenure) = tenure_mut(&mut map, &key.name, &key.field, key.tenure) else {
                 continue;
             };
-            if hold.in_run != Some(run) {
+            // A tenure whose last live hold is being released: the renewal
+            // may have run after that release.
+            if !tenure.renewed() {
                 continue;
             }
-            let late = hold.status.borrow().is_lost_at(now);
+            let late = tenure.lost_at(now).is_some();
+            let (lock, owner) = (key.name.as_str(), key.field.as_str());
             match outcome {
                 // A confirmation that comes after the hold stopped being
-                // certain does not revive it: its guard may already have
+                // certain does not revive it: its guards may already have
                 // reported it lost.
                 Ok(renewed) if renewed.get(i) == Some(&true) && !late => {
-                    let valid_until = safe_until(sent_at, self.watchdog);
-                    hold.status.send_modify(|s| s.valid_until = valid_until);
+                    tenure.confirmed(sent_at, self.watchdog);
+                    tenure.publish();
                     tally.renewed += 1;
                 }
                 Ok(renewed) if renewed.get(i) == Some(&true) => {
                     tracing::warn!(
-                        lock = key.0.as_str(),
-                        owner = key.1.as_str(),
+                        lock,
+                        owner,
                         "lock lost: renewal confirmed after its lease could have run out"
                     );
-                    tally.lost += u64::from(mark_lost(hold, LostReason::NotRenewed));
+                    tally.lost += u64::from(tenure.lose(LostReason::NotRenewed));
                 }
                 Ok(_) => {
-                    tracing::warn!(
-                        lock = key.0.as_str(),
-                        owner = key.1.as_str(),
-                        "lock lost: renewal found it gone"
-                    );
-                    tally.lost += u64::from(mark_lost(hold, LostReason::Gone));
+                    tracing::warn!(lock, owner, "lock lost: renewal found it gone");
+                    tally.lost += u64::from(tenure.lose(LostReason::Gone));
+                    gone.push((key.name.clone(), key.field.clone()));
                 }
                 Err(e) if late => {
-                    tracing::warn!(lock = key.0.as_str(), owner = key.1.as_str(), error = %e, "lock lost: could not renew before its lease could have run out");
-                    tally.lost += u64::from(mark_lost(hold, LostReason::NotRenewed));
+                    tracing::warn!(lock, owner, error = %e, "lock lost: could not renew before its lease could have run out");
+                    tally.lost += u64::from(tenure.lose(LostReason::NotRenewed));
                 }
                 Err(e) => {
-                    tracing::debug!(lock = key.0.as_str(), error = %e, "renewal failed, retrying soon");
+                    tracing::debug!(lock, error = %e, "renewal failed, retrying soon");
                     tally.failed += 1;
                 }
             }
         }
+        for (name, field) in gone {
+            end_tenure(&mut map, &name, &field);
+        }
         drop(map);
         telemetry::renewals(tally.renewed, tally.failed);
         tally
-    }
-
-    pub(super) fn finish_run(&self, run: u64) {
-        let mut map = self.map.lock();
-        for (_, hold) in map.values_mut().flatten() {
-            if hold.in_run.is_some_and(|r| r <= run) {
-                hold.in_run = None;
-            }
-        }
-        drop(map);
-        self.finished_run
-            .send_modify(|done| *done = (*done).max(run));
-    }
-
-    /// The watchdog was stopped (shutdown): no run is in flight any more,
-    /// so no release may wait for one.
-    pub(crate) fn stopped(&self) {
-        self.finish_run(u64::MAX);
     }
 }
 
@@ -558,35 +889,20 @@ pub(super) struct Tally {
     pub(super) lost: u64,
 }
 
-/// Mark `hold` lost for `reason`; whether it was not already.
-fn mark_lost(hold: &mut Hold, reason: LostReason) -> bool {
-    let newly = hold.status.borrow().lost.is_none();
-    if newly {
-        hold.status.send_modify(|s| s.lost = Some(reason));
-    }
-    if newly {
-        telemetry::lost(hold.kind, reason);
-    }
-    newly
-}
-
 /// Resolve when the hold observed by `status` is lost: found gone, forced
 /// open, or no longer certain (its `valid_until` passed without a confirmed
 /// renewal). Never, if it is released normally.
 pub(crate) async fn lost(mut status: watch::Receiver<Status>) -> LostReason {
     loop {
-        if status.has_changed().is_err() {
-            // Released: the registry dropped the hold.
-            return std::future::pending().await;
-        }
         let now = *status.borrow_and_update();
         if let Some(reason) = now.lost_at(Instant::now()) {
             return reason;
         }
         tokio::select! {
-            // A release (the registry drops the hold) wins over the timer.
+            // A release (the registry drops the tenure) wins over the timer.
             biased;
             changed = status.changed() => if changed.is_err() {
+                // Released: the registry dropped the tenure without losing it.
                 return std::future::pending().await;
             },
             _ = tokio::time::sleep_until(now.valid_until) => {}

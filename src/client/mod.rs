@@ -93,13 +93,14 @@ impl Client {
         tasks.push(tokio::spawn(crate::connection::redis::watch_connection(
             redis.client.clone(),
         )));
-        let watchdog = tokio::spawn(renewal::run(
-            holds.clone(),
-            redis.clone(),
-            config.lock_watchdog_batch_size,
-            config.retry_delay,
-            config.redis.server.is_clustered(),
-        ));
+        let watchdog = tokio::spawn(renewal::run(renewal::Watchdog {
+            holds: holds.clone(),
+            redis: redis.clone(),
+            batch_size: config.lock_watchdog_batch_size,
+            retry_delay: config.retry_delay,
+            by_slot: config.redis.server.is_clustered(),
+            check_every: config.hold_check_interval,
+        }));
         let id = Uuid::new_v4();
         let env = ScriptEnv::new(&config, id.hyphenated().to_string(), commands.publish());
         Ok(Client {
@@ -178,7 +179,6 @@ impl Client {
         let inner = &self.inner;
         inner.closing.send_replace(true);
         inner.watchdog.abort();
-        inner.holds.stopped();
         inner.hub.wake_all();
         let _ = tokio::time::timeout(inner.config.retry_span(), inner.cleanups.drained()).await;
         // Latches no later command will carry.

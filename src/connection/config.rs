@@ -105,6 +105,34 @@ pub struct Config {
     /// Maps every lock name to the name Redis sees (Redisson's
     /// `nameMapper`), e.g. a prefix per tenant. Default none.
     pub name_mapper: Option<Arc<dyn NameMapper>>,
+    /// Check every hold of this client this often, in one read-only script
+    /// call per `lock_watchdog_batch_size` holds (per hash slot on a
+    /// cluster): a hold whose key or field is gone (a `DEL`, an expiry, a
+    /// `FLUSHALL`, a failover that lost it, a forced unlock that published
+    /// nothing) is then reported by `lost()` within this interval plus a
+    /// round trip. Without it, such a loss is learnt at the next renewal (a
+    /// third of `lock_watchdog_timeout`) or, for a hold with an explicit
+    /// lease, when the lease ends; see also
+    /// [`keyspace_notifications`](Self::keyspace_notifications). Costs one
+    /// `HEXISTS` per hold per interval on the server (docs/PROTOCOL.md §2.9).
+    /// Default none; 1 ms to [`MAX_DURATION`].
+    pub hold_check_interval: Option<Duration>,
+    /// Listen, for every lock this client holds, on the key's keyspace
+    /// channel (`__keyspace@<db>__:<N>`, through the client's pub/sub
+    /// connection; on a cluster, on the node that serves the key) and check
+    /// the hold again on every event that can remove it (`del`, `expired`,
+    /// `evicted`, `rename_from`, …): a loss by `DEL`, `UNLINK`, expiry,
+    /// eviction or a forced unlock by any client is then reported by
+    /// `lost()` within a round trip. The server must publish them:
+    /// `notify-keyspace-events` with `K`, `g` and `x` (e.g. `Kgxe`);
+    /// connecting checks that with `CONFIG GET` where the server allows it
+    /// ([`Error::Config`] if not set; a server that refuses `CONFIG` is
+    /// trusted). Flushes and failovers publish no such event: combine with
+    /// [`hold_check_interval`](Self::hold_check_interval) to bound those.
+    /// Costs a `SUBSCRIBE` and an `UNSUBSCRIBE` per held lock name on the
+    /// pub/sub connection (off the acquire path) and one `HEXISTS` per
+    /// event. Default off.
+    pub keyspace_notifications: bool,
 }
 
 /// Shows where and how the client connects, never a password (neither the
@@ -129,6 +157,8 @@ impl std::fmt::Debug for Config {
             .field("pubsub_mode", &self.pubsub_mode)
             .field("replica_sync", &self.replica_sync)
             .field("name_mapper", &self.name_mapper)
+            .field("hold_check_interval", &self.hold_check_interval)
+            .field("keyspace_notifications", &self.keyspace_notifications)
             .finish()
     }
 }
@@ -171,6 +201,8 @@ impl Default for Config {
             pubsub_mode: PubSubMode::Auto,
             replica_sync: None,
             name_mapper: None,
+            hold_check_interval: None,
+            keyspace_notifications: false,
         }
     }
 }
@@ -256,6 +288,19 @@ impl Config {
         self
     }
 
+    /// Set [`hold_check_interval`](Self::hold_check_interval): check every
+    /// hold this often.
+    pub fn hold_check_interval(mut self, interval: Duration) -> Self {
+        self.hold_check_interval = Some(interval);
+        self
+    }
+
+    /// Set [`keyspace_notifications`](Self::keyspace_notifications).
+    pub fn keyspace_notifications(mut self, on: bool) -> Self {
+        self.keyspace_notifications = on;
+        self
+    }
+
     /// Check the settings that would make locks misbehave: every duration
     /// within its bounds (at most [`MAX_DURATION`]), a batch of at least one.
     pub(crate) fn validate(&self) -> Result<()> {
@@ -282,6 +327,9 @@ impl Config {
         )?;
         if let Some(wait) = self.replica_sync {
             bounded("replica_sync", wait, Duration::from_millis(1))?;
+        }
+        if let Some(every) = self.hold_check_interval {
+            bounded("hold_check_interval", every, Duration::from_millis(1))?;
         }
         if self.lock_watchdog_batch_size == 0 {
             return Err(Error::Config(

@@ -134,6 +134,7 @@ script!(UNLOCK, "args.lua", "unlock.lua");
 script!(FORCE_UNLOCK, "args.lua", "force_unlock.lua");
 script!(RENEW, "args.lua", "renew.lua");
 script!(IS_LOCKED, "is_locked.lua");
+script!(HELD, "held.lua");
 script!(SPIN_UNLOCK, "args.lua", "spin_unlock.lua");
 script!(DELETE, "args.lua", "delete.lua");
 script!(FENCED_LOCK, "args.lua", "fenced_lock.lua");

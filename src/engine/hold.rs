@@ -6,16 +6,15 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use tokio::sync::watch;
 
 use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::lost::LostReason;
 use crate::base::owner::Owner;
-use crate::client::holds::{self, Lease, Status};
+use crate::client::holds::{self, HoldKey, HoldRef, Lease};
 use crate::client::renewal;
 use crate::engine::armed::{Armed, GiveBack};
-use crate::engine::raw::{release, until_expiry, Acquired, Patience, RawLock};
+use crate::engine::raw::{release, until_expiry, Acquired, Patience, RawLock, Whose};
 
 /// One hold: the lock, its owner field, its lease, and what the registry
 /// says of it. Unless unlocked or forgotten, dropping it releases the hold
@@ -28,8 +27,17 @@ pub(crate) struct Hold {
     owner: Owner,
     field: String,
     lease: Lease,
-    status: watch::Receiver<Status>,
+    hold: HoldRef,
     token: Option<i64>,
+}
+
+impl Hold {
+    fn not_held(&self) -> Error {
+        Error::NotHeld {
+            name: self.raw.name().to_owned(),
+            owner: self.field.clone(),
+        }
+    }
 }
 
 impl GiveBack for Hold {
@@ -40,9 +48,15 @@ impl GiveBack for Hold {
     }
 
     fn give_back(&self) -> BoxFuture<'static, Result<()>> {
-        let (raw, field) = (self.raw.clone(), self.field.clone());
+        let (raw, field, hold, lease) = (
+            self.raw.clone(),
+            self.field.clone(),
+            self.hold.clone(),
+            self.lease,
+        );
         async move {
-            release(raw.inner(), raw.proto.as_ref(), &field, Patience::Attempts)
+            let whose = Whose::Guard(&hold);
+            release(raw.inner(), raw.proto.as_ref(), &field, lease, whose, Patience::Attempts)
                 .await
                 .map(drop)
         }
@@ -50,10 +64,16 @@ impl GiveBack for Hold {
     }
 
     fn give_back_later(&self) -> BoxFuture<'static, ()> {
-        let (raw, field) = (self.raw.clone(), self.field.clone());
+        let (raw, field, hold, lease) = (
+            self.raw.clone(),
+            self.field.clone(),
+            self.hold.clone(),
+            self.lease,
+        );
         let patience = until_expiry(raw.inner(), self.lease);
         async move {
-            match release(raw.inner(), raw.proto.as_ref(), &field, patience).await {
+            let whose = Whose::Guard(&hold);
+            match release(raw.inner(), raw.proto.as_ref(), &field, lease, whose, patience).await {
                 Ok(_) => {}
                 // Its lease ran out, or it was lost and reported so: normal.
                 Err(Error::NotHeld { .. }) => {
@@ -70,11 +90,10 @@ impl GiveBack for Hold {
     /// Kept in Redis without unlocking, and no longer renewed: it ends when
     /// its lease runs out.
     fn kept(&self) {
-        let _ = self
-            .raw
+        self.raw
             .inner()
             .holds
-            .released(self.raw.name(), &self.field);
+            .forgot(self.raw.name(), &self.field, &self.hold);
     }
 }
 
@@ -85,7 +104,7 @@ impl RawHold {
             owner: acquired.owner,
             field: acquired.field,
             lease: acquired.lease,
-            status: acquired.status,
+            hold: acquired.hold,
             token: acquired.token,
         }))
     }
@@ -119,6 +138,7 @@ impl RawHold {
 
     pub(crate) fn expires_at(&self) -> Option<std::time::Instant> {
         self.held()
+            .hold
             .status
             .borrow()
             .expires
@@ -138,70 +158,63 @@ impl RawHold {
     }
 
     /// Take the lock again with the same owner: try once, never wait. A
-    /// hold known lost, or no longer in Redis, is refused rather than taken
-    /// afresh (the acquire script would take a free lock).
+    /// hold known lost is refused; a re-entry that finds the field gone from
+    /// Redis (it took the lock afresh) is released again and refused: the
+    /// new hold would not be this one's.
     pub(crate) async fn reenter(&self) -> Result<RawHold> {
-        let not_held = || Error::NotHeld {
-            name: self.held().raw.name().to_owned(),
-            owner: self.held().field.clone(),
-        };
-        if self.is_lost() || !self.held().raw.is_held(&self.held().field).await? {
-            return Err(not_held());
+        let held = self.held();
+        if self.is_lost() {
+            return Err(held.not_held());
         }
-        match self
-            .held()
+        let acquired = held
             .raw
-            .acquire(Some(Duration::ZERO), self.held().lease)
+            .acquire(Some(Duration::ZERO), held.lease)
             .await?
-        {
-            Some(acquired) => Ok(RawHold::new(&self.held().raw, acquired)),
-            None => Err(not_held()),
+            .ok_or_else(|| held.not_held())?;
+        let same = acquired.hold.tenure == held.hold.tenure;
+        let hold = RawHold::new(&held.raw, acquired);
+        if !same {
+            if let Err(e) = hold.unlock().await {
+                tracing::debug!(lock = held.raw.name(), error = %e, "releasing a re-entry that took the lock afresh failed");
+            }
+            return Err(held.not_held());
         }
+        Ok(hold)
     }
 
-    /// Set the hold's TTL to `lease` from now (its kind's renewal script,
-    /// for this one hold), after any renewal run that has it in flight;
-    /// from then on it has that explicit lease and is not renewed.
+    /// Make the hold last at least `lease` from now (its kind's renewal
+    /// script, for this one hold: `max(PTTL, lease)`, never shorter); from
+    /// then on it has that explicit lease and is not renewed.
     pub(crate) async fn extend(&mut self, lease: Duration) -> Result<()> {
-        let not_held = || Error::NotHeld {
-            name: self.held().raw.name().to_owned(),
-            owner: self.held().field.clone(),
+        let held = self.held();
+        let inner = held.raw.inner().clone();
+        let name = held.raw.name();
+        if self.is_lost() || !inner.holds.is_live(name, &held.field, &held.hold) {
+            return Err(held.not_held());
+        }
+        let renewal = held.raw.proto.renewal();
+        let key = HoldKey {
+            name: name.to_owned(),
+            field: held.field.clone(),
+            tenure: held.hold.tenure,
         };
-        if self.is_lost() {
-            return Err(not_held());
-        }
-        let inner = self.held().raw.inner().clone();
-        if let Some(run) = inner
-            .holds
-            .in_run(self.held().raw.name(), &self.held().field)
-        {
-            inner.holds.wait_for_run(run).await;
-        }
-        let renewal = self.held().raw.proto.renewal();
-        let hold = [(self.held().raw.name().to_owned(), self.held().field.clone())];
-        let lease_ms = fred::types::Value::Integer(crate::connection::script::millis(lease));
         let sent_at = tokio::time::Instant::now();
         let reply = inner
             .redis
-            .retrying(self.held().raw.name(), || {
-                inner.redis.eval(|| renewal.call(&hold, lease_ms.clone()))
-            })
+            .retrying(name, || inner.redis.eval(|| renewal::one(renewal, &key, lease)))
             .await?;
-        let extended = renewal::parse_renewed(reply, 1)?.first() == Some(&true)
-            && inner.holds.extended(
-                self.held().raw.name(),
-                &self.held().field,
-                &self.held().status,
-                lease,
-                sent_at,
-            );
-        if !extended {
-            inner.holds.lose(
-                self.held().raw.name(),
-                &self.held().field,
-                &self.held().status,
-            );
-            return Err(not_held());
+        let found = renewal::parse_flags(reply, 1, "extend")?.first() == Some(&true);
+        if !found {
+            inner
+                .holds
+                .found_gone(name, &held.field, held.hold.tenure, "extend");
+            return Err(held.not_held());
+        }
+        if !inner
+            .holds
+            .extended(name, &held.field, &held.hold, lease, sent_at)
+        {
+            return Err(held.not_held());
         }
         self.0.get_mut().lease = Lease::Fixed(lease);
         Ok(())
@@ -215,18 +228,19 @@ impl RawHold {
         self.held().raw.is_held(&self.held().field).await
     }
 
-    /// Resolves once the hold is lost (see [`holds::lost`]). Where the
-    /// lock has a release channel, the hold is also re-checked at once
+    /// Resolves once the hold is lost (see [`holds::lost`]), to why. Where
+    /// the lock has a release channel, the hold is also re-checked at once
     /// whenever anything is published there, so a forced unlock by another
     /// client is noticed within a round trip, not at the next renewal.
     pub(crate) fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
-        let lost = holds::lost(self.held().status.clone());
-        let watch = self.held().raw.proto.release_channel().map(|channel| {
+        let held = self.held();
+        let lost = holds::lost(held.hold.status.clone());
+        let watch = held.raw.proto.release_channel().map(|channel| {
             watch_channel(
-                self.held().raw.clone(),
+                held.raw.clone(),
                 channel.to_owned(),
-                self.held().field.clone(),
-                self.held().status.clone(),
+                held.field.clone(),
+                held.hold.clone(),
             )
         });
         async move {
@@ -237,7 +251,7 @@ impl RawHold {
                     // the registry, which `lost` then reports.
                     tokio::select! {
                         reason = lost => reason,
-                        () = watch => unreachable_pending().await,
+                        () = watch => std::future::pending().await,
                     }
                 }
             }
@@ -249,24 +263,19 @@ impl RawHold {
     }
 
     pub(crate) fn lost_reason(&self) -> Option<LostReason> {
-        holds::lost_reason(&self.held().status)
+        holds::lost_reason(&self.held().hold.status)
     }
 }
 
-/// Watch the lock's release `channel` while the hold observed by `status`
-/// lasts: check the hold when the subscription is made and after every
-/// message, reconnect or lost connection, and mark it lost in the registry
-/// when its field is gone (which resolves [`holds::lost`]). Never
-/// resolves; its subscription ends when the hold is released, and it stops
-/// watching at shutdown. A failed subscribe or check is tried again after
-/// `retry_delay`: the renewal path still bounds how late a loss is noticed.
-async fn watch_channel(
-    raw: RawLock,
-    channel: String,
-    field: String,
-    status: watch::Receiver<Status>,
-) {
-    let released = released(status.clone());
+/// Watch the lock's release `channel` while `hold` lasts: check the hold
+/// when the subscription is made and after every message, reconnect or lost
+/// connection, and tell the registry when its field is gone (which resolves
+/// [`holds::lost`]). Never resolves; its subscription ends when the hold is
+/// released, and it stops watching at shutdown. A failed subscribe or check
+/// is tried again after `retry_delay`: the renewal path still bounds how
+/// late a loss is noticed.
+async fn watch_channel(raw: RawLock, channel: String, field: String, hold: HoldRef) {
+    let released = released(hold.status.clone());
     let watching = async {
         let inner = raw.inner();
         let retry = inner.config.retry_delay.max(Duration::from_millis(1));
@@ -285,7 +294,8 @@ async fn watch_channel(
                 message.as_mut().enable();
                 match raw.is_held(&field).await {
                     Ok(false) => {
-                        inner.holds.lose(raw.name(), &field, &status);
+                        let why = "message on its channel";
+                        inner.holds.found_gone(raw.name(), &field, hold.tenure, why);
                         return;
                     }
                     Ok(true) => message.await,
@@ -306,12 +316,8 @@ async fn watch_channel(
     std::future::pending().await
 }
 
-/// Resolves when the registry drops the hold `status` observes (released).
-async fn released(mut status: watch::Receiver<Status>) {
+/// Resolves when the status `status` observes ends: the registry released
+/// or replaced it.
+async fn released(mut status: tokio::sync::watch::Receiver<holds::Status>) {
     while status.changed().await.is_ok() {}
-}
-
-/// A future that never resolves, of any output type.
-async fn unreachable_pending<T>() -> T {
-    std::future::pending().await
 }

@@ -16,7 +16,7 @@ use crate::client::{Client, Inner};
 use crate::engine::guard::LockGuard;
 use crate::engine::hold::RawHold;
 use crate::engine::kind::{AnyKind, Kind};
-use crate::engine::raw::{release, Acquired, Patience, RawLock};
+use crate::engine::raw::{release, Acquired, Patience, RawLock, Whose};
 
 /// A handle to one lock by name. Cheap to clone. The kind `K` decides the
 /// Redis layout and scripts, and what its guards can do; every kind shares
@@ -309,7 +309,8 @@ impl<K: Kind> Lock<K> {
         let (inner, proto) = (self.inner().clone(), self.raw.proto.clone());
         // Dropping this future part-way still completes the unlock.
         let call = async move {
-            release(&inner, proto.as_ref(), &field, Patience::Attempts)
+            let lease = Lease::Watchdog;
+            release(&inner, proto.as_ref(), &field, lease, Whose::Owner, Patience::Attempts)
                 .await
                 .map(drop)
         };

@@ -20,8 +20,9 @@ use crate::connection::script::{ScriptCall, ScriptEnv};
 /// What one acquire attempt found.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Attempt {
-    /// Acquired or re-entered; `token` for fenced locks.
-    Acquired { token: Option<i64> },
+    /// Acquired or re-entered: the owner field's hold count after it (1:
+    /// the field was absent, a fresh take); `token` for fenced locks.
+    Acquired { count: u32, token: Option<i64> },
     /// Held by someone else; wait at most this many ms (negative: unknown).
     Busy(i64),
     /// Free, but another waiter is next in line (fair lock): it takes the
@@ -71,11 +72,18 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     fn acquire(&self, env: &ScriptEnv, field: &str, lease_ms: i64, mode: AttemptMode)
         -> ScriptCall;
 
-    /// Read the acquire script's reply (nil: acquired; integer: busy TTL).
+    /// Read the acquire script's reply (`{count}`: acquired; integer: busy
+    /// TTL).
     fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
         match reply {
-            Value::Null => Ok(Attempt::Acquired { token: None }),
             Value::Integer(ttl) => Ok(Attempt::Busy(ttl)),
+            Value::Array(items) => match items.as_slice() {
+                [Value::Integer(count)] => match hold_count(*count) {
+                    Some(count) => Ok(Attempt::Acquired { count, token: None }),
+                    None => Err(Error::Protocol(format!("lock replied {items:?}"))),
+                },
+                _ => Err(Error::Protocol(format!("lock replied {items:?}"))),
+            },
             other => Err(Error::Protocol(format!("lock replied {other:?}"))),
         }
     }
@@ -93,7 +101,8 @@ pub(crate) trait Protocol: Send + Sync + 'static {
         Some(&self.keys().channel)
     }
 
-    /// The unlock script: one hold of `field` away, latch at `latch`.
+    /// The unlock script: one hold of `field` away, latch at `latch` (its
+    /// TTL sized for a hold whose lease is `lease_ms`).
     fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall;
 
     /// The prefix of this lock's unlock latch keys.
@@ -131,8 +140,14 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     }
 }
 
+/// A hold count replied by an acquire script: at least 1.
+pub(crate) fn hold_count(count: i64) -> Option<u32> {
+    u32::try_from(count).ok().filter(|c| *c >= 1)
+}
+
 /// Renewal of a hash held by one field (RLock, fair, write, spin, fenced):
-/// `HEXISTS N field` then `PEXPIRE N`; `KEYS = N…`, `ARGV = lease, field…`.
+/// `HEXISTS N field` then `PEXPIRE N max(PTTL N, lease)`; `KEYS = N…`,
+/// `ARGV = lease, field…`.
 pub(crate) static HASH_RENEWAL: Renewal = Renewal {
     script: &crate::connection::script::RENEW,
     append: |name, field, keys, args| {

@@ -17,7 +17,7 @@ use crate::base::detach::FinishOnDrop;
 use crate::base::error::{Error, Result};
 use crate::base::owner::Owner;
 use crate::base::telemetry::Acquisition;
-use crate::client::holds::Lease;
+use crate::client::holds::{new_order, HoldRef, Lease, Order, Releasing, UnlockReply};
 use crate::client::{Client, Inner};
 use crate::connection::pubsub::Wake;
 pub(crate) use crate::connection::redis::Patience;
@@ -28,10 +28,7 @@ use crate::engine::wait::{self, Deadline, Outcome};
 /// First re-check after [`Attempt::NextInLine`]; doubled on each repeat.
 const NEXT_IN_LINE_FIRST: Duration = Duration::from_millis(5);
 
-/// The steps of one acquisition, taken in turn; the slot holds the error of
-/// an undo that could not be done (the acquisition cannot go on safely).
-type Steps = Arc<tokio::sync::Mutex<Option<Error>>>;
-/// One acquisition's turn to talk to Redis.
+/// One acquisition's turn to talk to Redis (its owner field's [`Order`]).
 type Step = tokio::sync::OwnedMutexGuard<Option<Error>>;
 
 /// A successful acquisition, recorded in the client's registry: what a
@@ -40,9 +37,17 @@ pub(crate) struct Acquired {
     pub owner: Owner,
     pub field: String,
     pub lease: Lease,
-    pub status: tokio::sync::watch::Receiver<crate::client::holds::Status>,
+    /// The hold in the registry.
+    pub hold: HoldRef,
     /// The fencing token, for a fenced lock.
     pub token: Option<i64>,
+}
+
+/// What one attempt found, once recorded.
+enum Tried {
+    Acquired(Acquired),
+    Busy(i64),
+    NextInLine(i64),
 }
 
 /// Why an attempt failed.
@@ -145,8 +150,15 @@ impl RawLock {
     ) -> Result<Option<Acquired>> {
         // Every Redis step of this acquisition (attempts, undoing an attempt
         // with an unknown outcome, leaving the queue) runs in this order,
-        // also when the rest finishes in the background.
-        let order: Steps = Arc::new(tokio::sync::Mutex::new(None));
+        // also when the rest finishes in the background; with an owner that
+        // other calls may share, in the order of all of its field's commands
+        // on this client (the registry's).
+        let shared = self
+            .owner
+            .map(|_| self.inner().holds.order(self.name(), field));
+        let order = shared
+            .as_ref()
+            .map_or_else(new_order, |shared| shared.order.clone());
         // A waiter that goes away without the lock (error, deadline, or its
         // future dropped) runs the protocol's give-up step: a fair-lock
         // waiter may have joined the queue with its very first attempt.
@@ -165,6 +177,7 @@ impl RawLock {
         let outcome = wait::wait(self.inner(), self.name(), deadline, &mut attempts)
             .await
             .map(|done| done.map(|done| done.value));
+        drop(shared);
         match &outcome {
             Ok(Some(_)) => leaving.disarm(),
             // Boxed: its Redis call would otherwise make every acquire
@@ -176,8 +189,8 @@ impl RawLock {
         outcome
     }
 
-    /// One run of the acquire script, with the time it was sent, holding
-    /// `step` (this acquisition's turn to talk to Redis) until it and
+    /// One run of the acquire script, holding `step` (this acquisition's
+    /// turn to talk to Redis) until it, its record in the registry and
     /// whatever it leaves to undo are done. If the caller goes away before
     /// the reply, the call is finished in the background and a hold it took
     /// is released. If its outcome is unknown (a timeout or lost connection)
@@ -186,11 +199,13 @@ impl RawLock {
     /// attempt and is harmless if it never ran.
     async fn attempt(
         &self,
+        owner: Owner,
         field: &str,
         lease: Lease,
         mode: AttemptMode,
         step: Step,
-    ) -> Result<(Attempt, Instant), Failure> {
+        order: &Order,
+    ) -> Result<Tried, Failure> {
         let inner = self.inner().clone();
         let lease_ms =
             crate::connection::script::millis(lease.duration(inner.config.lock_watchdog_timeout));
@@ -208,18 +223,23 @@ impl RawLock {
             }
         };
         let orphan = {
-            let (inner, proto) = (inner.clone(), self.proto.clone());
+            let (inner, proto, order) = (inner.clone(), self.proto.clone(), order.clone());
             move |(outcome, step, field): (Result<Attempt>, Step, String)| {
                 async move {
-                    match outcome {
-                        // Ran, so it took a hold: register it, then release it.
-                        Ok(Attempt::Acquired { .. }) | Err(Error::NotReplicated { .. }) => {
-                            let _status = inner.holds.acquired(proto.name(), &field, proto.kind(), lease, proto.renewal(), sent_at);
+                    let hold = match outcome {
+                        // Ran, so it took a hold: record it, then release it.
+                        Ok(Attempt::Acquired { count, .. }) => {
+                            Some(record(&inner, proto.as_ref(), &field, lease, count, sent_at, &order))
                         }
-                        Err(e) if undoable(&e, &inner, proto.name(), &field) => {}
+                        Err(Error::NotReplicated { .. }) => {
+                            let count = inner.holds.count(proto.name(), &field).saturating_add(1);
+                            Some(record(&inner, proto.as_ref(), &field, lease, count, sent_at, &order))
+                        }
+                        Err(e) if undoable(&e, &inner, proto.name(), &field) => None,
                         _ => return,
-                    }
-                    if let Err(e) = release(&inner, proto.as_ref(), &field, until_expiry(&inner, lease)).await {
+                    };
+                    let patience = until_expiry(&inner, lease);
+                    if let Err(e) = release_in_turn(&inner, proto.as_ref(), &field, lease, hold.as_ref(), patience).await {
                         tracing::warn!(lock = proto.name(), error = %e, "releasing a lock acquired by a cancelled call failed");
                     }
                     drop(step);
@@ -231,20 +251,34 @@ impl RawLock {
         let (outcome, step, owned_field) =
             FinishOnDrop::new(inner.cleanups.clone(), fut, orphan).await;
         match outcome {
-            Ok(attempt) => Ok((attempt, sent_at)),
+            Ok(Attempt::Acquired { count, token }) => {
+                let hold = record(&inner, self.proto.as_ref(), field, lease, count, sent_at, order);
+                drop(step);
+                Ok(Tried::Acquired(Acquired {
+                    owner,
+                    field: owned_field,
+                    lease,
+                    hold,
+                    token,
+                }))
+            }
+            Ok(Attempt::Busy(ttl)) => Ok(Tried::Busy(ttl)),
+            Ok(Attempt::NextInLine(ms)) => Ok(Tried::NextInLine(ms)),
             Err(e) if undoable(&e, &inner, self.name(), field) => {
-                if let Error::NotReplicated { .. } = e {
-                    // It ran: register the hold it took, so that releasing
-                    // it leaves the owner's other holds as they were.
-                    let _status = self.register(field, lease, sent_at);
-                }
+                // It ran (not replicated): record the hold it took, so that
+                // releasing it leaves the owner's other holds as they were.
+                let hold = matches!(e, Error::NotReplicated { .. }).then(|| {
+                    let count = inner.holds.count(self.name(), field).saturating_add(1);
+                    record(&inner, self.proto.as_ref(), field, lease, count, sent_at, order)
+                });
                 let proto = self.proto.clone();
                 let field = owned_field;
                 let mut step = step;
                 inner.cleanups.clone().spawn(async move {
                     // Bounded: the next attempt waits for it. If it cannot
                     // be undone, the acquisition ends with that error.
-                    match release(&inner, proto.as_ref(), &field, Patience::Attempts).await {
+                    let undo = release_in_turn(&inner, proto.as_ref(), &field, lease, hold.as_ref(), Patience::Attempts);
+                    match undo.await {
                         Err(e) if e.is_transient() => *step = Some(e),
                         _ => {}
                     }
@@ -252,43 +286,6 @@ impl RawLock {
                 Err(Failure::Retryable(e))
             }
             Err(e) => Err(Failure::Final(e)),
-        }
-    }
-
-    /// Register the hold of `field` taken by a command sent at `sent_at`
-    /// in the client's registry.
-    fn register(
-        &self,
-        field: &str,
-        lease: Lease,
-        sent_at: Instant,
-    ) -> tokio::sync::watch::Receiver<crate::client::holds::Status> {
-        self.inner().holds.acquired(
-            self.name(),
-            field,
-            self.proto.kind(),
-            lease,
-            self.proto.renewal(),
-            sent_at,
-        )
-    }
-
-    /// Record a successful attempt in the client's registry.
-    fn acquired(
-        &self,
-        owner: Owner,
-        field: &str,
-        lease: Lease,
-        sent_at: Instant,
-        token: Option<i64>,
-    ) -> Acquired {
-        let status = self.register(field, lease, sent_at);
-        Acquired {
-            owner,
-            field: field.to_owned(),
-            lease,
-            status,
-            token,
         }
     }
 
@@ -349,7 +346,7 @@ struct LockAttempts<'a> {
     lease: Lease,
     mode: AttemptMode,
     deadline: Deadline,
-    order: &'a Steps,
+    order: &'a Order,
     /// How this waiter learns it may try again, once busy.
     waiting: Option<Waiting>,
     /// The next re-check after [`Attempt::NextInLine`].
@@ -369,12 +366,11 @@ impl wait::Attempts for LockAttempts<'_> {
             return Err(e);
         }
         let (lock, field) = (self.lock, self.field);
+        let tried = lock.attempt(self.owner, field, self.lease, self.mode, step, self.order);
         Ok(
-            match lock.attempt(field, self.lease, self.mode, step).await {
-                Ok((Attempt::Acquired { token }, sent_at)) => {
-                    Outcome::Ready(lock.acquired(self.owner, field, self.lease, sent_at, token))
-                }
-                Ok((Attempt::Busy(ttl), _)) => {
+            match tried.await {
+                Ok(Tried::Acquired(acquired)) => Outcome::Ready(acquired),
+                Ok(Tried::Busy(ttl)) => {
                     self.next_in_line = NEXT_IN_LINE_FIRST;
                     match self
                         .waiting
@@ -386,7 +382,7 @@ impl wait::Attempts for LockAttempts<'_> {
                         }
                     }
                 }
-                Ok((Attempt::NextInLine(ms), _)) => {
+                Ok(Tried::NextInLine(ms)) => {
                     let pause = u64::try_from(ms).map_or(self.next_in_line, |ms| {
                         Duration::from_millis(ms).min(self.next_in_line)
                     });
@@ -424,13 +420,13 @@ struct Pending {
     inner: Arc<Inner>,
     proto: Arc<dyn Protocol>,
     call: ScriptCall,
-    order: Steps,
+    order: Order,
     /// How long to keep trying, as the protocol says.
     patience: Duration,
 }
 
 impl GiveUp {
-    fn new(lock: &RawLock, field: &str, mode: AttemptMode, order: &Steps) -> GiveUp {
+    fn new(lock: &RawLock, field: &str, mode: AttemptMode, order: &Order) -> GiveUp {
         let pending = match mode {
             AttemptMode::Waiting { wait } => lock
                 .proto
@@ -510,12 +506,86 @@ pub(crate) enum Unlocked {
     Released,
 }
 
-/// Take one hold of `field` away: the unlock script with a fresh latch id,
-/// retried with that same id after transient errors, then the latch deleted.
+/// Which hold an unlock takes away.
+pub(crate) enum Whose<'a> {
+    /// A guard's: nothing is sent if its tenure has ended (the hold is no
+    /// longer this client's to release).
+    Guard(&'a HoldRef),
+    /// One of the owner field's, without a guard (`Lock::unlock`): one no
+    /// guard has if there is one, else the newest guard's.
+    Owner,
+}
+
+/// Take one hold of `field` away, in the field's turn (docs/PROTOCOL.md
+/// §2.9): the unlock script with a fresh latch id, retried with that same
+/// id after transient errors, then the latch deleted, and the reply applied
+/// to the registry. `lease` (the hold's) sizes the latch's TTL.
 pub(crate) async fn release(
     inner: &Arc<Inner>,
     proto: &dyn Protocol,
     field: &str,
+    lease: Lease,
+    whose: Whose<'_>,
+    patience: Patience,
+) -> Result<Unlocked> {
+    let name = proto.name();
+    // The field's turn: after every command of it under way on this client.
+    let owner_order = match whose {
+        Whose::Owner => Some(inner.holds.order(name, field)),
+        Whose::Guard(_) => None,
+    };
+    let order = match &owner_order {
+        Some(shared) => Some(shared.order.clone()),
+        None => inner.holds.order_of(name, field),
+    };
+    let _turn = match order {
+        Some(order) => Some(order.lock_owned().await),
+        None => None,
+    };
+    let tenure = match whose {
+        Whose::Guard(hold) => match inner.holds.releasing(name, field, hold) {
+            Releasing::Send => Some(hold.tenure),
+            Releasing::Stale => {
+                return Err(Error::NotHeld {
+                    name: name.to_owned(),
+                    owner: field.to_owned(),
+                })
+            }
+        },
+        Whose::Owner => inner.holds.releasing_any(name, field),
+    };
+    release_unlocked(inner, proto, field, lease, tenure, patience).await
+}
+
+/// Release in the field's turn, already held by the caller: the undo of an
+/// attempt, or the release of the hold a cancelled attempt took (`hold`,
+/// recorded in the registry; `None`: an attempt whose outcome is unknown).
+async fn release_in_turn(
+    inner: &Arc<Inner>,
+    proto: &dyn Protocol,
+    field: &str,
+    lease: Lease,
+    hold: Option<&HoldRef>,
+    patience: Patience,
+) -> Result<Unlocked> {
+    let tenure = match hold {
+        Some(hold) => match inner.holds.releasing(proto.name(), field, hold) {
+            Releasing::Send => Some(hold.tenure),
+            Releasing::Stale => None,
+        },
+        None => None,
+    };
+    release_unlocked(inner, proto, field, lease, tenure, patience).await
+}
+
+/// Send the unlock of one hold of `field` (of `tenure`, if the registry
+/// knows it), in a `redisson_lock.release` span.
+async fn release_unlocked(
+    inner: &Arc<Inner>,
+    proto: &dyn Protocol,
+    field: &str,
+    lease: Lease,
+    tenure: Option<u64>,
     patience: Patience,
 ) -> Result<Unlocked> {
     let span = tracing::debug_span!(
@@ -528,8 +598,17 @@ pub(crate) async fn release(
         error = tracing::field::Empty,
     );
     // Pinned in place, as in `acquire`.
-    let releasing = std::pin::pin!(release_now(inner, proto, field, patience));
+    let releasing = std::pin::pin!(unlock(inner, proto, field, lease, patience));
     let outcome = releasing.instrument(span.clone()).await;
+    let reply = match &outcome {
+        Ok(Unlocked::Released) => Some(UnlockReply::Released),
+        Ok(Unlocked::StillHeld) => Some(UnlockReply::StillHeld),
+        Err(Error::NotHeld { .. }) => Some(UnlockReply::NotHeld),
+        Err(_) => None,
+    };
+    if let (Some(tenure), Some(reply)) = (tenure, reply) {
+        inner.holds.released(proto.name(), field, tenure, reply);
+    }
     match &outcome {
         Ok(Unlocked::Released) => span.record("outcome", "released"),
         Ok(Unlocked::StillHeld) => span.record("outcome", "still_held"),
@@ -541,22 +620,17 @@ pub(crate) async fn release(
     outcome
 }
 
-/// [`release`], within its span.
-async fn release_now(
+/// The unlock script for one hold of `field`, with its latch.
+async fn unlock(
     inner: &Arc<Inner>,
     proto: &dyn Protocol,
     field: &str,
+    lease: Lease,
     patience: Patience,
 ) -> Result<Unlocked> {
-    let registry = inner.holds.released(proto.name(), field);
-    if let Some(run) = registry.wait_for_run {
-        // A renewal that includes this hold is in flight: let it land first,
-        // so no renewal scheduled before the unlock can run after it.
-        inner.holds.wait_for_run(run).await;
-    }
     let latch = crate::base::names::latch_key(proto.latch_prefix());
-    let lease = registry.lease.unwrap_or(inner.config.lock_watchdog_timeout);
-    let lease_ms = crate::connection::script::millis(lease);
+    let lease_ms =
+        crate::connection::script::millis(lease.duration(inner.config.lock_watchdog_timeout));
     let unlock = || {
         inner
             .redis
@@ -574,6 +648,29 @@ async fn release_now(
         Value::Integer(1) => Ok(Unlocked::Released),
         other => Err(Error::Protocol(format!("unlock replied {other:?}"))),
     }
+}
+
+/// Record in the registry a hold that an attempt sent at `sent_at` took,
+/// the field's hold count then being `count`.
+fn record(
+    inner: &Inner,
+    proto: &dyn Protocol,
+    field: &str,
+    lease: Lease,
+    count: u32,
+    sent_at: Instant,
+    order: &Order,
+) -> HoldRef {
+    inner.holds.acquired(
+        proto.name(),
+        field,
+        proto.kind(),
+        proto.renewal(),
+        lease,
+        count,
+        sent_at,
+        order,
+    )
 }
 
 /// Whether a failed attempt can be undone by releasing once and tried

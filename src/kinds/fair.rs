@@ -29,7 +29,7 @@ use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, millis, ScriptCall};
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
-use crate::engine::protocol::{Attempt, AttemptMode, Protocol, Waiting};
+use crate::engine::protocol::{hold_count, Attempt, AttemptMode, Protocol, Waiting};
 
 /// Redisson's fair lock (`getFairLock(name)`).
 pub type FairLock = Lock<Fair>;
@@ -184,10 +184,13 @@ impl Protocol for Fair {
 
     fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
         match reply {
-            Value::Null => Ok(Attempt::Acquired { token: None }),
             Value::Integer(ttl) => Ok(Attempt::Busy(ttl)),
             Value::Array(items) => match items.as_slice() {
-                [Value::Integer(ms)] => Ok(Attempt::NextInLine(*ms)),
+                [Value::Integer(0), Value::Integer(ms)] => Ok(Attempt::NextInLine(*ms)),
+                [Value::Integer(count)] => match hold_count(*count) {
+                    Some(count) => Ok(Attempt::Acquired { count, token: None }),
+                    None => Err(Error::Protocol(format!("fair lock replied {items:?}"))),
+                },
                 _ => Err(Error::Protocol(format!("fair lock replied {items:?}"))),
             },
             other => Err(Error::Protocol(format!("fair lock replied {other:?}"))),
@@ -210,7 +213,6 @@ impl Protocol for Fair {
             ],
             vec![
                 Value::from("0"),
-                Value::Integer(lease_ms),
                 Value::from(field),
                 Value::Integer(epoch_ms()),
                 env.publish(),

@@ -33,6 +33,7 @@ use crate::connection::script::{self, ScriptCall};
 use crate::engine::guard::LockGuard;
 use crate::engine::kind::{sealed, Kind, ReentrantKind};
 use crate::engine::lock::Lock;
+use crate::engine::protocol::hold_count;
 use crate::engine::protocol::{Attempt, AttemptMode, Protocol};
 use crate::kinds::rlock::{lock_call, Reentrant};
 
@@ -126,16 +127,19 @@ impl Protocol for Fenced {
     /// `{-1, token}` acquired, `{ttl, -1}` busy. Success is read from the
     /// token, so a foreign lock without TTL (PTTL -1) is never taken for ours.
     fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
-        if let Value::Array(items) = &reply {
-            if let [Value::Integer(ttl), Value::Integer(token)] = items.as_slice() {
-                return Ok(if *token > 0 {
-                    Attempt::Acquired {
-                        token: Some(*token),
+        match &reply {
+            Value::Array(items) => {
+                if let [Value::Integer(count), Value::Integer(token)] = items.as_slice() {
+                    if let (Some(count), true) = (hold_count(*count), *token > 0) {
+                        return Ok(Attempt::Acquired {
+                            count,
+                            token: Some(*token),
+                        });
                     }
-                } else {
-                    Attempt::Busy(*ttl)
-                });
+                }
             }
+            Value::Integer(ttl) => return Ok(Attempt::Busy(*ttl)),
+            _ => {}
         }
         Err(Error::Protocol(format!("fenced lock replied {reply:?}")))
     }

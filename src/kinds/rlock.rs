@@ -174,7 +174,8 @@ pub(crate) fn force_unlock_call(
 
 /// An unlock call by `script` in RLock's shape (the kinds with RLock's
 /// layout, and the write lock): KEYS `[N, channel, latch]`, ARGV
-/// `[message, lease, field, publish command, latch TTL]`.
+/// `[message, field, publish command, latch TTL]`, the latch's TTL sized
+/// for a hold with a lease of `lease_ms`.
 pub(crate) fn unlock_call(
     script: &'static Script,
     message: &'static str,
@@ -189,7 +190,6 @@ pub(crate) fn unlock_call(
         vec![keys.name_key(), keys.channel_key(), Key::from(latch)],
         vec![
             Value::from(message),
-            Value::Integer(lease_ms),
             Value::from(field),
             env.publish(),
             env.latch_ttl_ms(lease_ms),
@@ -232,7 +232,6 @@ pub(crate) mod tests {
             release.args,
             [
                 Value::from("0"),
-                Value::Integer(30_000),
                 Value::from("c:7"),
                 Value::from("PUBLISH"),
                 Value::Integer(33_000),

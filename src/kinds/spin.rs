@@ -82,11 +82,7 @@ impl Protocol for Spin {
         ScriptCall::new(
             &script::SPIN_UNLOCK,
             &[self.name(), latch],
-            vec![
-                Value::Integer(lease_ms),
-                Value::from(field),
-                env.latch_ttl_ms(lease_ms),
-            ],
+            vec![Value::from(field), env.latch_ttl_ms(lease_ms)],
         )
     }
 

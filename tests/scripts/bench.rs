@@ -204,9 +204,9 @@ impl Bench {
         self.cmd(&["PEXPIRE", key, "100000"]).await;
     }
 
-    /// `case` [`accepts`](Self::accepts)ed as a re-entry: a nil reply, the
-    /// count of `field` in the case's first key at 2, and `ttl_key`'s PTTL in
-    /// `ttl`.
+    /// `case` [`accepts`](Self::accepts)ed as a re-entry: the reply `{2}`
+    /// (the new hold count), the count of `field` in the case's first key at
+    /// 2, and `ttl_key`'s PTTL in `ttl`.
     pub async fn reentered(
         &mut self,
         case: &Case,
@@ -214,9 +214,11 @@ impl Bench {
         ttl_key: &str,
         ttl: std::ops::RangeInclusive<i64>,
     ) {
-        assert!(self.accepts(case, &[]).await.is_null());
+        let reply: Vec<i64> = self.accepts(case, &[]).await.convert().unwrap();
+        assert_eq!(reply, [2], "the reply: the new hold count");
         assert_eq!(self.hget(&case.keys[0], field).await, Some(2));
-        assert!(ttl.contains(&self.pttl(ttl_key).await));
+        let pttl = self.pttl(ttl_key).await;
+        assert!(ttl.contains(&pttl), "PTTL {pttl} not in {ttl:?}");
     }
 
     /// A bench, and its name.

@@ -93,7 +93,7 @@ async fn fair_unlock() {
     let [n, q, z, base] = fair_held(&t, now).await;
     let latch = latch(&n);
     let case = case!(body!("args.lua", "fair_purge.lua", "fair_unlock.lua"); n, q, z, base, latch;
-        Text "0", Ms 30_000, Text "c:1", Epoch now, Publish "PUBLISH", Ms 16_000;
+        Text "0", Text "c:1", Epoch now, Publish "PUBLISH", Ms 16_000;
         n, q, z, latch);
     let reply = t.accepts(&case, &[]).await;
     let woken = (format!("{base}:c:2"), "0");

@@ -8,9 +8,10 @@ use crate::{latch, s};
 async fn lock() {
     let (mut t, n) = Bench::holding("lock", "c:1", "1").await;
     let case = case!(body!("args.lua", "lock.lua"); n; Ms 30_000, Text "c:1"; n);
-    // Valid: re-entered, TTL reset to the lease.
-    t.reentered(&case, "c:1", &n, 29_000..=30_000).await;
-    // The largest lease is taken.
+    // Valid: re-entered; a lease shorter than the TTL left does not shorten
+    // it (max(PTTL, lease), docs/PROTOCOL.md §2.2).
+    t.reentered(&case, "c:1", &n, 99_000..=100_000).await;
+    // The largest lease is taken, and lengthens it.
     let reply = t
         .eval(
             body!("args.lua", "lock.lua"),
@@ -19,8 +20,26 @@ async fn lock() {
         )
         .await
         .unwrap();
-    assert!(reply.is_null());
+    assert_eq!(reply.convert::<Vec<i64>>().unwrap(), [3]);
     assert!(t.pttl(&n).await > 3_155_000_000_000);
+    // A fresh take replies a count of 1 and sets the lease.
+    t.cmd(&["DEL", &n]).await;
+    let reply = t
+        .eval(body!("args.lua", "lock.lua"), &case.keys, case.good())
+        .await
+        .unwrap();
+    assert_eq!(reply.convert::<Vec<i64>>().unwrap(), [1]);
+    assert!((29_000..=30_000).contains(&t.pttl(&n).await));
+    // Held by another owner: its PTTL.
+    let reply = t
+        .eval(
+            body!("args.lua", "lock.lua"),
+            &case.keys,
+            vec![s(30_000), s("c:2")],
+        )
+        .await
+        .unwrap();
+    assert!((29_000..=30_000).contains(&reply.as_i64().unwrap()));
 }
 
 #[tokio::test]
@@ -44,7 +63,7 @@ pub async fn unlocks(
     let n = t.name.clone();
     let latch = latch(&n);
     let case = case!(body; n, channel, latch;
-        Text message, Ms 30_000, Text owner, Publish "PUBLISH", Ms 16_000;
+        Text message, Text owner, Publish "PUBLISH", Ms 16_000;
         n, latch);
     let reply = t.accepts(&case, &[]).await;
     t.released(reply, &[&n], Some(&latch), (channel, message))
@@ -74,6 +93,7 @@ async fn renew() {
     let mut t = Bench::new("renew").await;
     let (n1, n2) = (format!("{}:1", t.name), format!("{}:2", t.name));
     t.held(&n1, "c:1", "1").await;
+    t.cmd(&["PEXPIRE", &n1, "5000"]).await;
     t.held(&n2, "c:2", "1").await;
     let case =
         case!(body!("args.lua", "renew.lua"); n1, n2; Ms 30_000, Text "c:1", Text "c:2"; n1, n2);
@@ -85,9 +105,10 @@ async fn renew() {
     let reply = t.accepts(&case, &extra).await;
     let renewed: Vec<i64> = reply.convert().unwrap();
     assert_eq!(renewed, [1, 1]);
-    for key in [&n1, &n2] {
-        assert!((29_000..=30_000).contains(&t.pttl(key).await));
-    }
+    // max(PTTL, lease): the 5 s lock lengthened to the lease, the 100 s one
+    // not shortened (docs/PROTOCOL.md §2.6).
+    assert!((29_000..=30_000).contains(&t.pttl(&n1).await));
+    assert!((99_000..=100_000).contains(&t.pttl(&n2).await));
 }
 
 #[tokio::test]
@@ -96,12 +117,13 @@ async fn spin_unlock() {
     let latch = latch(&n);
     t.held(&n, "c:1", "2").await;
     let case = case!(body!("args.lua", "spin_unlock.lua"); n, latch;
-        Ms 30_000, Text "c:1", Ms 16_000;
+        Text "c:1", Ms 16_000;
         n, latch);
     let reply = t.accepts(&case, &[]).await;
     assert_eq!(reply.as_i64(), Some(0));
     assert_eq!(t.hget(&n, "c:1").await, Some(1));
-    assert!((29_000..=30_000).contains(&t.pttl(&n).await));
+    // Still held: the TTL is kept (docs/PROTOCOL.md §2.3).
+    assert!((99_000..=100_000).contains(&t.pttl(&n).await));
     assert_eq!(t.get(&latch).await.as_i64(), Some(0));
 }
 
@@ -126,7 +148,15 @@ async fn fenced_lock() {
         case!(body!("args.lua", "fenced_lock.lua"); n, token; Ms 30_000, Text "c:1"; n, token);
     let reply = t.accepts(&case, &[]).await;
     let reply: Vec<i64> = reply.convert().unwrap();
-    assert_eq!(reply, [-1, 1]);
+    assert_eq!(reply, [1, 1], "{{count, token}}");
     assert_eq!(t.hget(&n, "c:1").await, Some(1));
     assert!((29_000..=30_000).contains(&t.pttl(&n).await));
+    // Re-entry: a new token, count 2; held by another owner: its PTTL.
+    let again = t.eval(case.body, &case.keys, case.good()).await.unwrap();
+    assert_eq!(again.convert::<Vec<i64>>().unwrap(), [2, 2]);
+    let busy = t
+        .eval(case.body, &case.keys, vec![s(30_000), s("c:2")])
+        .await
+        .unwrap();
+    assert!((29_000..=30_000).contains(&busy.as_i64().unwrap()));
 }

@@ -108,10 +108,52 @@ async fn rw_renew_read() {
             "KEYS[3]",
         ),
     ];
+    t.cmd(&["PEXPIRE", &t1, "5000"]).await;
     let reply = t.accepts(&case, &extra).await;
     let renewed: Vec<i64> = reply.convert().unwrap();
     assert_eq!(renewed, [1]);
-    for key in [&n, &t1] {
-        assert!((29_000..=30_000).contains(&t.pttl(key).await));
-    }
+    // max(PTTL, lease): the owner's 5 s timeout key lengthened to the lease,
+    // the 100 s hash not shortened (docs/PROTOCOL.md §5.6).
+    assert!((29_000..=30_000).contains(&t.pttl(&t1).await));
+    assert!((99_000..=100_000).contains(&t.pttl(&n).await));
+}
+
+/// A read unlock that leaves the owner holding: the timeout key that goes
+/// (the last) hands its time on to the new last one, and the hash lives as
+/// long as the longest timeout key (docs/PROTOCOL.md §5.3); held for writing
+/// by the same owner, the hash keeps its TTL.
+#[tokio::test]
+async fn rw_read_unlock_keeps_the_owners_time() {
+    let t = Bench::new("read-unlock-keeps").await;
+    let [n, channel, prefix, timeouts] = rw_keys(&t.name);
+    let (t1, t2) = (format!("{timeouts}:1"), format!("{timeouts}:2"));
+    let unlock = |latch: String| {
+        let keys = [n.clone(), channel.clone(), timeouts.clone(), prefix.clone(), latch];
+        let args = vec![s("0"), s("c:1"), s("PUBLISH"), s(16_000)];
+        let t = &t;
+        async move {
+            t.eval(body!("args.lua", "rw_read_unlock.lua"), &keys, args)
+                .await
+                .unwrap()
+        }
+    };
+    // Read mode: the first hold (5 s) and the second (60 s), hash 60 s.
+    t.cmd(&["HSET", &n, "mode", "read", "c:1", "2"]).await;
+    t.cmd(&["PEXPIRE", &n, "60000"]).await;
+    t.cmd(&["SET", &t1, "1", "PX", "5000"]).await;
+    t.cmd(&["SET", &t2, "1", "PX", "60000"]).await;
+    assert_eq!(unlock(latch(&n)).await.as_i64(), Some(0));
+    assert_eq!(t.cmd(&["EXISTS", &t2]).await.as_i64(), Some(0));
+    assert!((59_000..=60_000).contains(&t.pttl(&t1).await), "handed on");
+    assert!((59_000..=60_000).contains(&t.pttl(&n).await), "the hash");
+    // Write mode by the same owner, who also reads twice (a 5 s and a 6 s
+    // read hold): a read unlock does not cut the writer's 100 s.
+    t.cmd(&["DEL", &n, &t1]).await;
+    t.cmd(&["HSET", &n, "mode", "write", "c:1:write", "1", "c:1", "2"])
+        .await;
+    t.cmd(&["PEXPIRE", &n, "100000"]).await;
+    t.cmd(&["SET", &t1, "1", "PX", "5000"]).await;
+    t.cmd(&["SET", &t2, "1", "PX", "6000"]).await;
+    assert_eq!(unlock(latch(&n)).await.as_i64(), Some(0));
+    assert!((99_000..=100_000).contains(&t.pttl(&n).await), "the writer's");
 }
