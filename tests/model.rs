@@ -133,17 +133,13 @@ fn latch_deleted_while_awaited_is_reported_deleted() {
     });
 }
 
-/// Bug found by the model's reasoning about holds (see RELIABILITY.md,
-/// *Model-based tests*): a read (or write) hold taken with the watchdog,
-/// then re-entered by the same owner with an explicit lease, is no longer
-/// renewed: the client's registry keeps one lease per `(N, owner field)`,
-/// the latest, and renews only watchdog holds. For an RLock that is
-/// harmless (the re-entry's `PEXPIRE` shortens the whole hold anyway), but
-/// a read re-entry sets `max(PTTL, lease)` and a write re-entry
-/// `PTTL + lease`, so the first hold should live on as in Redisson, whose
-/// renewal entry stays. Here it lapses after one watchdog period.
+/// Bug 2 found by the model (see RELIABILITY.md, *Model-based tests*),
+/// fixed (issue 27, defect 3): a read (or write) hold taken with the
+/// watchdog, then re-entered by the same owner with an explicit lease, was
+/// no longer renewed: the registry kept one lease per `(N, owner field)`,
+/// the latest. Now the lock is renewed while any watchdog hold of the owner
+/// lives (docs/PROTOCOL.md §2.6, §2.9).
 #[test]
-#[ignore = "known bug: a watchdog read/write hold stops being renewed after a leased re-entry (src/watchdog.rs registry)"]
 fn watchdog_read_hold_survives_a_leased_reentry() {
     use redisson_lock::{Kind, Lock, LockGuard};
     use std::time::Duration;
@@ -190,15 +186,13 @@ fn watchdog_read_hold_survives_a_leased_reentry() {
     });
 }
 
-/// Divergence found by the model (see RELIABILITY.md, *Model-based tests*):
-/// Java's style of unlocking without the guard (README, *Owners*:
-/// `guard.forget()`, then `lock.with_owner(o).unlock()`) loses the hold's
-/// explicit lease. `forget()` removes the hold from the client's registry,
-/// so the unlock that leaves the count above zero sets the TTL to
-/// `lock_watchdog_timeout` (30 s, never renewed) instead of the lease, as
-/// Redisson's `internalLockLeaseTime` would.
+/// Bug 3 found by the model (see RELIABILITY.md, *Model-based tests*),
+/// fixed (issue 27, defect 4): Java's style of unlocking without the guard
+/// (README, *Owners*: `guard.forget()`, then `lock.with_owner(o).unlock()`)
+/// set the TTL to `lock_watchdog_timeout` (30 s, never renewed) instead of
+/// keeping the holds' lease. An unlock that leaves holds now keeps the TTL
+/// (docs/PROTOCOL.md §2.3, §2.9).
 #[test]
-#[ignore = "known divergence: an unlock after forget() keeps lock_watchdog_timeout, not the hold's lease (src/watchdog.rs registry)"]
 fn unlock_after_forget_keeps_the_lease() {
     use std::time::Duration;
     let env = Env::new();

@@ -164,6 +164,13 @@ pub(crate) struct HoldKey {
     pub tenure: u64,
 }
 
+/// A recorded acquisition: the guard's handle, and for a hold that started
+/// a tenure, a receiver that closes when the tenure ends.
+pub(crate) struct Recorded {
+    pub hold: HoldRef,
+    pub new_tenure: Option<watch::Receiver<()>>,
+}
+
 /// A guard's handle on its hold in the registry.
 #[derive(Clone, Debug)]
 pub(crate) struct HoldRef {
@@ -202,6 +209,8 @@ struct Tenure {
     /// What the guards of the current status observe; replaced (a new
     /// status) when a hold is taken after the status was lost.
     status: watch::Sender<Status>,
+    /// Dropped with the tenure: ends what watches it (keyspace events).
+    _alive: watch::Sender<()>,
 }
 
 impl Tenure {
@@ -250,6 +259,9 @@ impl Tenure {
         for live in &mut self.live {
             live.renews = false;
         }
+        // A status already past its certainty was lost for that reason (its
+        // guards may have been told so).
+        let reason = self.lost_at(Instant::now()).unwrap_or(reason);
         let newly = self.status.borrow().lost.is_none();
         if newly {
             self.status.send_modify(|s| s.lost = Some(reason));
@@ -484,7 +496,7 @@ impl Holds {
         count: u32,
         sent_at: Instant,
         order: &Order,
-    ) -> HoldRef {
+    ) -> Recorded {
         let ttl = lease.duration(self.watchdog);
         let hold = self.next_id();
         let now = Instant::now();
@@ -526,10 +538,13 @@ impl Holds {
                 tenure.live.push(live);
                 tenure.publish();
             }
-            return HoldRef {
-                tenure: tenure.id,
-                hold,
-                status: tenure.status.subscribe(),
+            return Recorded {
+                hold: HoldRef {
+                    tenure: tenure.id,
+                    hold,
+                    status: tenure.status.subscribe(),
+                },
+                new_tenure: None,
             };
         }
         if let Some(mut old) = entry.tenure.take() {
@@ -546,6 +561,8 @@ impl Holds {
                 telemetry::unheld(old.kind);
             }
         }
+        let alive = watch::Sender::new(());
+        let alive_rx = alive.subscribe();
         let mut tenure = Tenure {
             id: self.next_id(),
             kind,
@@ -559,6 +576,7 @@ impl Holds {
                 expires: None,
                 valid_until: now,
             }),
+            _alive: alive,
         };
         tenure.confirmed(sent_at, ttl);
         let status = tenure.current();
@@ -569,7 +587,10 @@ impl Holds {
             status: tenure.status.subscribe(),
         };
         entry.tenure = Some(tenure);
-        handle
+        Recorded {
+            hold: handle,
+            new_tenure: Some(alive_rx),
+        }
     }
 
     /// A guard's hold is about to be released: whether to send the unlock.

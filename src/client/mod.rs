@@ -84,6 +84,13 @@ impl Client {
         let connections = crate::connection::redis::connect(&config).await?;
         let commands =
             Commands::resolve(config.pubsub_mode, &connections.redis, config.timeout).await?;
+        if config.keyspace_notifications {
+            crate::connection::pubsub_commands::check_keyspace_events(
+                &connections.redis,
+                config.timeout,
+            )
+            .await?;
+        }
         let (redis, subscriber) = connections.keep();
         crate::base::telemetry::describe();
         let (redis, latch_task) = Redis::start(redis, &config);
@@ -224,6 +231,16 @@ impl Inner {
     /// Whether the client is shutting down (or shut down).
     pub(crate) fn is_closing(&self) -> bool {
         *self.closing.borrow()
+    }
+
+    /// The database number in keyspace channel names
+    /// (`__keyspace@<db>__:<key>`): the configured one, 0 on a cluster.
+    pub(crate) fn keyspace_db(&self) -> u8 {
+        if self.config.redis.server.is_clustered() {
+            0
+        } else {
+            self.config.redis.database.unwrap_or(0)
+        }
     }
 }
 

@@ -31,7 +31,9 @@ use tokio::task::JoinHandle;
 
 use crate::base::error::{Error, Result};
 pub(crate) use crate::connection::pubsub_commands::Commands;
-use crate::connection::pubsub_commands::{message_code, placement, subscribe, unsubscribe};
+use crate::connection::pubsub_commands::{
+    may_remove, message_code, placement, subscribe, unsubscribe,
+};
 
 /// The hub of one client.
 pub(crate) struct Hub {
@@ -138,7 +140,9 @@ impl Hub {
 
     /// Join the lock channel `channel` as a watcher: woken through
     /// [`Subscription::any_message`] by every message, never counted or
-    /// woken as a waiter.
+    /// woken as a waiter. A keyspace channel (`__keyspace@<db>__:<key>`) is
+    /// subscribed on the node that holds the key, and wakes its watchers
+    /// only for events that can remove the key or a field of it.
     pub(crate) async fn watch(&self, channel: &str) -> Result<Subscription> {
         self.join(channel, Wake::Lock, true).await
     }
@@ -327,6 +331,13 @@ async fn run_ops(
     // channels whose node changed are subscribed again where they now live.
     let mut scan = tokio::time::interval(Duration::from_secs(1));
     scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Channels whose subscription could not be made again (after a
+    // reconnect or a slot move): tried again a second after each failure
+    // (not at once: a refused SUBSCRIBE's error reply may still be on its
+    // way, and must not be taken for the answer to the next one).
+    let mut failed: Vec<String> = Vec::new();
+    let retry_in = Duration::from_secs(1);
+    let mut retry_at = tokio::time::Instant::now();
     loop {
         tokio::select! {
             op = ops.recv() => match op {
@@ -387,7 +398,16 @@ async fn run_ops(
                         tracing::info!(server = %server, "Redis pub/sub connection re-established");
                     }
                 }
-                resubscribe(&subscriber, commands, shared.all(), "reconnect").await;
+                failed = resubscribe(&subscriber, commands, shared.all(), "reconnect").await;
+                retry_at = tokio::time::Instant::now() + retry_in;
+            }
+            () = tokio::time::sleep_until(retry_at), if !failed.is_empty() => {
+                let again: Vec<_> = std::mem::take(&mut failed)
+                    .into_iter()
+                    .filter_map(|c| shared.entry(&c).map(|e| (c, e)))
+                    .collect();
+                failed = resubscribe(&subscriber, commands, again, "retry").await;
+                retry_at = tokio::time::Instant::now() + retry_in;
             }
             _ = scan.tick(), if commands.clustered => {
                 let entries = shared.all();
@@ -405,7 +425,8 @@ async fn run_ops(
                     })
                     .collect();
                 if !moved.is_empty() {
-                    resubscribe(&subscriber, commands, moved, "slot_moved").await;
+                    failed.extend(resubscribe(&subscriber, commands, moved, "slot_moved").await);
+                    retry_at = tokio::time::Instant::now() + retry_in;
                 }
             }
         }
@@ -413,16 +434,18 @@ async fn run_ops(
 }
 
 /// Subscribe to `entries` again, then wake all their waiters to re-check:
-/// messages published meanwhile are lost. Subscribing to a
-/// channel already subscribed on that connection changes nothing.
+/// messages published meanwhile are lost. Subscribing to a channel already
+/// subscribed on that connection changes nothing. The channels it could not
+/// subscribe to: they count as not subscribed (a new waiter's join fails,
+/// and is tried again) until a later try succeeds.
 async fn resubscribe(
     subscriber: &fred::clients::Client,
     commands: Commands,
     entries: Vec<(String, Arc<Entry>)>,
     why: &str,
-) {
+) -> Vec<String> {
     if entries.is_empty() {
-        return;
+        return Vec::new();
     }
     let channels = entries.iter().map(|(c, _)| c.clone()).collect();
     let placed: Vec<_> = entries
@@ -436,48 +459,74 @@ async fn resubscribe(
             "subscribing again"
         );
     }
-    match subscribe(subscriber, commands, channels).await {
+    let failed = match subscribe(subscriber, commands, channels).await {
         Ok(()) => {
             for ((_, entry), placed) in entries.iter().zip(placed) {
                 *entry.placed.lock() = placed;
+                entry.ready.send_replace(Ready::Subscribed);
             }
             tracing::debug!(channels = entries.len(), reason = why, "subscribed again");
+            Vec::new()
         }
         Err(e) => {
-            // Forget where they were, so that the next topology read (on a
-            // cluster) or reconnect tries again.
+            // Forget where they were, and try again in a second.
+            tracing::warn!(channels = entries.len(), reason = why, error = %e, "subscribing again failed; trying again in 1 s");
+            let failure = Ready::Failed(Error::connection(format!("subscribe failed: {e}")));
             for (_, entry) in &entries {
                 entry.placed.lock().clear();
+                entry.ready.send_replace(failure.clone());
             }
-            tracing::warn!(channels = entries.len(), reason = why, error = %e, "subscribing again failed");
+            entries.iter().map(|(c, _)| c.clone()).collect()
         }
-    }
+    };
     for (_, entry) in entries {
-        entry.ready.send_replace(Ready::Subscribed);
         entry.wake_all();
     }
+    failed
 }
 
-/// Deliver messages to the waiters of their channel.
+/// Deliver messages to the waiters of their channel, and keyspace events
+/// (which fred hands over on a receiver of their own) to the watchers of
+/// their key's channel.
 async fn run_messages(subscriber: fred::clients::Client, shared: Arc<Shared>) {
     let mut messages = subscriber.message_rx();
+    let mut events = subscriber.keyspace_event_rx();
+    let lagged = |shared: &Shared| {
+        // Some messages were dropped: wake everyone to re-check.
+        for (_, entry) in shared.all() {
+            entry.wake_all();
+        }
+    };
     loop {
-        match messages.recv().await {
-            Ok(message) => {
-                let Some(entry) = shared.entry(&message.channel) else {
-                    continue;
-                };
-                if let Some(code) = message_code(&message.value) {
-                    entry.deliver(code);
+        tokio::select! {
+            message = messages.recv() => match message {
+                Ok(message) => {
+                    let Some(entry) = shared.entry(&message.channel) else {
+                        continue;
+                    };
+                    if let Some(code) = message_code(&message.value) {
+                        entry.deliver(code);
+                    }
                 }
-            }
-            Err(RecvError::Lagged(_)) => {
-                // Some messages were dropped: wake everyone to re-check.
-                for (_, entry) in shared.all() {
-                    entry.wake_all();
+                Err(RecvError::Lagged(_)) => lagged(&shared),
+                Err(RecvError::Closed) => return,
+            },
+            event = events.recv() => match event {
+                Ok(event) => {
+                    // Only watchers listen here: wake them for an event that
+                    // can have removed the key or a field of it.
+                    if !may_remove(&event.operation) {
+                        continue;
+                    }
+                    let key = String::from_utf8_lossy(event.key.as_bytes());
+                    let channel = format!("__keyspace@{}__:{key}", event.db);
+                    if let Some(entry) = shared.entry(&channel) {
+                        entry.any.notify_waiters();
+                    }
                 }
-            }
-            Err(RecvError::Closed) => return,
+                Err(RecvError::Lagged(_)) => lagged(&shared),
+                Err(RecvError::Closed) => return,
+            },
         }
     }
 }

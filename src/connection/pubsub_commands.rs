@@ -84,6 +84,82 @@ impl Commands {
     }
 }
 
+/// The key whose keyspace notifications `channel` carries
+/// (`__keyspace@<db>__:<key>`), if it is such a channel. Those are published
+/// only on the node that holds the key, to classic subscribers, whatever
+/// the client's [`Commands`]: they are subscribed with a classic
+/// `SUBSCRIBE` on that node.
+pub(crate) fn keyspace_key(channel: &str) -> Option<&str> {
+    channel
+        .strip_prefix("__keyspace@")?
+        .split_once("__:")
+        .map(|(_, key)| key)
+}
+
+/// Whether a keyspace notification's event (the message) can mean that the
+/// key or a field of it is gone or replaced: anything but the events our
+/// own and other clients' lock writes cause on a live key.
+pub(crate) fn may_remove(event: &str) -> bool {
+    const HARMLESS: [&str; 9] = [
+        "expire", "persist", "hset", "hsetnx", "hincrby", "hincrbyfloat", "new", "hexpire",
+        "hpersist",
+    ];
+    !HARMLESS.contains(&event)
+}
+
+/// Check that the server publishes the keyspace events a holder listens
+/// for (`notify-keyspace-events` with `K`, and `g` and `x` or `A`): a
+/// [`Error::Config`] naming what is missing if not. A server that refuses
+/// `CONFIG GET` (an ACL, a managed service) is trusted.
+pub(crate) async fn check_keyspace_events(
+    redis: &fred::clients::Client,
+    timeout: Duration,
+) -> Result<()> {
+    let reply = redis
+        .custom::<fred::types::Value, _>(
+            fred::cmd!("CONFIG"),
+            vec!["GET", "notify-keyspace-events"],
+        )
+        .await;
+    let flags = match reply {
+        Ok(value) => keyspace_flags(&value),
+        Err(e) => match Error::from_redis(e, "", timeout) {
+            e if e.is_transient() => return Err(e),
+            e => {
+                tracing::debug!(error = %e, "CONFIG GET notify-keyspace-events refused; trusting the server");
+                return Ok(());
+            }
+        },
+    };
+    let Some(flags) = flags else {
+        return Ok(());
+    };
+    let all = flags.contains('A');
+    let missing: String = [('K', true), ('g', !all), ('x', !all)]
+        .into_iter()
+        .filter(|(flag, needed)| *needed && !flags.contains(*flag))
+        .map(|(flag, _)| flag)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "keyspace_notifications needs the server's notify-keyspace-events to include K, g and x \
+         (e.g. \"Kgxe\"); it is {flags:?}, missing {missing:?}"
+    )))
+}
+
+/// The value of `notify-keyspace-events` in a `CONFIG GET` reply (a map or
+/// a `[name, value]` array).
+fn keyspace_flags(reply: &fred::types::Value) -> Option<String> {
+    use fred::types::Value;
+    match reply {
+        Value::Array(items) => items.get(1).and_then(Value::as_string),
+        Value::Map(map) => map.iter().next().and_then(|(_, v)| v.as_string()),
+        _ => None,
+    }
+}
+
 /// The nodes that serve `channel`'s subscriptions now, per the client's
 /// cluster routing table (empty without a cluster).
 pub(crate) fn placement(
@@ -98,11 +174,15 @@ pub(crate) fn placement(
         return Vec::new();
     };
     let mut slots = Vec::with_capacity(2);
-    if commands.classic {
-        slots.push(redis_keyslot(subscriber.id().as_bytes()));
-    }
-    if commands.sharded {
-        slots.push(redis_keyslot(channel.as_bytes()));
+    if let Some(key) = keyspace_key(channel) {
+        slots.push(redis_keyslot(key.as_bytes()));
+    } else {
+        if commands.classic {
+            slots.push(redis_keyslot(subscriber.id().as_bytes()));
+        }
+        if commands.sharded {
+            slots.push(redis_keyslot(channel.as_bytes()));
+        }
     }
     slots
         .into_iter()
@@ -130,6 +210,16 @@ pub(crate) async fn subscribe(
     commands: Commands,
     channels: Vec<String>,
 ) -> std::result::Result<(), fred::error::Error> {
+    let (keyspace, channels): (Vec<String>, Vec<String>) = channels
+        .into_iter()
+        .partition(|c| keyspace_key(c).is_some());
+    for (slot, group) in by_key_slot(keyspace, commands.clustered) {
+        on_node(subscriber, slot).subscribe(group).await?;
+        confirm(subscriber, slot).await?;
+    }
+    if channels.is_empty() {
+        return Ok(());
+    }
     if commands.classic {
         subscriber.subscribe(channels.clone()).await?;
         confirm(subscriber, redis_keyslot(subscriber.id().as_bytes())).await?;
@@ -148,6 +238,10 @@ pub(crate) async fn unsubscribe(
     commands: Commands,
     channel: String,
 ) -> std::result::Result<(), fred::error::Error> {
+    if let Some(key) = keyspace_key(&channel) {
+        let slot = redis_keyslot(key.as_bytes());
+        return on_node(subscriber, slot).unsubscribe(channel).await;
+    }
     if commands.classic {
         subscriber.unsubscribe(channel.clone()).await?;
     }
@@ -157,20 +251,45 @@ pub(crate) async fn unsubscribe(
     Ok(())
 }
 
+/// `subscriber`, sending to the node that serves `slot` (the only node
+/// without a cluster).
+fn on_node(
+    subscriber: &fred::clients::Client,
+    slot: u16,
+) -> fred::clients::WithOptions<fred::clients::Client> {
+    let options = Options {
+        cluster_hash: Some(ClusterHash::Custom(slot)),
+        ..Options::default()
+    };
+    subscriber.with_options(&options)
+}
+
 /// PING the node that serves `slot` (the only node without a cluster).
 async fn confirm(
     subscriber: &fred::clients::Client,
     slot: u16,
 ) -> std::result::Result<(), fred::error::Error> {
-    let options = Options {
-        cluster_hash: Some(ClusterHash::Custom(slot)),
-        ..Options::default()
-    };
-    subscriber
-        .with_options(&options)
+    on_node(subscriber, slot)
         .ping::<fred::types::Value>(None)
         .await
         .map(drop)
+}
+
+/// Keyspace `channels` grouped by the hash slot of their key on a cluster;
+/// one group otherwise.
+fn by_key_slot(channels: Vec<String>, clustered: bool) -> Vec<(u16, Vec<String>)> {
+    if channels.is_empty() {
+        return Vec::new();
+    }
+    if !clustered {
+        return vec![(0, channels)];
+    }
+    let mut groups: HashMap<u16, Vec<String>> = HashMap::new();
+    for channel in channels {
+        let slot = keyspace_key(&channel).map_or(0, |key| redis_keyslot(key.as_bytes()));
+        groups.entry(slot).or_default().push(channel);
+    }
+    groups.into_iter().collect()
 }
 
 /// `channels` grouped by hash slot on a cluster (a sharded subscription

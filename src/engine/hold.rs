@@ -228,6 +228,7 @@ impl RawHold {
         self.held().raw.is_held(&self.held().field).await
     }
 
+
     /// Resolves once the hold is lost (see [`holds::lost`]), to why. Where
     /// the lock has a release channel, the hold is also re-checked at once
     /// whenever anything is published there, so a forced unlock by another
@@ -236,22 +237,29 @@ impl RawHold {
         let held = self.held();
         let lost = holds::lost(held.hold.status.clone());
         let watch = held.raw.proto.release_channel().map(|channel| {
-            watch_channel(
-                held.raw.clone(),
-                channel.to_owned(),
+            crate::engine::watch::watch(
+                held.raw.inner().clone(),
+                held.raw.name().to_owned(),
                 held.field.clone(),
-                held.hold.clone(),
+                channel.to_owned(),
+                held.hold.tenure,
+                "message on its channel",
+                released(held.hold.status.clone()),
             )
         });
         async move {
             match watch {
                 None => lost.await,
                 Some(watch) => {
-                    // The watcher never resolves: it marks the hold lost in
-                    // the registry, which `lost` then reports.
+                    // The watcher tells the registry, which `lost` then
+                    // reports; once it stops, only `lost` is left to wait on.
+                    let watching = async move {
+                        watch.await;
+                        std::future::pending::<LostReason>().await
+                    };
                     tokio::select! {
                         reason = lost => reason,
-                        () = watch => std::future::pending().await,
+                        reason = watching => reason,
                     }
                 }
             }
@@ -265,55 +273,6 @@ impl RawHold {
     pub(crate) fn lost_reason(&self) -> Option<LostReason> {
         holds::lost_reason(&self.held().hold.status)
     }
-}
-
-/// Watch the lock's release `channel` while `hold` lasts: check the hold
-/// when the subscription is made and after every message, reconnect or lost
-/// connection, and tell the registry when its field is gone (which resolves
-/// [`holds::lost`]). Never resolves; its subscription ends when the hold is
-/// released, and it stops watching at shutdown. A failed subscribe or check
-/// is tried again after `retry_delay`: the renewal path still bounds how
-/// late a loss is noticed.
-async fn watch_channel(raw: RawLock, channel: String, field: String, hold: HoldRef) {
-    let released = released(hold.status.clone());
-    let watching = async {
-        let inner = raw.inner();
-        let retry = inner.config.retry_delay.max(Duration::from_millis(1));
-        loop {
-            // After shutdown the hub is gone: the lease path alone tells.
-            if inner.is_closing() {
-                return;
-            }
-            let Ok(subscription) = inner.hub.watch(&channel).await else {
-                tokio::time::sleep(retry).await;
-                continue;
-            };
-            while !inner.is_closing() {
-                let message = subscription.any_message();
-                tokio::pin!(message);
-                message.as_mut().enable();
-                match raw.is_held(&field).await {
-                    Ok(false) => {
-                        let why = "message on its channel";
-                        inner.holds.found_gone(raw.name(), &field, hold.tenure, why);
-                        return;
-                    }
-                    Ok(true) => message.await,
-                    Err(_) => {
-                        tokio::select! {
-                            () = message => {}
-                            () = tokio::time::sleep(retry) => {}
-                        }
-                    }
-                }
-            }
-        }
-    };
-    tokio::select! {
-        () = released => {}
-        () = watching => {}
-    }
-    std::future::pending().await
 }
 
 /// Resolves when the status `status` observes ends: the registry released

@@ -10,3 +10,4 @@ pub(crate) mod lock;
 pub(crate) mod protocol;
 pub(crate) mod raw;
 pub(crate) mod wait;
+pub(crate) mod watch;

@@ -306,15 +306,7 @@ impl RawLock {
 
     /// Whether `field` holds the lock (`HEXISTS`).
     pub(crate) async fn is_held(&self, field: &str) -> Result<bool> {
-        let name = self.name().to_owned();
-        let field = field.to_owned();
-        self.inner()
-            .redis
-            .key_command(self.name(), |c| {
-                let (name, field) = (name.clone(), field.clone());
-                async move { c.hexists(name, field).await }
-            })
-            .await
+        crate::engine::watch::holds_field(self.inner(), self.name(), field).await
     }
 
     /// Unlock whoever holds it; if something was unlocked, local holders
@@ -651,9 +643,11 @@ async fn unlock(
 }
 
 /// Record in the registry a hold that an attempt sent at `sent_at` took,
-/// the field's hold count then being `count`.
+/// the field's hold count then being `count`; a hold that starts a tenure is
+/// watched on its keyspace channel if the client listens to keyspace
+/// notifications.
 fn record(
-    inner: &Inner,
+    inner: &Arc<Inner>,
     proto: &dyn Protocol,
     field: &str,
     lease: Lease,
@@ -661,7 +655,7 @@ fn record(
     sent_at: Instant,
     order: &Order,
 ) -> HoldRef {
-    inner.holds.acquired(
+    let recorded = inner.holds.acquired(
         proto.name(),
         field,
         proto.kind(),
@@ -670,7 +664,11 @@ fn record(
         count,
         sent_at,
         order,
-    )
+    );
+    if let (Some(alive), true) = (recorded.new_tenure, inner.config.keyspace_notifications) {
+        crate::engine::watch::keyspace(inner, proto.name(), field, recorded.hold.tenure, alive);
+    }
+    recorded.hold
 }
 
 /// Whether a failed attempt can be undone by releasing once and tried

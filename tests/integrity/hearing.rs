@@ -1,0 +1,165 @@
+//! Hearing every loss fast: keyspace notifications and the hold check
+//! (docs/PROTOCOL.md §2.9), and a failed re-subscribe that is tried again
+//! (defect 7).
+
+use std::time::Duration;
+
+use fred::prelude::*;
+use redisson_lock::{Error, LostReason};
+
+use crate::common::{eventually, numsub, unique, wait_numsub, Server};
+use crate::{every_kind, lost_after};
+
+/// Arguments of a private server that publishes the keyspace events a
+/// holder listens for.
+pub const NOTIFYING: [&str; 2] = ["--notify-keyspace-events", "Kgxe"];
+
+/// Far below the next renewal (10 s with the default 30 s watchdog) and
+/// any lease used here: only the mechanism under test can be this fast.
+const HEARD: Duration = Duration::from_millis(1000);
+
+/// The keyspace channel of `key` in database 0.
+pub fn keyspace(key: &str) -> String {
+    format!("__keyspace@0__:{key}")
+}
+
+/// Asking for keyspace notifications a server does not publish is a
+/// configuration error at connect, naming the setting.
+#[tokio::test]
+async fn keyspace_notifications_a_server_does_not_send_are_refused() {
+    let server = Server::private();
+    let config = redisson_lock::Config::from_url(&server.url)
+        .unwrap()
+        .keyspace_notifications(true);
+    match redisson_lock::Client::connect(config).await {
+        Err(Error::Config(message)) => {
+            assert!(message.contains("notify-keyspace-events"), "{message}")
+        }
+        other => panic!("expected Error::Config, got {other:?}"),
+    }
+}
+
+/// With keyspace notifications, every kind hears a plain `DEL` of its key
+/// (no message on any lock channel, nobody awaiting `lost()` yet) at once,
+/// and so does a forced unlock by another client of the kinds whose forced
+/// unlock publishes nothing a holder hears (fair, spin).
+#[tokio::test]
+async fn keyspace_notifications_tell_every_kind_of_a_delete_at_once() {
+    let server = Server::private_with(&NOTIFYING);
+    let client = server
+        .client_with(|c| c.keyspace_notifications(true))
+        .await;
+    let other = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("keyspace-del");
+    for (kind, lock) in every_kind(&client, &name) {
+        let key = lock.name().to_owned();
+        let guard = lock.lock().await.unwrap();
+        wait_numsub(&raw, &keyspace(&key), 1).await;
+        let _: i64 = raw.del(&key).await.unwrap();
+        let (after, reason) = lost_after(&guard, HEARD, kind).await;
+        assert_eq!(reason, LostReason::Gone, "{kind}");
+        println!("{kind}: DEL heard after {after:?}");
+        drop(guard);
+        wait_numsub(&raw, &keyspace(&key), 0).await;
+    }
+    for (kind, lock) in every_kind(&client, &format!("{name}-forced")) {
+        if !matches!(kind, "fair" | "spin") {
+            continue;
+        }
+        let key = lock.name().to_owned();
+        let guard = lock.lock_with_lease(Duration::from_secs(60)).await.unwrap();
+        wait_numsub(&raw, &keyspace(&key), 1).await;
+        let theirs = every_kind(&other, &format!("{name}-forced"))
+            .into_iter()
+            .find(|(k, _)| *k == kind)
+            .unwrap()
+            .1;
+        assert!(theirs.force_unlock().await.unwrap());
+        let (after, reason) = lost_after(&guard, HEARD, kind).await;
+        assert_eq!(reason, LostReason::Gone, "{kind}");
+        println!("{kind}: forced unlock by another client heard after {after:?}");
+    }
+}
+
+/// The hold check hears what no event announces (a `FLUSHALL`), for a
+/// watchdog hold and for one with a long explicit lease alike.
+#[tokio::test]
+async fn the_hold_check_hears_a_flush() {
+    let server = Server::private();
+    let every = Duration::from_millis(100);
+    let client = server.client_with(|c| c.hold_check_interval(every)).await;
+    let raw = server.raw().await;
+    let name = unique("hold-check");
+    let lock = client.lock(&name).unwrap();
+    let renewed = lock.lock().await.unwrap();
+    let leased = client
+        .fair_lock(&format!("{name}-leased"))
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let _: () = raw.flushall(false).await.unwrap();
+    for (what, after) in [
+        ("watchdog hold", lost_after(&renewed, HEARD, "renewed").await),
+        ("leased hold", lost_after(&leased, HEARD, "leased").await),
+    ] {
+        assert_eq!(after.1, LostReason::Gone, "{what}");
+        println!("{what}: FLUSHALL heard after {:?}", after.0);
+    }
+}
+
+/// Defect 7: a re-subscribe after a reconnect that fails (here the server
+/// refuses the channel for a while, by ACL) is tried again until it works,
+/// so a waiter is woken by the next unlock's message, not at the holder's
+/// TTL.
+#[tokio::test]
+async fn a_failed_resubscribe_is_tried_again() {
+    let server = Server::private();
+    let holder = server.client().await;
+    let waiter_client = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("resubscribe");
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let held = holder.lock(&name).unwrap().lock().await.unwrap();
+    let lock = waiter_client.lock(&name).unwrap();
+    let waiter = tokio::spawn(async move { lock.lock().await });
+    wait_numsub(&raw, &channel, 1).await;
+    let _: () = raw.custom(fred::cmd!("ACL"), vec!["LOG", "RESET"]).await.unwrap();
+    let acl = |rule: &'static str| {
+        let raw = raw.clone();
+        async move {
+            let _: () = raw
+                .custom(fred::cmd!("ACL"), vec!["SETUSER", "default", rule])
+                .await
+                .unwrap();
+        }
+    };
+    acl("resetchannels").await;
+    let _ = redisson_lock_testkit::faults::client_kill(
+        &raw,
+        redisson_lock_testkit::faults::ClientType::Pubsub,
+    )
+    .await;
+    // The waiter's client reconnected and was refused the channel.
+    eventually("a refused SUBSCRIBE in the ACL log", || async {
+        let log: Vec<Value> = raw
+            .custom(fred::cmd!("ACL"), vec!["LOG"])
+            .await
+            .unwrap_or_default();
+        !log.is_empty()
+    })
+    .await;
+    acl("allchannels").await;
+    eventually("subscribed again", || async {
+        numsub(&raw, &channel).await == 1
+    })
+    .await;
+    held.unlock().await.unwrap();
+    let guard = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("woken by the unlock, long before the 30 s TTL")
+        .unwrap()
+        .unwrap();
+    guard.unlock().await.unwrap();
+}
