@@ -208,7 +208,6 @@ async fn java_unlock_latch_replays_like_ours() {
         let keys = vec![name.clone(), channel.clone(), latch.clone()];
         let args = vec![
             "0".to_string(),
-            "30000".to_string(),
             field.clone(),
             "PUBLISH".to_string(),
             "16000".to_string(),

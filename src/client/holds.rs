@@ -403,7 +403,12 @@ fn entry_mut<'a>(map: &'a mut HoldMap, name: &str, field: &str) -> Option<&'a mu
 }
 
 /// The tenure `id` of `(name, field)`, if it is the field's current one.
-fn tenure_mut<'a>(map: &'a mut HoldMap, name: &str, field: &str, id: u64) -> Option<&'a mut Tenure> {
+fn tenure_mut<'a>(
+    map: &'a mut HoldMap,
+    name: &str,
+    field: &str,
+    id: u64,
+) -> Option<&'a mut Tenure> {
     entry_mut(map, name, field)?
         .tenure
         .as_mut()
@@ -533,7 +538,10 @@ impl Holds {
                 }
                 tenure.live.push(live);
                 let status = tenure.current();
-                tenure.status = watch::Sender::new(Status { lost: None, ..status });
+                tenure.status = watch::Sender::new(Status {
+                    lost: None,
+                    ..status
+                });
             } else {
                 tenure.live.push(live);
                 tenure.publish();

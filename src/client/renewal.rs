@@ -41,7 +41,8 @@ pub(crate) async fn run(dog: Watchdog) {
         Duration::from_millis(1),
         period.max(Duration::from_millis(1)),
     );
-    let lease_ms = Value::Integer(i64::try_from(dog.holds.watchdog.as_millis()).unwrap_or(i64::MAX));
+    let lease_ms =
+        Value::Integer(i64::try_from(dog.holds.watchdog.as_millis()).unwrap_or(i64::MAX));
     let start = Instant::now();
     let mut renew_at = start + period;
     let mut check_at = dog.check_every.map(|every| start + every);
@@ -116,8 +117,12 @@ async fn check(dog: &Watchdog) {
                 Ok(held) => {
                     for (hold, held) in batch.iter().zip(held) {
                         if !held {
-                            dog.holds
-                                .found_gone(&hold.name, &hold.field, hold.tenure, "hold check");
+                            dog.holds.found_gone(
+                                &hold.name,
+                                &hold.field,
+                                hold.tenure,
+                                "hold check",
+                            );
                         }
                     }
                 }
@@ -132,7 +137,10 @@ pub(crate) fn held_call(batch: &[HoldKey]) -> ScriptCall {
     ScriptCall::with_keys(
         &HELD,
         batch.iter().map(|h| Key::from(h.name.as_str())).collect(),
-        batch.iter().map(|h| Value::from(h.field.as_str())).collect(),
+        batch
+            .iter()
+            .map(|h| Value::from(h.field.as_str()))
+            .collect(),
     )
 }
 

@@ -101,7 +101,14 @@ pub(crate) fn keyspace_key(channel: &str) -> Option<&str> {
 /// own and other clients' lock writes cause on a live key.
 pub(crate) fn may_remove(event: &str) -> bool {
     const HARMLESS: [&str; 9] = [
-        "expire", "persist", "hset", "hsetnx", "hincrby", "hincrbyfloat", "new", "hexpire",
+        "expire",
+        "persist",
+        "hset",
+        "hsetnx",
+        "hincrby",
+        "hincrbyfloat",
+        "new",
+        "hexpire",
         "hpersist",
     ];
     !HARMLESS.contains(&event)

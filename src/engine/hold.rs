@@ -56,9 +56,16 @@ impl GiveBack for Hold {
         );
         async move {
             let whose = Whose::Guard(&hold);
-            release(raw.inner(), raw.proto.as_ref(), &field, lease, whose, Patience::Attempts)
-                .await
-                .map(drop)
+            release(
+                raw.inner(),
+                raw.proto.as_ref(),
+                &field,
+                lease,
+                whose,
+                Patience::Attempts,
+            )
+            .await
+            .map(drop)
         }
         .boxed()
     }
@@ -201,7 +208,9 @@ impl RawHold {
         let sent_at = tokio::time::Instant::now();
         let reply = inner
             .redis
-            .retrying(name, || inner.redis.eval(|| renewal::one(renewal, &key, lease)))
+            .retrying(name, || {
+                inner.redis.eval(|| renewal::one(renewal, &key, lease))
+            })
             .await?;
         let found = renewal::parse_flags(reply, 1, "extend")?.first() == Some(&true);
         if !found {
@@ -227,7 +236,6 @@ impl RawHold {
     pub(crate) async fn is_held(&self) -> Result<bool> {
         self.held().raw.is_held(&self.held().field).await
     }
-
 
     /// Resolves once the hold is lost (see [`holds::lost`]), to why. Where
     /// the lock has a release channel, the hold is also re-checked at once

@@ -310,9 +310,16 @@ impl<K: Kind> Lock<K> {
         // Dropping this future part-way still completes the unlock.
         let call = async move {
             let lease = Lease::Watchdog;
-            release(&inner, proto.as_ref(), &field, lease, Whose::Owner, Patience::Attempts)
-                .await
-                .map(drop)
+            release(
+                &inner,
+                proto.as_ref(),
+                &field,
+                lease,
+                Whose::Owner,
+                Patience::Attempts,
+            )
+            .await
+            .map(drop)
         };
         FinishOnDrop::new(self.inner().cleanups.clone(), call, |_| async {}.boxed()).await
     }

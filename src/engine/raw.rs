@@ -252,7 +252,15 @@ impl RawLock {
             FinishOnDrop::new(inner.cleanups.clone(), fut, orphan).await;
         match outcome {
             Ok(Attempt::Acquired { count, token }) => {
-                let hold = record(&inner, self.proto.as_ref(), field, lease, count, sent_at, order);
+                let hold = record(
+                    &inner,
+                    self.proto.as_ref(),
+                    field,
+                    lease,
+                    count,
+                    sent_at,
+                    order,
+                );
                 drop(step);
                 Ok(Tried::Acquired(Acquired {
                     owner,
@@ -269,7 +277,15 @@ impl RawLock {
                 // releasing it leaves the owner's other holds as they were.
                 let hold = matches!(e, Error::NotReplicated { .. }).then(|| {
                     let count = inner.holds.count(self.name(), field).saturating_add(1);
-                    record(&inner, self.proto.as_ref(), field, lease, count, sent_at, order)
+                    record(
+                        &inner,
+                        self.proto.as_ref(),
+                        field,
+                        lease,
+                        count,
+                        sent_at,
+                        order,
+                    )
                 });
                 let proto = self.proto.clone();
                 let field = owned_field;
@@ -277,7 +293,14 @@ impl RawLock {
                 inner.cleanups.clone().spawn(async move {
                     // Bounded: the next attempt waits for it. If it cannot
                     // be undone, the acquisition ends with that error.
-                    let undo = release_in_turn(&inner, proto.as_ref(), &field, lease, hold.as_ref(), Patience::Attempts);
+                    let undo = release_in_turn(
+                        &inner,
+                        proto.as_ref(),
+                        &field,
+                        lease,
+                        hold.as_ref(),
+                        Patience::Attempts,
+                    );
                     match undo.await {
                         Err(e) if e.is_transient() => *step = Some(e),
                         _ => {}
@@ -359,32 +382,30 @@ impl wait::Attempts for LockAttempts<'_> {
         }
         let (lock, field) = (self.lock, self.field);
         let tried = lock.attempt(self.owner, field, self.lease, self.mode, step, self.order);
-        Ok(
-            match tried.await {
-                Ok(Tried::Acquired(acquired)) => Outcome::Ready(acquired),
-                Ok(Tried::Busy(ttl)) => {
-                    self.next_in_line = NEXT_IN_LINE_FIRST;
-                    match self
-                        .waiting
-                        .get_or_insert_with(|| lock.proto.waiting(field))
-                    {
-                        Waiting::BackOff(b) => Outcome::Busy(Some(b.next_delay())),
-                        Waiting::Channel(_) => {
-                            Outcome::Busy(u64::try_from(ttl).ok().map(Duration::from_millis))
-                        }
+        Ok(match tried.await {
+            Ok(Tried::Acquired(acquired)) => Outcome::Ready(acquired),
+            Ok(Tried::Busy(ttl)) => {
+                self.next_in_line = NEXT_IN_LINE_FIRST;
+                match self
+                    .waiting
+                    .get_or_insert_with(|| lock.proto.waiting(field))
+                {
+                    Waiting::BackOff(b) => Outcome::Busy(Some(b.next_delay())),
+                    Waiting::Channel(_) => {
+                        Outcome::Busy(u64::try_from(ttl).ok().map(Duration::from_millis))
                     }
                 }
-                Ok(Tried::NextInLine(ms)) => {
-                    let pause = u64::try_from(ms).map_or(self.next_in_line, |ms| {
-                        Duration::from_millis(ms).min(self.next_in_line)
-                    });
-                    self.next_in_line = self.next_in_line.saturating_mul(2);
-                    Outcome::Busy(Some(pause))
-                }
-                Err(Failure::Retryable(e)) => Outcome::Failed(e),
-                Err(Failure::Final(e)) => return Err(e),
-            },
-        )
+            }
+            Ok(Tried::NextInLine(ms)) => {
+                let pause = u64::try_from(ms).map_or(self.next_in_line, |ms| {
+                    Duration::from_millis(ms).min(self.next_in_line)
+                });
+                self.next_in_line = self.next_in_line.saturating_mul(2);
+                Outcome::Busy(Some(pause))
+            }
+            Err(Failure::Retryable(e)) => Outcome::Failed(e),
+            Err(Failure::Final(e)) => return Err(e),
+        })
     }
 
     fn channel(&mut self) -> Option<(String, Wake)> {
@@ -534,19 +555,30 @@ pub(crate) async fn release(
         Some(order) => Some(order.lock_owned().await),
         None => None,
     };
-    let tenure = match whose {
+    let target = match whose {
         Whose::Guard(hold) => match inner.holds.releasing(name, field, hold) {
-            Releasing::Send => Some(hold.tenure),
-            Releasing::Stale => {
-                return Err(Error::NotHeld {
-                    name: name.to_owned(),
-                    owner: field.to_owned(),
-                })
-            }
+            Releasing::Send => Target::Tenure(hold.tenure),
+            Releasing::Stale => Target::Stale,
         },
-        Whose::Owner => inner.holds.releasing_any(name, field),
+        Whose::Owner => inner
+            .holds
+            .releasing_any(name, field)
+            .map_or(Target::Unknown, Target::Tenure),
     };
-    release_unlocked(inner, proto, field, lease, tenure, patience).await
+    release_unlocked(inner, proto, field, lease, target, patience).await
+}
+
+/// Which tenure an unlock applies to.
+#[derive(Clone, Copy)]
+enum Target {
+    /// This one, the field's current tenure.
+    Tenure(u64),
+    /// One the registry does not know (an undo of an unknown outcome, an
+    /// unlock without a guard of a field the registry has no tenure for).
+    Unknown,
+    /// None: the guard's tenure ended, the hold is not this client's to
+    /// release. Nothing is sent; the outcome is `NotHeld`.
+    Stale,
 }
 
 /// Release in the field's turn, already held by the caller: the undo of an
@@ -560,24 +592,25 @@ async fn release_in_turn(
     hold: Option<&HoldRef>,
     patience: Patience,
 ) -> Result<Unlocked> {
-    let tenure = match hold {
+    let target = match hold {
         Some(hold) => match inner.holds.releasing(proto.name(), field, hold) {
-            Releasing::Send => Some(hold.tenure),
-            Releasing::Stale => None,
+            Releasing::Send => Target::Tenure(hold.tenure),
+            // Found gone meanwhile: the unlock finds nothing, harmlessly.
+            Releasing::Stale => Target::Unknown,
         },
-        None => None,
+        None => Target::Unknown,
     };
-    release_unlocked(inner, proto, field, lease, tenure, patience).await
+    release_unlocked(inner, proto, field, lease, target, patience).await
 }
 
-/// Send the unlock of one hold of `field` (of `tenure`, if the registry
-/// knows it), in a `redisson_lock.release` span.
+/// Send the unlock of one hold of `field` of `target`, in a
+/// `redisson_lock.release` span, and apply its reply to the registry.
 async fn release_unlocked(
     inner: &Arc<Inner>,
     proto: &dyn Protocol,
     field: &str,
     lease: Lease,
-    tenure: Option<u64>,
+    target: Target,
     patience: Patience,
 ) -> Result<Unlocked> {
     let span = tracing::debug_span!(
@@ -589,16 +622,23 @@ async fn release_unlocked(
         outcome = tracing::field::Empty,
         error = tracing::field::Empty,
     );
-    // Pinned in place, as in `acquire`.
-    let releasing = std::pin::pin!(unlock(inner, proto, field, lease, patience));
-    let outcome = releasing.instrument(span.clone()).await;
+    let outcome = if let Target::Stale = target {
+        Err(Error::NotHeld {
+            name: proto.name().to_owned(),
+            owner: field.to_owned(),
+        })
+    } else {
+        // Pinned in place, as in `acquire`.
+        let releasing = std::pin::pin!(unlock(inner, proto, field, lease, patience));
+        releasing.instrument(span.clone()).await
+    };
     let reply = match &outcome {
         Ok(Unlocked::Released) => Some(UnlockReply::Released),
         Ok(Unlocked::StillHeld) => Some(UnlockReply::StillHeld),
         Err(Error::NotHeld { .. }) => Some(UnlockReply::NotHeld),
         Err(_) => None,
     };
-    if let (Some(tenure), Some(reply)) = (tenure, reply) {
+    if let (Target::Tenure(tenure), Some(reply)) = (target, reply) {
         inner.holds.released(proto.name(), field, tenure, reply);
     }
     match &outcome {

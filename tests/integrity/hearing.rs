@@ -46,9 +46,7 @@ async fn keyspace_notifications_a_server_does_not_send_are_refused() {
 #[tokio::test]
 async fn keyspace_notifications_tell_every_kind_of_a_delete_at_once() {
     let server = Server::private_with(&NOTIFYING);
-    let client = server
-        .client_with(|c| c.keyspace_notifications(true))
-        .await;
+    let client = server.client_with(|c| c.keyspace_notifications(true)).await;
     let other = server.client().await;
     let raw = server.raw().await;
     let name = unique("keyspace-del");
@@ -101,7 +99,10 @@ async fn the_hold_check_hears_a_flush() {
         .unwrap();
     let _: () = raw.flushall(false).await.unwrap();
     for (what, after) in [
-        ("watchdog hold", lost_after(&renewed, HEARD, "renewed").await),
+        (
+            "watchdog hold",
+            lost_after(&renewed, HEARD, "renewed").await,
+        ),
         ("leased hold", lost_after(&leased, HEARD, "leased").await),
     ] {
         assert_eq!(after.1, LostReason::Gone, "{what}");
@@ -125,7 +126,10 @@ async fn a_failed_resubscribe_is_tried_again() {
     let lock = waiter_client.lock(&name).unwrap();
     let waiter = tokio::spawn(async move { lock.lock().await });
     wait_numsub(&raw, &channel, 1).await;
-    let _: () = raw.custom(fred::cmd!("ACL"), vec!["LOG", "RESET"]).await.unwrap();
+    let _: () = raw
+        .custom(fred::cmd!("ACL"), vec!["LOG", "RESET"])
+        .await
+        .unwrap();
     let acl = |rule: &'static str| {
         let raw = raw.clone();
         async move {

@@ -73,7 +73,12 @@ async fn an_extend_whose_reply_is_lost_never_makes_lost_late() {
     let lock = client.lock(&name).unwrap().with_owner(owner);
     // The renewal script is cached on the server first, so that the extend
     // below runs at once (no NOSCRIPT round trip held back by the proxy).
-    let mut warm = client.lock(&format!("{name}-warm")).unwrap().lock().await.unwrap();
+    let mut warm = client
+        .lock(&format!("{name}-warm"))
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
     warm.extend(watchdog).await.unwrap();
     warm.unlock().await.unwrap();
     let guard = std::sync::Arc::new(tokio::sync::Mutex::new(lock.lock().await.unwrap()));
@@ -112,17 +117,17 @@ async fn an_owner_unlock_after_forget_keeps_the_others_time() {
     let fx = Fixture::new("forget-unlock").await;
     let owner = Owner::new(9);
     let lock = fx.client.lock(&fx.name).unwrap().with_owner(owner);
-    let kept = lock
-        .lock_with_lease(Duration::from_secs(2))
-        .await
-        .unwrap();
+    let kept = lock.lock_with_lease(Duration::from_secs(2)).await.unwrap();
     lock.lock_with_lease(Duration::from_millis(500))
         .await
         .unwrap()
         .forget();
     lock.unlock().await.unwrap();
     let pttl = fx.pttl(&fx.name).await;
-    assert!(pttl > 1_500, "the unlock cut the remaining hold to {pttl} ms");
+    assert!(
+        pttl > 1_500,
+        "the unlock cut the remaining hold to {pttl} ms"
+    );
     assert!(!kept.is_lost());
     assert_eq!(lock.hold_count(owner).await.unwrap(), 1);
     kept.unlock().await.unwrap();

@@ -65,7 +65,10 @@ async fn a_fresh_take_after_a_silent_delete_tells_the_old_guard() {
         assert!(!g2.is_lost(), "{kind}");
         let evals = command_calls(&fx.raw, "evalsha").await;
         let unlocked = g1.unlock().await;
-        assert!(matches!(unlocked, Err(Error::NotHeld { .. })), "{kind}: {unlocked:?}");
+        assert!(
+            matches!(unlocked, Err(Error::NotHeld { .. })),
+            "{kind}: {unlocked:?}"
+        );
         assert_eq!(
             command_calls(&fx.raw, "evalsha").await,
             evals,
@@ -89,7 +92,10 @@ async fn reenter_after_a_silent_delete_is_refused_and_takes_nothing() {
             .await
             .unwrap();
         let again = g1.reenter().await;
-        assert!(matches!(again, Err(Error::NotHeld { .. })), "{kind}: {again:?}");
+        assert!(
+            matches!(again, Err(Error::NotHeld { .. })),
+            "{kind}: {again:?}"
+        );
         assert_eq!(g1.lost_reason(), Some(LostReason::Gone), "{kind}");
         assert!(!fx.exists(&key).await, "{kind}: the re-entry kept a hold");
     }

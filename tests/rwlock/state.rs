@@ -133,7 +133,11 @@ async fn write_lock_state_reentry_adds_the_lease() {
         fx.hgetall(name).await,
         map(&[("mode", "write"), (&fw, "1")])
     );
-    assert_ttl(fx.pttl(name).await, 9_000..=10_000, "a partial unlock keeps the TTL");
+    assert_ttl(
+        fx.pttl(name).await,
+        9_000..=10_000,
+        "a partial unlock keeps the TTL",
+    );
 
     // Full unlock deletes the hash and publishes 1.
     w1.unlock().await.unwrap();

@@ -128,7 +128,13 @@ async fn rw_read_unlock_keeps_the_owners_time() {
     let [n, channel, prefix, timeouts] = rw_keys(&t.name);
     let (t1, t2) = (format!("{timeouts}:1"), format!("{timeouts}:2"));
     let unlock = |latch: String| {
-        let keys = [n.clone(), channel.clone(), timeouts.clone(), prefix.clone(), latch];
+        let keys = [
+            n.clone(),
+            channel.clone(),
+            timeouts.clone(),
+            prefix.clone(),
+            latch,
+        ];
         let args = vec![s("0"), s("c:1"), s("PUBLISH"), s(16_000)];
         let t = &t;
         async move {
@@ -155,5 +161,8 @@ async fn rw_read_unlock_keeps_the_owners_time() {
     t.cmd(&["SET", &t1, "1", "PX", "5000"]).await;
     t.cmd(&["SET", &t2, "1", "PX", "6000"]).await;
     assert_eq!(unlock(latch(&n)).await.as_i64(), Some(0));
-    assert!((99_000..=100_000).contains(&t.pttl(&n).await), "the writer's");
+    assert!(
+        (99_000..=100_000).contains(&t.pttl(&n).await),
+        "the writer's"
+    );
 }
