@@ -6,6 +6,8 @@ mod common;
 
 #[path = "integrity/hearing.rs"]
 mod hearing;
+#[path = "integrity/latency.rs"]
+mod latency;
 #[path = "integrity/leases.rs"]
 mod leases;
 #[path = "integrity/owners.rs"]

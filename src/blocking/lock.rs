@@ -293,6 +293,12 @@ impl<K: Kind> BlockingGuard<K> {
         self.guard.get().is_some_and(LockGuard::is_lost)
     }
 
+    /// Why the lock is lost, if it is known to be lost right now (as
+    /// [`LockGuard::lost_reason`]).
+    pub fn lost_reason(&self) -> Option<crate::LostReason> {
+        self.guard.get().and_then(LockGuard::lost_reason)
+    }
+
     /// Set this hold's remaining lease to `lease` from now (see
     /// [`LockGuard::extend`]).
     ///

@@ -178,6 +178,8 @@ pub(crate) struct HoldRef {
     pub tenure: u64,
     /// The hold itself, among the tenure's live holds.
     pub hold: u64,
+    /// The lock's kind, for metrics.
+    pub kind: &'static str,
     /// Its status, as the registry publishes it.
     pub status: watch::Receiver<Status>,
 }
@@ -415,8 +417,8 @@ fn tenure_mut<'a>(
         .filter(|t| t.id == id)
 }
 
-/// End the tenure of `entries[i]`, removing the entry if nothing else
-/// keeps it; telemetry for its live holds.
+/// End the tenure of `(name, field)`, removing its entry if nothing else
+/// keeps it. (Its guards still count as held, in the metrics, until they go.)
 fn end_tenure(map: &mut HoldMap, name: &str, field: &str) {
     let Some(entries) = map.get_mut(name) else {
         return;
@@ -424,11 +426,7 @@ fn end_tenure(map: &mut HoldMap, name: &str, field: &str) {
     let Some(i) = entries.iter().position(|e| e.field == field) else {
         return;
     };
-    if let Some(tenure) = entries[i].tenure.take() {
-        for _ in &tenure.live {
-            telemetry::unheld(tenure.kind);
-        }
-    }
+    entries[i].tenure = None;
     if entries[i].users == 0 {
         entries.swap_remove(i);
         if entries.is_empty() {
@@ -550,6 +548,7 @@ impl Holds {
                 hold: HoldRef {
                     tenure: tenure.id,
                     hold,
+                    kind,
                     status: tenure.status.subscribe(),
                 },
                 new_tenure: None,
@@ -564,9 +563,6 @@ impl Holds {
                     owner = field,
                     "lock lost: a new acquisition by the same owner found it gone"
                 );
-            }
-            for _ in &old.live {
-                telemetry::unheld(old.kind);
             }
         }
         let alive = watch::Sender::new(());
@@ -592,6 +588,7 @@ impl Holds {
         let handle = HoldRef {
             tenure: tenure.id,
             hold,
+            kind,
             status: tenure.status.subscribe(),
         };
         entry.tenure = Some(tenure);
@@ -605,6 +602,7 @@ impl Holds {
     /// The hold leaves the tenure's live holds either way (a watchdog hold
     /// stops being renewed when it was the last).
     pub(crate) fn releasing(&self, name: &str, field: &str, hold: &HoldRef) -> Releasing {
+        telemetry::unheld(hold.kind);
         let mut map = self.map.lock();
         let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) else {
             return Releasing::Stale;
@@ -613,7 +611,6 @@ impl Holds {
             return Releasing::Stale;
         };
         tenure.live.swap_remove(i);
-        telemetry::unheld(tenure.kind);
         tenure.publish();
         Releasing::Send
     }
@@ -626,9 +623,8 @@ impl Holds {
         let mut map = self.map.lock();
         let tenure = entry_mut(&mut map, name, field)?.tenure.as_mut()?;
         if tenure.count as usize <= tenure.live.len() {
-            if tenure.live.pop().is_some() {
-                telemetry::unheld(tenure.kind);
-            }
+            // That guard still counts as held (metrics) until it goes.
+            tenure.live.pop();
             tenure.publish();
         }
         Some(tenure.id)
@@ -661,11 +657,11 @@ impl Holds {
     /// The hold of a guard is kept in Redis without a guard (`forget`): it
     /// stays counted, but is no longer renewed.
     pub(crate) fn forgot(&self, name: &str, field: &str, hold: &HoldRef) {
+        telemetry::unheld(hold.kind);
         let mut map = self.map.lock();
         if let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) {
             if let Some(i) = tenure.live.iter().position(|l| l.id == hold.hold) {
                 tenure.live.swap_remove(i);
-                telemetry::unheld(tenure.kind);
                 tenure.publish();
             }
         }

@@ -16,27 +16,37 @@ use crate::engine::kind::{AnyKind, Kind, ReentrantKind};
 /// its hold in the background (errors are logged through `tracing`);
 /// [`forget`](Self::forget) keeps the hold until its lease ends.
 ///
-/// [`lost`](Self::lost) resolves if the lock is lost while held:
+/// While a guard says it holds (`is_lost()` is false), Redis gives its owner
+/// the hold; when that stops being true, or may have, [`lost`](Self::lost)
+/// resolves (to a [`LostReason`]) and stays resolved (docs/PROTOCOL.md §2.9):
 ///
-/// * **force-unlocked by another client** (Java or Rust): within a round trip
-///   or two of the unlock's message, for every kind whose unlocks publish on
-///   one channel (RLock, non-reentrant, fenced, read and write locks): while
-///   `lost()` is awaited, the guard listens on the lock's channel (sharing
-///   the client's one subscription) and re-checks its hold after every
-///   message. A fair or spin lock has no such channel and learns of it at
-///   the next renewal, as below;
-/// * **gone without a message** (a plain `DEL`, a takeover after the key
-///   expired): at the next watchdog renewal, within a third of the watchdog
-///   lease; a hold with an explicit lease is not renewed and counts as lost
-///   when its lease ends;
-/// * force-unlocked through this client: at once;
+/// * **force-unlocked through this client**: at once;
+/// * **force-unlocked by another client** (Java or Rust) of a kind whose
+///   unlocks publish on one channel (RLock, non-reentrant, fenced, read and
+///   write locks): within a round trip of the unlock's message while
+///   `lost()` is awaited (the guard listens on the lock's channel, sharing
+///   the client's subscription, and re-checks its hold after every message);
+/// * **removed without a message a holder hears** (a `DEL`, `UNLINK`,
+///   eviction, a fair or spin lock's forced unlock, a `FLUSHALL`, a failover
+///   that lost it): within a round trip with
+///   [`Config::keyspace_notifications`](crate::Config::keyspace_notifications)
+///   (all but flushes and failovers), within
+///   [`Config::hold_check_interval`](crate::Config::hold_check_interval) plus
+///   a round trip with the hold check, else at the next renewal (a third of
+///   `lock_watchdog_timeout`) or, for a hold with an explicit lease, when its
+///   lease ends; and at once if the same owner takes the lock again;
 /// * **no longer certain**: a hold is certain until the send time of the
-///   last acquisition or renewal Redis confirmed, plus the lease, less a
-///   drift margin (1 % of the lease + 2 ms): Redis cannot have expired the
-///   key before then. Past it, with no newer confirmation (a stalled network,
-///   a paused server, an explicit lease ending), the hold counts as lost,
-///   whatever the network does; so `lost()` resolves before another client
-///   can take the lock.
+///   last command Redis confirmed that set its key's TTL (an acquisition, a
+///   renewal, `extend`), plus that TTL, less a drift margin (1 % + 2 ms): no
+///   command of this client ever shortens that TTL, so Redis cannot have
+///   expired the key before then. Past it, with no newer confirmation (a
+///   stalled network, a paused server, an explicit lease ending), the hold
+///   counts as lost, whatever the network does; so `lost()` resolves before
+///   another client can take the lock.
+///
+/// A guard told its hold is gone sends nothing when unlocked or dropped
+/// (its `unlock()` reports [`NotHeld`](crate::Error::NotHeld)): the lock may
+/// since belong to someone else, or to a new hold of the same owner.
 ///
 /// What a guard can do depends on its kind: [`reenter`](Self::reenter) on
 /// reentrant kinds, `fencing_token` on [`Fenced`](crate::Fenced) guards,
@@ -46,10 +56,9 @@ use crate::engine::kind::{AnyKind, Kind, ReentrantKind};
 /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
 /// let guard = client.lock("reports")?.lock().await?;
 /// tokio::select! {
-///     _ = guard.lost() => eprintln!("lock lost, abandoning work"),
-///     _ = async { /* long work */ } => {}
+///     reason = guard.lost() => eprintln!("lock lost ({reason}), abandoning work"),
+///     _ = async { /* long work */ } => guard.unlock().await?,
 /// }
-/// guard.unlock().await?;
 /// # Ok(()) }
 /// ```
 #[must_use = "dropping the guard releases the lock at once"]
@@ -93,26 +102,25 @@ impl<K: Kind> LockGuard<K> {
         self.hold.lease()
     }
 
-    /// When the lock expires unless unlocked or re-entered first, for a lock
-    /// taken with an explicit lease (measured from when its command was
-    /// sent, so never later than the server's expiry); `None` while the
-    /// watchdog renews it.
+    /// The earliest the lock's key can expire unless renewed first: the send
+    /// time of the last confirmed command that set its TTL, plus that TTL,
+    /// so never later than the server's expiry; `None` while the watchdog
+    /// renews it (this guard, or another hold of the same owner on the lock,
+    /// was taken without a lease).
     pub fn expires_at(&self) -> Option<std::time::Instant> {
         self.hold.expires_at()
     }
 
-    /// Set this hold's remaining lease to `lease` from now: one script
-    /// call (the renewal script of its kind, for this hold alone). A hold
-    /// the watchdog renewed gets this explicit lease instead and is no
-    /// longer renewed; [`expires_at`](Self::expires_at), [`lost`](Self::lost)
-    /// and [`is_lost`](Self::is_lost) follow the new lease. Redisson has no
-    /// such call; on the wire it is its renewal (`PEXPIRE` if the owner's
-    /// field is there).
-    ///
-    /// On a read lock the renewal also sets the shared hash's TTL to `lease`,
-    /// as a watchdog renewal does: a lease shorter than another reader's
-    /// remaining time shortens that reader's hold too. Extend read holds
-    /// only to at least what other readers were given.
+    /// Make this hold last at least `lease` from now: one script call (the
+    /// renewal script of its kind, for this hold alone), which sets the key's
+    /// TTL (and a reader's timeout keys) to `max(PTTL, lease)`: it never
+    /// shortens what the lock has left, for this hold or any other (another
+    /// reader's, another hold of the same owner). This hold then has that
+    /// explicit lease and is no longer renewed (the lock still is, while
+    /// another hold of its owner was taken without a lease);
+    /// [`expires_at`](Self::expires_at), [`lost`](Self::lost) and
+    /// [`is_lost`](Self::is_lost) follow. Redisson has no such call; on the
+    /// wire it is a renewal.
     ///
     /// ```no_run
     /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
@@ -134,8 +142,9 @@ impl<K: Kind> LockGuard<K> {
     ///
     /// # Cancel safety
     ///
-    /// A dropped future may or may not have set the new TTL; the hold's
-    /// local lease is unchanged then, so `lost()` may fire early, never late.
+    /// A dropped future may or may not have lengthened the TTL; the guard
+    /// then keeps believing what it believed before, which the TTL still
+    /// covers, so `lost()` may fire early, never late.
     pub async fn extend(&mut self, lease: Duration) -> Result<()> {
         self.hold
             .extend(crate::base::time::checked("lease", lease)?)
@@ -231,13 +240,15 @@ impl<K: Kind> LockGuard<K> {
 
 impl<K: ReentrantKind> LockGuard<K> {
     /// Take the lock again with the same owner (hold count + 1), returning a
-    /// second guard. Never waits. One more round trip than an acquisition:
-    /// it first checks the hold exists.
+    /// second guard with this one's lease (the key's TTL becomes
+    /// `max(PTTL, lease)`). Never waits; one round trip. If the hold turns
+    /// out to be gone from Redis (the re-entry found the lock free and took
+    /// it afresh), that new hold is released again and this guard is told.
     ///
     /// # Errors
     ///
     /// [`Error::NotHeld`](crate::Error::NotHeld) if this hold was lost
-    /// (known lost, or no longer in Redis); a transient error if Redis could
+    /// (known lost, or found gone); a transient error if Redis could
     /// not be reached: if the re-entry attempt itself failed that way,
     /// whether it ran is unknown, and since the owner already holds the lock
     /// it cannot be undone by a release: the hold count may stay one too high
@@ -246,9 +257,9 @@ impl<K: ReentrantKind> LockGuard<K> {
     ///
     /// # Cancel safety
     ///
-    /// The check that the hold exists only reads. A re-entry command already
-    /// sent when the future is dropped is finished in the background, and
-    /// the hold it took is released: the count goes back to what it was.
+    /// A re-entry command already sent when the future is dropped is
+    /// finished in the background, and the hold it took is released: the
+    /// count goes back to what it was.
     pub async fn reenter(&self) -> Result<LockGuard<K>> {
         Ok(LockGuard {
             hold: self.hold.reenter().await?,

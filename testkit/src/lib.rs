@@ -44,8 +44,8 @@ pub mod topology;
 use std::net::TcpListener;
 
 pub use inspect::{
-    command_calls, describe_keys, eventually, numsub, raw_client, supports_sharded_pubsub,
-    wait_numsub,
+    command_calls, describe_keys, eventually, info_field, numsub, raw_client,
+    supports_sharded_pubsub, wait_numsub,
 };
 pub use server::{Options, Server};
 
