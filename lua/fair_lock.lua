@@ -3,6 +3,7 @@
 -- KEYS[1]  N, the lock hash
 -- KEYS[2]  Q, redisson_lock_queue:{N} (list of waiting owners, head first)
 -- KEYS[3]  Z, redisson_lock_timeout:{N} (zset: owner -> epoch-ms deadline)
+-- KEYS[4]  channel base, redisson_lock__channel:{N} (the head's channel is base:owner)
 -- ARGV[1]  lease in milliseconds, 1..3155760000000
 -- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
 -- ARGV[3]  thread-wait time in milliseconds (how long a queued waiter is presumed
@@ -11,7 +12,8 @@
 -- ARGV[4]  now, the caller's epoch milliseconds, 1..2^53-1
 -- ARGV[5]  "1" to join the queue when busy (lock, tryLock with a wait: §4.4);
 --          "0" to only try (tryLock(): §4.3, never enqueues, replies 1 when busy)
--- ARGV[6]  optional: error text; when given, re-entry is refused with it
+-- ARGV[6]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
+-- ARGV[7]  optional: error text; when given, re-entry is refused with it
 --          (non-reentrant fair lock, §4.8)
 -- Returns  {count} when acquired or re-entered: the owner's hold count after it (1:
 --          taken afresh; the TTL is the lease, and max(PTTL, lease) on re-entry). When
@@ -28,11 +30,16 @@
 --          A queued waiter never sleeps past the holder's lease: its expiry is not
 --          announced, and the next head must re-check then. An INVALID_ARGUMENT
 --          error, before anything is written, if an argument is out of range (args.lua).
+-- Beyond Redisson: when the lock is free but another waiter is at the head, the head is
+-- sent 0 on its channel (whatever the mode): a Java Redisson 3.12-3.23 head can be parked
+-- without a timeout on a lock whose holder died (§4.4, §11.2), and a live head merely
+-- re-checks.
 ms_arg(1)
 text_arg(2)
 local wait = ms0_arg(3)
 local now = epoch_ms_arg(4)
 flag_arg(5)
+publish_arg(6)
 purge_stale_head(KEYS[2], KEYS[3], now)
 -- free, and nobody ahead of us: take it, and shift the remaining deadlines
 if redis.call('exists', KEYS[1]) == 0 and
@@ -47,10 +54,13 @@ if redis.call('exists', KEYS[1]) == 0 and
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1}
 end
-if holds(KEYS[1], ARGV[2], ARGV[6]) then
+if holds(KEYS[1], ARGV[2], ARGV[7]) then
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     lengthen(KEYS[1], ARGV[1])
     return {count}
+end
+if redis.call('exists', KEYS[1]) == 0 then
+    wake_head(KEYS[2], ARGV[6], KEYS[4], '0')
 end
 if ARGV[5] ~= '1' then
     return 1

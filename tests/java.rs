@@ -42,6 +42,7 @@ mod scenarios;
 use std::time::Duration;
 
 use common::java::{self, Steps};
+use scenarios::fair_nudge::fair_nudge;
 use scenarios::fenced::fenced;
 use scenarios::killed_holder::killed_holder;
 use scenarios::locks::{fair, non_reentrant, non_reentrant_fair, rlock, spin};
@@ -94,6 +95,7 @@ async fn bounded(scenario: impl std::future::Future<Output = ()>) {
 per_version!(
     rlock,
     fair,
+    fair_nudge,
     non_reentrant,
     non_reentrant_fair,
     spin,

@@ -175,11 +175,17 @@ impl Protocol for Fair {
             Value::Integer(millis(wait)),
             Value::Integer(epoch_ms()),
             Value::from(queue),
+            env.publish(),
         ];
         if !self.reentrant {
             args.push(Value::from(NON_REENTRANT));
         }
-        ScriptCall::new(&script::FAIR_LOCK, &self.keys(), args)
+        let [name, queue, timeouts] = self.keys();
+        ScriptCall::new(
+            &script::FAIR_LOCK,
+            &[name, queue, timeouts, &self.lock.channel],
+            args,
+        )
     }
 
     fn parse_acquire(&self, reply: Value) -> Result<Attempt> {

@@ -143,10 +143,7 @@ async fn loss_latency_table() {
         Cause::RustForceUnlock,
         Cause::JavaForceUnlock,
     ];
-    println!(
-        "| kind | removal | {} |",
-        modes.map(|(_, m)| m).join(" | ")
-    );
+    println!("| kind | removal | {} |", modes.map(|(_, m)| m).join(" | "));
     println!("|---|---|{}", "---:|".repeat(modes.len()));
     let mut clients = Vec::new();
     for (mode, _) in modes {
@@ -172,8 +169,7 @@ async fn loss_latency_table() {
                     .find(|(k, _)| *k == kind)
                     .unwrap()
                     .1;
-                let took =
-                    measure(&other, &raw, java.as_mut(), kind, &lock, *mode, cause).await;
+                let took = measure(&other, &raw, java.as_mut(), kind, &lock, *mode, cause).await;
                 cells.push(match took {
                     Some(d) if d < Duration::from_millis(10) => {
                         format!("{:.1} ms", d.as_secs_f64() * 1000.0)
@@ -211,7 +207,14 @@ async fn hold_check_cost() {
     let name = unique("check-cost");
     let mut guards = Vec::with_capacity(HOLDS);
     for i in 0..HOLDS {
-        guards.push(client.lock(&format!("{name}-{i}")).unwrap().lock().await.unwrap());
+        guards.push(
+            client
+                .lock(&format!("{name}-{i}"))
+                .unwrap()
+                .lock()
+                .await
+                .unwrap(),
+        );
     }
     let stats = || async {
         let line = redisson_lock_testkit::info_field(&raw, "commandstats", "cmdstat_evalsha")

@@ -2,6 +2,7 @@
 //! [`Scene`] per test (a private server, a Rust client, a raw client and a
 //! JVM), polling and timing checks, the kind names both sides share.
 
+pub mod fair_nudge;
 pub mod fenced;
 pub mod killed_holder;
 pub mod lock_state;

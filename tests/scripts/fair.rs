@@ -6,15 +6,15 @@ use crate::{fair_keys, latch, now_ms, s};
 #[tokio::test]
 async fn fair_lock() {
     let mut t = Bench::new("fair-lock").await;
-    let [n, q, z, _] = fair_keys(&t.name);
+    let [n, q, z, base] = fair_keys(&t.name);
     let now = now_ms();
     // Held by someone else, with a stale waiter at the head: a valid call
     // purges it and joins the queue.
     t.held(&n, "c:9", "1").await;
     t.cmd(&["RPUSH", &q, "stale"]).await;
     t.cmd(&["ZADD", &z, &s(now - 1_000), "stale"]).await;
-    let case = case!(body!("args.lua", "fair_purge.lua", "fair_lock.lua"); n, q, z;
-        Ms 30_000, Text "c:1", Ms0 60_000, Epoch now, Flag "1";
+    let case = case!(body!("args.lua", "fair_purge.lua", "fair_lock.lua"); n, q, z, base;
+        Ms 30_000, Text "c:1", Ms0 60_000, Epoch now, Flag "1", Publish "PUBLISH";
         n, q, z);
     let reply = t.accepts(&case, &[]).await;
     let ttl = reply.as_i64().unwrap();
@@ -28,11 +28,38 @@ async fn fair_lock() {
         .eval(
             body!("args.lua", "fair_purge.lua", "fair_lock.lua"),
             &case.keys,
-            vec![s(30_000), s("c:2"), s(0), s(now_ms()), s("0")],
+            vec![s(30_000), s("c:2"), s(0), s(now_ms()), s("0"), s("PUBLISH")],
         )
         .await
         .unwrap();
     assert_eq!(reply.as_i64(), Some(1));
+    // The holder is gone (a crashed holder's TTL ran out) and c:1 is at the
+    // head: another waiter's attempt is told it is c:1's turn, {0, ms}, and
+    // c:1 is woken on its channel (a Java 3.12-3.23 head may be parked with
+    // no timeout, docs/PROTOCOL.md §4.4).
+    t.cmd(&["DEL", &n]).await;
+    let reply = t
+        .eval(
+            body!("args.lua", "fair_purge.lua", "fair_lock.lua"),
+            &case.keys,
+            vec![
+                s(30_000),
+                s("c:2"),
+                s(60_000),
+                s(now_ms()),
+                s("1"),
+                s("PUBLISH"),
+            ],
+        )
+        .await
+        .unwrap();
+    let reply: Vec<i64> = reply.convert().unwrap();
+    assert_eq!(reply[0], 0, "{reply:?}");
+    assert!(reply[1] > 0, "{reply:?}");
+    assert_eq!(t.next_message().await, (format!("{base}:c:1"), s("0")));
+    // c:1 takes it: {1}.
+    let reply = t.eval(case.body, &case.keys, case.good()).await.unwrap();
+    assert_eq!(reply.convert::<Vec<i64>>().unwrap(), [1]);
 }
 
 #[tokio::test]
