@@ -82,8 +82,9 @@ impl Client {
         // Dropped on any error below (or if this future is dropped), the
         // connections are closed in the background.
         let connections = crate::connection::redis::connect(&config).await?;
-        let commands =
-            Commands::resolve(config.pubsub_mode, &connections.redis, config.timeout).await?;
+        let commands = Commands::resolve(config.pubsub_mode, &connections.redis, config.timeout)
+            .await
+            .map_err(|e| e.at(&config.server_description()))?;
         let (redis, subscriber) = connections.keep();
         crate::base::telemetry::describe();
         let (redis, latch_task) = Redis::start(redis, &config);
