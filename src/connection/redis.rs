@@ -453,6 +453,26 @@ impl Redis {
         .await
     }
 
+    /// A plain command that writes `key` (and keys in its slot), sent once:
+    /// after a transient error its outcome is unknown, and a resend could
+    /// answer otherwise (a second `DEL` says the key was not there). Waits
+    /// for replicas afterwards, as scripts that write do, when
+    /// [`Config::replica_sync`] is set.
+    pub(crate) async fn write_once<T, F, Fut>(&self, key: &str, op: F) -> Result<T>
+    where
+        F: FnOnce(fred::clients::Client) -> Fut,
+        Fut: Future<Output = std::result::Result<T, fred::error::Error>>,
+    {
+        self.check_open()?;
+        let reply = op(self.client.clone())
+            .await
+            .map_err(|e| self.error(e, key))?;
+        if let Some(wait) = self.replica_sync {
+            Box::pin(self.sync_replicas(key, wait)).await?;
+        }
+        Ok(reply)
+    }
+
     /// Delete an unlock latch soon, without waiting for it: carried by the
     /// next script, or at once in the background if the client is
     /// `contended` (has waiters) or has other scripts in flight (`unlock_latches.rs`).
