@@ -186,3 +186,9 @@ pub use uuid::Uuid;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// docs/REDISSON.md's examples (the guide for Java shops), compiled as
+/// doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/REDISSON.md")]
+pub struct RedissonGuideDoctests;
