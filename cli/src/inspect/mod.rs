@@ -45,9 +45,17 @@ impl Found {
     }
 
     /// The Redisson types that share this layout.
-    fn candidates(self) -> &'static [&'static str] {
+    pub fn candidates(self) -> &'static [&'static str] {
         match self {
-            Found::Kind(StatusKind::Rlock) => &["rlock", "non-reentrant", "spin"],
+            // A fair lock with nobody queued has no queue keys: held, it
+            // is only the hash.
+            Found::Kind(StatusKind::Rlock) => &[
+                "rlock",
+                "non-reentrant",
+                "spin",
+                "fair",
+                "non-reentrant-fair",
+            ],
             Found::Kind(StatusKind::Fair) => &["fair", "non-reentrant-fair"],
             Found::Kind(StatusKind::ReadWrite) => &["read", "write"],
             Found::Kind(StatusKind::Fenced) => &["fenced"],
@@ -64,7 +72,8 @@ impl Found {
             Found::None => "nothing under this name",
             Found::Unknown => "not a lock layout this tool knows",
             Found::Kind(StatusKind::Rlock) => {
-                "RLock; a non-reentrant or spin lock has the same layout"
+                "RLock; a non-reentrant or spin lock has the same layout, and so has a held fair \
+                 lock with nobody queued (its queue keys exist only while someone waits)"
             }
             Found::Kind(StatusKind::Fair) => "fair lock, or non-reentrant fair lock",
             Found::Kind(StatusKind::ReadWrite) => "read-write lock",

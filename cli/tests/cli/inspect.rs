@@ -289,13 +289,25 @@ fn list_finds_lock_like_keys_with_their_kind() {
     assert_eq!(rows.len(), 1, "{json}");
     assert_eq!(rows[0]["name"], fair.as_str());
 
+    // A held fair lock with nobody queued looks like an RLock: both forms
+    // say so (issue 29).
+    let plain_row = rows_of(&server, &plain);
+    let candidates = plain_row["candidates"].as_array().unwrap();
+    assert!(candidates.iter().any(|c| c == "fair"), "{plain_row}");
     let text = stdout(&server.cli(&["list"]));
     assert!(text.starts_with("KIND"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("rlock:") && l.contains("held fair lock with nobody queued")),
+        "{text}"
+    );
     assert!(
         text.lines()
             .any(|l| l.starts_with("fair") && l.ends_with(&fair)),
         "{text}"
     );
+    let text = stdout(&server.cli(&["status", &plain]));
+    assert!(text.contains("held fair lock with nobody queued"), "{text}");
 }
 
 #[test]
@@ -341,4 +353,15 @@ fn watch_redraws_until_told_to_stop() {
         line.unwrap();
     }
     assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+/// The `list --json` row of `name`.
+fn rows_of(server: &Server, name: &str) -> serde_json::Value {
+    let (_, json) = server.json(&["list", "--json"]);
+    json.as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no row for {name}: {json}"))
 }
