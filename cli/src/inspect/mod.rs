@@ -126,6 +126,8 @@ pub struct Holder {
 pub struct Waiter {
     pub field: Field,
     pub deadline_ms: Option<i64>,
+    /// Its own channel, `redisson_lock__channel:{N}:<field>`.
+    pub channel: String,
     pub subscribers: Subscribers,
 }
 
@@ -189,6 +191,24 @@ pub struct Status {
 
 impl Status {
     /// Whether a lock kind is held (`None` for semaphores and latches).
+    /// The head of a fair queue whose lock is free: normally for a moment
+    /// (the head is being woken); for good when it is a Java waiter of
+    /// Redisson 3.12–3.23 that hangs after its deadline passed while the
+    /// lock was held (docs/PROTOCOL.md §11.2). One message on its channel
+    /// wakes it: the command that sends it.
+    pub fn free_with_head(&self) -> Option<(&Waiter, String)> {
+        if self.kind != Found::Kind(StatusKind::Fair) || self.locked() != Some(false) {
+            return None;
+        }
+        let head = self.queue.first()?;
+        let publish = if head.subscribers.sharded.unwrap_or(0) > 0 {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        };
+        Some((head, format!("redis-cli {publish} '{}' 0", head.channel)))
+    }
+
     pub fn locked(&self) -> Option<bool> {
         match self.kind {
             Found::Kind(StatusKind::ReadWrite) => Some(self.mode.is_some()),
@@ -383,7 +403,7 @@ pub async fn inspect(client: &Client, name: &str, kind: Option<StatusKind>) -> C
                 .map(|f| format!("{}:{}", names.lock_channel, text(f)))
                 .collect();
             let subs = raw.subscribers(&waiter_channels).await;
-            for (entry, subscribers) in queue.iter().zip(subs) {
+            for ((entry, subscribers), channel) in queue.iter().zip(subs).zip(&waiter_channels) {
                 let field_text = text(entry);
                 let field = Field::parse(&field_text).unwrap_or(Field {
                     raw: field_text.clone(),
@@ -394,6 +414,7 @@ pub async fn inspect(client: &Client, name: &str, kind: Option<StatusKind>) -> C
                 status.queue.push(Waiter {
                     deadline_ms: deadlines.get(&field_text).copied(),
                     field,
+                    channel: channel.clone(),
                     subscribers,
                 });
             }

@@ -118,6 +118,25 @@ fn status_shows_the_fair_queue_with_deadlines() {
     assert!(text.contains("queue       2 waiting"), "{text}");
     assert!(text.contains("1. client"), "{text}");
     assert!(text.contains("deadline in 5m"), "{text}");
+    assert_eq!(json["free_with_head"], Value::Null, "held: nothing to note");
+    assert!(!text.contains("note "), "{text}");
+
+    // The holder gone (as after a crash, once its TTL ran out) and the head
+    // still queued: the shape a hung Java 3.12-3.23 waiter leaves (issue
+    // 29). `status` says so and gives the command that would wake it.
+    raw.cmd(&["DEL", &name]);
+    let channel = format!("redisson_lock__channel:{{{name}}}:{w1}");
+    let (_, json) = server.json(&["status", &name, "--json"]);
+    assert_eq!(json["free_with_head"]["field"], w1.as_str(), "{json}");
+    assert_eq!(json["free_with_head"]["channel"], channel.as_str());
+    let wake = format!("redis-cli PUBLISH '{channel}' 0");
+    assert_eq!(json["free_with_head"]["wake"], wake.as_str());
+    let text = stdout(&server.cli(&["status", &name]));
+    assert!(
+        text.contains("the lock is free but waiter 1 heads the queue"),
+        "{text}"
+    );
+    assert!(text.contains(&wake), "{text}");
 }
 
 #[test]
