@@ -267,20 +267,8 @@ async fn semaphore_objects(s: &mut Scene) {
     let name = s.name("object");
     let sem = s.fx.client.semaphore(&name).unwrap();
     let obj = format!("sem:{name}");
-    s.java_says(
-        "t1",
-        &format!("exists {obj}"),
-        "false",
-        "java isExists before",
-    )
-    .await;
-    s.java_says(
-        "t1",
-        &format!("trysetpermits {obj} 3"),
-        "true",
-        "java trySetPermits",
-    )
-    .await;
+    java_on(s, &obj, "exists", "false", "java isExists before").await;
+    java_on(s, &obj, "trysetpermits 3", "true", "java trySetPermits").await;
     s.steps
         .eq(sem.is_exists().await.unwrap(), true, "rust is_exists");
     s.steps.eq(
@@ -297,13 +285,7 @@ async fn semaphore_objects(s: &mut Scene) {
         .eq(sem.clear_expire().await.unwrap(), true, "rust clear_expire");
     s.steps
         .eq(s.pttl(&name).await, -1, "PTTL after rust's clear_expire");
-    s.java_says(
-        "t1",
-        &format!("expire {obj} 60000"),
-        "true",
-        "java expire(60 s)",
-    )
-    .await;
+    java_on(s, &obj, "expire 60000", "true", "java expire(60 s)").await;
     let ttl = sem.remain_time_to_live().await.unwrap();
     let in_a_minute = matches!(ttl, redisson_lock::Ttl::Expires(d)
         if d <= Duration::from_secs(60) && d > Duration::from_secs(59));
@@ -311,20 +293,13 @@ async fn semaphore_objects(s: &mut Scene) {
         in_a_minute,
         format!("rust remain_time_to_live {ttl:?} after java's expire"),
     );
-    s.java_says(
-        "t1",
-        &format!("clearexpire {obj}"),
-        "true",
-        "java clearExpire",
-    )
-    .await;
+    java_on(s, &obj, "clearexpire", "true", "java clearExpire").await;
     s.steps.eq(
         sem.remain_time_to_live().await.unwrap(),
         redisson_lock::Ttl::NoExpiry,
         "rust remain_time_to_live after java's clearExpire",
     );
-    s.java_says("t1", &format!("delete {obj}"), "true", "java delete")
-        .await;
+    java_on(s, &obj, "delete", "true", "java delete").await;
     s.steps.eq(
         sem.is_exists().await.unwrap(),
         false,
@@ -338,16 +313,18 @@ async fn semaphore_objects(s: &mut Scene) {
         "rust try_set_permits",
     );
     s.steps.eq(sem.delete().await.unwrap(), true, "rust delete");
-    s.java_says(
-        "t1",
-        &format!("exists {obj}"),
+    java_on(
+        s,
+        &obj,
+        "exists",
         "false",
         "java isExists after rust's delete",
     )
     .await;
-    s.java_says(
-        "t1",
-        &format!("remainttl {obj}"),
+    java_on(
+        s,
+        &obj,
+        "remainttl",
         "-2",
         "java remainTimeToLive of nothing",
     )
@@ -361,26 +338,13 @@ async fn permit_semaphore_objects(s: &mut Scene) {
     let pes = s.fx.client.permit_expirable_semaphore(&name).unwrap();
     let timeouts = pes.timeouts_key().to_string();
     let obj = format!("pes:{name}");
-    s.java_says(
-        "t1",
-        &format!("trysetpermits {obj} 3"),
-        "true",
-        "java trySetPermits",
-    )
-    .await;
+    java_on(s, &obj, "trysetpermits 3", "true", "java trySetPermits").await;
     s.java.ok("t1", &format!("acquire {obj} -1")).await;
     pes.acquire(None).await.unwrap().forget();
-    s.java_says("t1", &format!("exists {obj}"), "true", "java isExists")
-        .await;
+    java_on(s, &obj, "exists", "true", "java isExists").await;
     s.steps
         .eq(pes.is_exists().await.unwrap(), true, "rust is_exists");
-    s.java_says(
-        "t1",
-        &format!("expire {obj} 60000"),
-        "true",
-        "java expire(60 s)",
-    )
-    .await;
+    java_on(s, &obj, "expire 60000", "true", "java expire(60 s)").await;
     for key in [&name, &timeouts] {
         let ttl = s.pttl(key).await;
         s.steps.check(
@@ -410,13 +374,7 @@ async fn permit_semaphore_objects(s: &mut Scene) {
         about_a_minute(ttl),
         format!("java remainTimeToLive {ttl} after rust's expire"),
     );
-    s.java_says(
-        "t1",
-        &format!("clearexpire {obj}"),
-        "true",
-        "java clearExpire",
-    )
-    .await;
+    java_on(s, &obj, "clearexpire", "true", "java clearExpire").await;
     s.steps.eq(
         (s.pttl(&name).await, s.pttl(&timeouts).await),
         (-1, -1),
@@ -428,23 +386,17 @@ async fn permit_semaphore_objects(s: &mut Scene) {
         (-2, -2),
         "both keys gone after rust's delete",
     );
-    s.java_says(
-        "t1",
-        &format!("exists {obj}"),
+    java_on(
+        s,
+        &obj,
+        "exists",
         "false",
         "java isExists after rust's delete",
     )
     .await;
-    s.java_says(
-        "t1",
-        &format!("trysetpermits {obj} 1"),
-        "true",
-        "java trySetPermits",
-    )
-    .await;
+    java_on(s, &obj, "trysetpermits 1", "true", "java trySetPermits").await;
     pes.acquire(None).await.unwrap().forget();
-    s.java_says("t1", &format!("delete {obj}"), "true", "java delete")
-        .await;
+    java_on(s, &obj, "delete", "true", "java delete").await;
     s.steps.eq(
         (s.pttl(&name).await, s.pttl(&timeouts).await),
         (-2, -2),
@@ -468,13 +420,7 @@ async fn latch_objects(s: &mut Scene) {
         false,
         "rust is_exists before",
     );
-    s.java_says(
-        "t1",
-        &format!("trysetcount {obj} 2"),
-        "true",
-        "java trySetCount",
-    )
-    .await;
+    java_on(s, &obj, "trysetcount 2", "true", "java trySetCount").await;
     s.steps
         .eq(latch.is_exists().await.unwrap(), true, "rust is_exists");
     let l2 = latch.clone();
@@ -483,8 +429,7 @@ async fn latch_objects(s: &mut Scene) {
         |r| format!("await_for returned {r:?}"),
     );
     s.subscribed(&latch_channel(&name), 1).await;
-    s.java_says("t1", &format!("delete {obj}"), "true", "java delete")
-        .await;
+    java_on(s, &obj, "delete", "true", "java delete").await;
     let (_, opened) = waiter.returned().await;
     s.steps.eq(
         opened,
@@ -496,17 +441,25 @@ async fn latch_objects(s: &mut Scene) {
         true,
         "rust try_set_count",
     );
-    s.java_says("t1", &format!("exists {obj}"), "true", "java isExists")
-        .await;
+    java_on(s, &obj, "exists", "true", "java isExists").await;
     s.steps
         .eq(latch.delete().await.unwrap(), true, "rust delete");
-    s.java_says(
-        "t1",
-        &format!("exists {obj}"),
+    java_on(
+        s,
+        &obj,
+        "exists",
         "false",
         "java isExists after rust's delete",
     )
     .await;
+}
+
+/// Java's `op` (with `args`, if any, after the object) on the object
+/// `obj`, thread t1, replies `ok want`.
+async fn java_on(s: &mut Scene, obj: &str, op: &str, want: &str, what: &str) {
+    let (op, args) = op.split_once(' ').unwrap_or((op, ""));
+    let line = format!("{op} {obj} {args}");
+    s.java_says("t1", line.trim_end(), want, what).await;
 }
 
 /// A fresh semaphore of `kind` (`sem`, `pes`) named `s.name(what)`, which
