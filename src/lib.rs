@@ -177,7 +177,18 @@ pub use sync::semaphore::{Semaphore, SemaphorePermit};
 /// Re-export of the Redis client crate, for [`Config::redis`].
 pub use fred;
 
+/// The UUID type of [`Client::id`] (Redisson's client id, the first part of
+/// every owner field), re-exported so that callers need no `uuid`
+/// dependency of their own.
+pub use uuid::Uuid;
+
 /// The README's examples, compiled as doctests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// docs/REDISSON.md's examples (the guide for Java shops), compiled as
+/// doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/REDISSON.md")]
+pub struct RedissonGuideDoctests;

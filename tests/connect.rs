@@ -160,6 +160,30 @@ async fn nobody_listening_fails_fast_with_a_typed_error() {
     );
 }
 
+/// A refused connection names the server it tried, `host:port`, in its
+/// text and through `Error::server` (issue 29: "Connection refused" alone
+/// did not say where).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_connection_names_the_server() {
+    let port = free_port();
+    let config = Config::from_url(&format!("redis://127.0.0.1:{port}")).unwrap();
+    let error = match tokio::time::timeout(Duration::from_secs(10), Client::connect(config))
+        .await
+        .expect("connect returned within 10 s")
+    {
+        Err(e) => e,
+        Ok(_) => panic!("connected to port {port}, where nobody should listen"),
+    };
+    let address = format!("127.0.0.1:{port}");
+    let text = error.to_string();
+    println!("{text}");
+    assert!(
+        text.starts_with(&format!("Redis connection error at {address}: ")),
+        "{text:?} does not name {address}"
+    );
+    assert_eq!(error.server(), Some(address.as_str()));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusing_proxy_fails_within_the_timeout_then_connects_again() {
     let server = Server::private();

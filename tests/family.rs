@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::{eventually, numsub, unique, wait_numsub, Fixture, Server};
 use fred::prelude::*;
 use parking_lot::Mutex;
-use redisson_lock::{BackOff, Client, Config, MultiLock, Ttl};
+use redisson_lock::{BackOff, Client, Config, MultiLock, Owner, Ttl};
 
 #[tokio::test]
 async fn spin_lock_shares_rlocks_layout_and_publishes_nothing() {
@@ -188,6 +188,53 @@ async fn multi_lock_is_all_or_nothing() {
     for name in &names {
         assert!(!client.lock(name).unwrap().is_locked().await.unwrap());
     }
+}
+
+/// Redisson's `isHeldByThread(threadId)` on a multi-lock: `is_held_by`
+/// answers for members taken by an explicit owner, on each member's own
+/// client; RedLock needs a majority.
+#[tokio::test]
+async fn multi_lock_is_held_by_its_owner() {
+    let fx = Fixture::new("multi-held").await;
+    let (client, other, base) = (&fx.client, fx.client().await, &fx.name);
+    let me = Owner::new(7);
+    let names = [
+        format!("{base}-a"),
+        format!("{base}-b"),
+        format!("{base}-c"),
+    ];
+    let multi = MultiLock::new([
+        client.lock(&names[0]).unwrap().with_owner(me),
+        other.lock(&names[1]).unwrap().with_owner(me),
+    ])
+    .unwrap();
+    assert!(!multi.is_held_by(me).await.unwrap());
+    let guard = multi.lock().await.unwrap();
+    assert!(multi.is_held_by(me).await.unwrap());
+    assert!(!multi.is_held_by(Owner::new(8)).await.unwrap());
+    // Each member's field is its own client's: the same owner on the other
+    // client does not hold the first member.
+    let swapped = MultiLock::new([
+        other.lock(&names[0]).unwrap().with_owner(me),
+        client.lock(&names[1]).unwrap().with_owner(me),
+    ])
+    .unwrap();
+    assert!(!swapped.is_held_by(me).await.unwrap());
+    guard.unlock().await.unwrap();
+    assert!(!multi.is_held_by(me).await.unwrap());
+
+    // RedLock: two of three is held.
+    let red = MultiLock::red_lock([
+        client.lock(&names[0]).unwrap().with_owner(me),
+        client.lock(&names[1]).unwrap().with_owner(me),
+        client.lock(&names[2]).unwrap().with_owner(me),
+    ])
+    .unwrap();
+    let blocker = other.lock(&names[2]).unwrap().lock().await.unwrap();
+    let guard = red.lock().await.unwrap();
+    assert!(red.is_held_by(me).await.unwrap());
+    guard.unlock().await.unwrap();
+    blocker.unlock().await.unwrap();
 }
 
 #[tokio::test]

@@ -10,10 +10,12 @@
 //! other awake, hand a lock over at its TTL when the JVM holding it is killed,
 //! share fencing tokens, and downgrade write to read locks on both sides; for
 //! RLock, fair, non-reentrant (fair and plain), read-write, spin and fenced
-//! locks, RSemaphore, RPermitExpirableSemaphore and RCountDownLatch. The core
+//! locks, RSemaphore, RPermitExpirableSemaphore and RCountDownLatch (their
+//! object methods too: exists, delete, expiry). The core
 //! scenarios run again on a Redis Cluster (classic and sharded pub/sub) and
 //! under Sentinel. Other tests check docs/PROTOCOL.md §11's statements about
-//! versions where they can be observed.
+//! versions where they can be observed. `redisson_method_parity` checks
+//! docs/REDISSON.md's method table against Redisson 4.7's interfaces.
 //!
 //! Each scenario is one test per Redisson version (`rlock::redisson_4_7_0`,
 //! ...), one JVM per test, run against the builds found in
@@ -109,6 +111,13 @@ per_version!(
     cluster,
     sentinel,
 );
+
+/// Every public method of Redisson 4.7's lock and synchronizer interfaces
+/// has a row in docs/REDISSON.md's method parity table (tests/java/parity.rs).
+#[test]
+fn redisson_method_parity() {
+    scenarios::parity::check();
+}
 
 /// Every version `REDISSON_VERSIONS` names has tests here.
 #[test]

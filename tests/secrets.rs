@@ -165,6 +165,10 @@ async fn connecting_with_a_wrong_password_shows_no_secret_anywhere() {
     let err = Client::connect(config).await.unwrap_err();
     assert!(matches!(err, Error::Auth(_)), "{err:?}");
     assert_hidden("the error", &format!("{err} {err:?} {err:#?}"), &secrets);
+    // ... and says which server refused.
+    let address = format!("127.0.0.1:{}", server.port);
+    assert_eq!(err.server(), Some(address.as_str()), "{err}");
+    assert!(err.to_string().contains(&address), "{err}");
     let mut source = std::error::Error::source(&err);
     while let Some(cause) = source {
         assert_hidden(
@@ -205,4 +209,21 @@ async fn connecting_with_a_wrong_password_shows_no_secret_anywhere() {
         traced.len(),
         &traced[..traced.len().min(2000)]
     );
+}
+
+/// A connection refused at an address given with credentials names the
+/// address (`host:port`), never the user's password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_connection_names_the_address_not_the_password() {
+    captured();
+    let port = common::free_port();
+    let secret = "refused-secret-pw";
+    let config = Config::from_url(&format!("redis://locker:{secret}@127.0.0.1:{port}")).unwrap();
+    let err = Client::connect(config).await.unwrap_err();
+    let shown = format!("{err} {err:?} {err:#?}");
+    assert_hidden("the error", &shown, &[secret]);
+    let address = format!("127.0.0.1:{port}");
+    assert!(err.to_string().contains(&address), "{err}");
+    assert_eq!(err.server(), Some(address.as_str()));
+    assert_hidden("tracing output", &traced(), &[secret]);
 }

@@ -237,7 +237,7 @@ async fn a_waiter_is_woken_by_publish_long_before_any_timeout() {
         let sem = other.semaphore(&fx.name).unwrap();
         async move {
             let permit = sem
-                .try_acquire_for(Duration::from_secs(20), 2)
+                .try_acquire_permits_for(2, Duration::from_secs(20))
                 .await
                 .unwrap()
                 .expect("acquired");
@@ -286,7 +286,7 @@ async fn java_shaped_commands_observe_and_drive_ours() {
     for _ in 0..3 {
         let sem = sem.clone();
         waiters.push(tokio::spawn(async move {
-            sem.try_acquire_for(Duration::from_secs(20), 1)
+            sem.try_acquire_permits_for(1, Duration::from_secs(20))
                 .await
                 .unwrap()
         }));
@@ -427,7 +427,8 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        sem.try_acquire_for(Duration::from_secs(1), u32::MAX).await,
+        sem.try_acquire_permits_for(u32::MAX, Duration::from_secs(1))
+            .await,
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
@@ -509,7 +510,7 @@ fn blocking_semaphore() {
     let waiter = std::thread::spawn({
         let sem = sem.clone();
         move || {
-            sem.try_acquire_for(Duration::from_secs(20), 1)
+            sem.try_acquire_permits_for(1, Duration::from_secs(20))
                 .unwrap()
                 .map(|p| p.release())
         }
@@ -523,4 +524,120 @@ fn blocking_semaphore() {
     sem.release(1).unwrap();
     let as_async: &redisson_lock::Semaphore = sem.as_async();
     assert_eq!(as_async.name(), name);
+    // The object methods, blocking.
+    assert!(sem.is_exists().unwrap());
+    assert!(sem.expire(Duration::from_secs(60)).unwrap());
+    assert!(matches!(
+        sem.remain_time_to_live().unwrap(),
+        redisson_lock::Ttl::Expires(_)
+    ));
+    assert!(sem.clear_expire().unwrap());
+    assert!(sem.delete().unwrap());
+    assert!(!sem.is_exists().unwrap());
+}
+
+/// The synchronizers as Redis objects, with Redisson's effect on Redis
+/// (docs/PROTOCOL.md §7.5): `is_exists`, `expire` (`PEXPIRE` on the count,
+/// and on `{N}:timeout` for the permit-expirable semaphore),
+/// `remain_time_to_live` (`PTTL N`), `clear_expire` (`PERSIST`), `delete`
+/// (`DEL`, both keys for the permit-expirable semaphore; nothing published,
+/// while the latch publishes `1`), and bad TTLs refused before anything is
+/// written.
+#[tokio::test]
+async fn synchronizers_exist_expire_and_delete_as_redisson_objects() {
+    use redisson_lock::{LatchOpened, Ttl};
+    let fx = Fixture::new("sem-object").await;
+    let sem = fx.client.semaphore(&format!("{}-sem", fx.name)).unwrap();
+    let n = sem.name().to_string();
+
+    assert!(!sem.is_exists().await.unwrap());
+    assert_eq!(sem.remain_time_to_live().await.unwrap(), Ttl::NotLocked);
+    assert!(!sem.expire(Duration::from_secs(60)).await.unwrap());
+    assert!(!sem.clear_expire().await.unwrap());
+    assert!(!sem.delete().await.unwrap());
+    assert!(sem.try_set_permits(3).await.unwrap());
+    assert!(sem.is_exists().await.unwrap());
+    assert_eq!(sem.remain_time_to_live().await.unwrap(), Ttl::NoExpiry);
+    for bad in [Duration::ZERO, Duration::from_micros(999), Duration::MAX] {
+        assert!(matches!(
+            sem.expire(bad).await,
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    assert_eq!(fx.pttl(&n).await, -1, "a refused expire wrote nothing");
+    assert!(sem.expire(Duration::from_secs(60)).await.unwrap());
+    let pttl = fx.pttl(&n).await;
+    assert!((59_000..=60_000).contains(&pttl), "{pttl}");
+    match sem.remain_time_to_live().await.unwrap() {
+        Ttl::Expires(d) => assert!(d <= Duration::from_secs(60) && d > Duration::from_secs(59)),
+        other => panic!("{other:?}"),
+    }
+    assert!(sem.clear_expire().await.unwrap());
+    assert_eq!(fx.pttl(&n).await, -1);
+    let mut heard = fx.listen(&channel(&n)).await;
+    assert!(sem.delete().await.unwrap());
+    assert!(!fx.exists(&n).await);
+    assert!(!sem.is_exists().await.unwrap());
+    let _: i64 = fx.raw.publish(channel(&n), "marker").await.unwrap();
+    assert_eq!(
+        heard.drain().await,
+        vec!["marker".to_string()],
+        "delete published nothing"
+    );
+
+    // Permit-expirable: both keys.
+    let pes = fx
+        .client
+        .permit_expirable_semaphore(&format!("{}-pes", fx.name))
+        .unwrap();
+    let (n, timeouts) = (pes.name().to_string(), pes.timeouts_key().to_string());
+    assert!(pes.try_set_permits(2).await.unwrap());
+    let permit = pes.acquire(None).await.unwrap();
+    permit.forget();
+    assert!(fx.exists(&timeouts).await);
+    assert!(pes.expire(Duration::from_secs(60)).await.unwrap());
+    for key in [&n, &timeouts] {
+        let pttl = fx.pttl(key).await;
+        assert!((59_000..=60_000).contains(&pttl), "{key}: {pttl}");
+    }
+    assert!(matches!(
+        pes.remain_time_to_live().await.unwrap(),
+        Ttl::Expires(_)
+    ));
+    assert!(pes.clear_expire().await.unwrap());
+    assert_eq!((fx.pttl(&n).await, fx.pttl(&timeouts).await), (-1, -1));
+    // Only the timeouts set has an expiry: still `true` (any key's).
+    let _: bool = fx.raw.pexpire(&timeouts, 60_000, None).await.unwrap();
+    assert!(pes.clear_expire().await.unwrap());
+    assert!(!pes.clear_expire().await.unwrap());
+    assert!(pes.delete().await.unwrap());
+    assert!(!fx.exists(&n).await && !fx.exists(&timeouts).await);
+    assert!(!pes.is_exists().await.unwrap());
+    assert!(!pes.delete().await.unwrap());
+    // The timeouts set alone counts as existing for delete (Redisson's DEL
+    // of both keys), not for is_exists (EXISTS N).
+    let _: i64 = fx
+        .raw
+        .zadd(&timeouts, None, None, false, false, (1.0, "x"))
+        .await
+        .unwrap();
+    assert!(!pes.is_exists().await.unwrap());
+    assert!(pes.delete().await.unwrap());
+
+    // The latch: is_exists; delete publishes 1 and opens our awaiters.
+    let latch = fx
+        .client
+        .count_down_latch(&format!("{}-latch", fx.name))
+        .unwrap();
+    assert!(!latch.is_exists().await.unwrap());
+    assert!(latch.try_set_count(2).await.unwrap());
+    assert!(latch.is_exists().await.unwrap());
+    let awaiting = tokio::spawn({
+        let latch = latch.clone();
+        async move { latch.await_for(Duration::from_secs(20)).await.unwrap() }
+    });
+    wait_numsub(&fx.raw, latch.channel(), 1).await;
+    assert!(latch.delete().await.unwrap());
+    assert_eq!(awaiting.await.unwrap(), Some(LatchOpened::Deleted));
+    assert!(!latch.is_exists().await.unwrap());
 }

@@ -11,7 +11,10 @@ use nix::sys::signal::Signal;
 use redisson_lock::PubSubMode;
 
 pub use crate::values::format_duration_ms;
-use crate::values::{parse_check, parse_duration, parse_interval, parse_lease, parse_signal};
+use crate::values::{
+    parse_check, parse_duration, parse_interval, parse_lease, parse_signal, parse_timeout,
+    parse_watchdog,
+};
 
 /// The default server when neither `--url` nor `REDIS_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
@@ -65,7 +68,7 @@ pub struct Global {
     )]
     pub url: Option<String>,
     /// Reply timeout per Redis command (default 3s)
-    #[arg(long, global = true, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, global = true, value_name = "D", value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
     /// Pub/sub mode (default: auto)
     #[arg(
@@ -94,8 +97,15 @@ gone, Redis stayed unreachable until the lease could have run out, someone force
 the lease ended), the whole group is sent --signal (default TERM), then KILL after --grace \
 (default 10s), and the exit status is 76. SIGINT (Ctrl-C), SIGTERM and SIGHUP are passed on to \
 the group; the lock is released once the group has ended (what is left of it is killed --grace \
-after COMMAND itself ended). Not being the terminal's foreground job, COMMAND cannot read from \
-the terminal: give it its input from a file or a pipe.
+after COMMAND itself ended). If this tool dies while COMMAND runs (even by SIGKILL), a guardian \
+process sends the group --signal, then KILL after --grace. Not being the terminal's foreground \
+job, COMMAND cannot read from the terminal: give it its input from a file or a pipe, or use \
+--foreground.
+
+With --foreground, COMMAND runs in this tool's own process group, as with timeout --foreground: \
+it can read from the terminal and gets Ctrl-C (and the terminal's other signals) directly, and \
+Ctrl-C is not passed on a second time. What is given up: a lost lock, TERM or HUP passed on, and \
+the guardian reach COMMAND alone, not the processes it started, and those are not waited for.
 
 COMMAND gets REDISSON_LOCK_NAME, REDISSON_LOCK_KIND, REDISSON_LOCK_OWNER and, for a fenced \
 lock, REDISSON_LOCK_TOKEN in its environment."
@@ -179,11 +189,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "D", value_parser = parse_check, default_value = "1s")]
     pub check: Duration,
     /// Lease of a renewed lock, renewed every third of it (default 30s)
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_watchdog)]
     pub watchdog: Option<Duration>,
     /// Exit status when the lock is busy
     #[arg(short = 'E', long = "conflict-exit-code", value_name = "N", default_value_t = crate::exit::BUSY)]
     pub conflict_exit: u8,
+    /// Run COMMAND in this tool's process group, so that it can read from
+    /// the terminal and gets Ctrl-C from it (as timeout --foreground); a
+    /// lost lock, a signal or this tool's death then reach COMMAND alone,
+    /// not what it started
+    #[arg(long)]
+    pub foreground: bool,
     /// The command and its arguments, after --
     #[arg(
         last = true,

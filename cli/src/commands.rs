@@ -202,6 +202,7 @@ pub async fn list(client: &Client, args: &ListArgs, as_json: bool) -> CliResult<
         rows.push(json!({
             "name": name,
             "kind": kind.as_str(),
+            "candidates": found.candidates(),
             "redis_type": t,
             "ttl_ms": inspect::ttl_json(ttl_ms),
             "no_expiry": ttl_ms == -1,
@@ -231,6 +232,12 @@ pub async fn list(client: &Client, args: &ListArgs, as_json: bool) -> CliResult<
             row["waiting"].as_i64().unwrap_or(0),
             row["name"].as_str().unwrap_or("?"),
         ));
+    }
+    if rows.iter().any(|r| r["kind"] == StatusKind::Rlock.as_str()) {
+        out.push_str(
+            "rlock: also a non-reentrant or spin lock, or a held fair lock with nobody queued \
+             (same layout; `status NAME --kind K` reads it as K)\n",
+        );
     }
     print(&out)?;
     Ok(exit::OK)

@@ -7,6 +7,7 @@
 mod args;
 mod commands;
 mod exit;
+mod guardian;
 mod inspect;
 mod run;
 mod values;
@@ -21,7 +22,11 @@ use crate::args::{Cli, Command, Global};
 use crate::exit::{CliError, CliResult};
 
 fn main() -> ExitCode {
-    let cli = match args::parse(std::env::args_os()) {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == guardian::MODE) {
+        return guardian::main(&argv[2..]);
+    }
+    let cli = match args::parse(argv) {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to standard output, errors (with the

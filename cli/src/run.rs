@@ -9,12 +9,13 @@ use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use redisson_lock::{AnyKind, Client, Error, Lock, LockGuard};
+use redisson_lock::{AnyKind, Client, Error, Lock, LockGuard, LostReason};
 use tokio::signal::unix::{signal, Signal as Handler, SignalKind};
 use tokio::time::Instant;
 
 use crate::args::{format_duration_ms, LockKind, RunArgs};
 use crate::exit::{self, CliError, CliResult};
+use crate::guardian::{Guardian, Target};
 
 /// The signals the tool handles itself while it holds or waits for a lock,
 /// so that it can release the lock before it exits.
@@ -128,35 +129,37 @@ async fn acquire(
     Ok(guard.map(|g| (g, None)))
 }
 
-/// The command's process group: the command, and whatever it starts that
-/// does not leave the group (a daemon that calls setsid does).
-#[derive(Debug, Clone, Copy)]
-struct Group(Pid);
-
-impl Group {
-    /// Send `sig` to every process of the group; false if none was there.
-    /// As timeout(1) does, a `CONT` follows, so that a stopped process (one
-    /// that read from the terminal, say) acts on it.
-    fn signal(self, sig: Signal) -> bool {
-        let sent = killpg(self.0, sig).is_ok();
-        if sent && sig != Signal::SIGKILL && sig != Signal::SIGCONT {
-            let _ = killpg(self.0, Signal::SIGCONT);
+/// Whether any process of the command's group is left ([`Target::Group`]:
+/// the command, and whatever it starts that does not leave the group; a
+/// daemon that calls setsid does). Only once the command itself has been
+/// waited for: this reaps the group's processes that are our children
+/// (orphans, on Linux, come to us as their subreaper), and would otherwise
+/// take the command's own status from tokio. With `--foreground`
+/// ([`Target::Process`]) only the command is followed: nothing is left.
+fn alive_after_leader(target: Target) -> bool {
+    let Target::Group(group) = target else {
+        return false;
+    };
+    while let Ok(status) = waitpid(Pid::from_raw(-group.as_raw()), Some(WaitPidFlag::WNOHANG)) {
+        if status == WaitStatus::StillAlive {
+            break;
         }
-        sent
     }
+    killpg(group, None::<Signal>) != Err(Errno::ESRCH)
+}
 
-    /// Whether any process of the group is left. Only once the command
-    /// itself has been waited for: this reaps the group's processes that are
-    /// our children (orphans, on Linux, come to us as their subreaper), and
-    /// would otherwise take the command's own status from tokio.
-    fn alive_after_leader(self) -> bool {
-        while let Ok(status) = waitpid(Pid::from_raw(-self.0.as_raw()), Some(WaitPidFlag::WNOHANG))
-        {
-            if status == WaitStatus::StillAlive {
-                break;
-            }
-        }
-        killpg(self.0, None::<Signal>) != Err(Errno::ESRCH)
+/// Why the lock was lost, for people.
+fn lost_text(reason: LostReason) -> String {
+    match reason {
+        LostReason::ForceUnlocked => "it was force-unlocked through this tool".into(),
+        LostReason::Gone => "it was found gone from Redis (force-unlocked by another client, \
+                             deleted, or expired)"
+            .into(),
+        LostReason::NotRenewed => "it could not be renewed before its lease could have run out \
+                                   (Redis unreachable or stalled)"
+            .into(),
+        LostReason::LeaseEnded => "its --lease ran out".into(),
+        other => other.to_string(),
     }
 }
 
@@ -205,11 +208,14 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
     };
 
     let mut command = tokio::process::Command::new(&args.command[0]);
-    command
-        .args(&args.command[1..])
+    if !args.foreground {
         // A group of its own, so that a lost lock or a signal reaches
         // everything the command started, not only the command.
-        .process_group(0)
+        command.process_group(0);
+        become_subreaper();
+    }
+    command
+        .args(&args.command[1..])
         .env("REDISSON_LOCK_NAME", &args.name)
         .env("REDISSON_LOCK_KIND", args.kind.as_str())
         .env("REDISSON_LOCK_OWNER", guard.field());
@@ -217,11 +223,12 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
         Some(token) => command.env("REDISSON_LOCK_TOKEN", token.to_string()),
         None => command.env_remove("REDISSON_LOCK_TOKEN"),
     };
-    become_subreaper();
+    let foreground = args.foreground;
     let spawned =
         command.spawn().and_then(
             |child| match child.id().and_then(|id| i32::try_from(id).ok()) {
-                Some(pid) => Ok((child, Group(Pid::from_raw(pid)))),
+                Some(pid) if foreground => Ok((child, Target::Process(Pid::from_raw(pid)))),
+                Some(pid) => Ok((child, Target::Group(Pid::from_raw(pid)))),
                 None => Err(std::io::Error::other("the command has no process id")),
             },
         );
@@ -241,6 +248,17 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
         }
     };
 
+    // If this process dies (even by SIGKILL), the guardian ends the group.
+    let guardian = match Guardian::start(group, args.signal, args.grace) {
+        Ok(guardian) => Some(guardian),
+        Err(e) => {
+            say(format_args!(
+                "cannot watch over the command ({e}): it would outlive this tool if killed"
+            ));
+            None
+        }
+    };
+
     let lost = guard.lost();
     tokio::pin!(lost);
     let mut check = tokio::time::interval(args.check);
@@ -257,7 +275,7 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
 
     let status = loop {
         if let Some(status) = leader {
-            if !stopping || !group.alive_after_leader() {
+            if !stopping || !alive_after_leader(group) {
                 break status;
             }
             match (kill_at, killed_at) {
@@ -283,17 +301,26 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
                 });
                 continue;
             }
-            _ = &mut lost, if !was_lost => "it could no longer be renewed or its lease ran out",
+            reason = &mut lost, if !was_lost => lost_text(reason),
             _ = check.tick(), if !was_lost => match guard.is_held().await {
-                Ok(false) => "it is no longer held in Redis (expired or force-unlocked)",
+                Ok(false) => guard.lost_reason().map_or_else(
+                    || "it is no longer held in Redis (force-unlocked by another client, \
+                        deleted, or expired)"
+                        .to_owned(),
+                    lost_text,
+                ),
                 // Unreachable Redis: the watchdog's lost() decides, at the
                 // latest when the lease can have run out.
                 Ok(true) | Err(_) => continue,
             },
             got = signals.recv() => {
-                // Ctrl-C reaches only this process now that the command has
-                // a group of its own: INT is passed on like TERM and HUP.
-                group.signal(got.signal());
+                // Ctrl-C reaches only this process when the command has a
+                // group of its own: INT is passed on like TERM and HUP. In
+                // the foreground the terminal sent INT to the command too:
+                // passing it on would deliver it twice.
+                if !(foreground && got == Got::Int) {
+                    group.signal(got.signal());
+                }
                 stopping = true;
                 continue;
             }
@@ -330,6 +357,9 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
         }
     };
 
+    if let Some(guardian) = guardian {
+        guardian.stand_down();
+    }
     let code = status.map_or(exit::SOFTWARE, status_code);
     if was_lost {
         // Normally not held any more; if the lock only became uncertain and

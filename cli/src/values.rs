@@ -51,6 +51,16 @@ pub fn parse_lease(text: &str) -> Result<Duration, String> {
     at_least(text, Duration::from_millis(1), "--lease")
 }
 
+/// `--watchdog`: the library's smallest lock watchdog timeout, 3 ms.
+pub fn parse_watchdog(text: &str) -> Result<Duration, String> {
+    at_least(text, Duration::from_millis(3), "--watchdog")
+}
+
+/// `--timeout`: a reply timeout of at least 1 ms.
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    at_least(text, Duration::from_millis(1), "--timeout")
+}
+
 pub fn parse_check(text: &str) -> Result<Duration, String> {
     at_least(text, Duration::from_millis(10), "--check")
 }

@@ -10,6 +10,7 @@
 //   java ... RedissonPeer --cluster redis://a:1,redis://b:2 [--sharded on|off|auto]
 //   java ... RedissonPeer --sentinel MASTER --nodes redis://s1:1,redis://s2:2
 //   options: --watchdog MS (lockWatchdogTimeout)
+//   java ... RedissonPeer --api CLASS...   (no Redis: the public API, see api())
 //
 // On start it prints one line: `ready <clientId> <redissonVersion> <publishCommand>`
 // (or `fatal <ExceptionClass> <message>`). Then every stdin line is a command
@@ -36,6 +37,9 @@
 //   acquire pes:N leaseMs -> id        tryacquire pes:N waitMs leaseMs -> id|null
 //   release pes:N ID          tryrelease pes:N ID -> bool
 //   trysetcount latch:N C -> bool  countdown latch:N  count latch:N -> long  await latch:N ms -> bool
+//   exists sem|pes|latch:N -> bool     delete sem|pes|latch:N -> bool          (RObject)
+//   expire sem|pes:N ms -> bool        clearexpire sem|pes:N -> bool
+//   remainttl sem|pes:N -> long                                                (RExpirable)
 //   counter OBJ KEY N [windowMs]  N times: take OBJ, GET KEY, sleep, SET KEY+1, give OBJ back -> N
 //   quit (exits at once; no reply)
 
@@ -60,7 +64,9 @@ import java.util.function.IntSupplier;
 import org.redisson.Redisson;
 import org.redisson.api.RBucket;
 import org.redisson.api.RCountDownLatch;
+import org.redisson.api.RExpirable;
 import org.redisson.api.RLock;
+import org.redisson.api.RObject;
 import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
@@ -88,6 +94,10 @@ public final class RedissonPeer {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("--api")) {
+            api(Arrays.copyOfRange(args, 1, args.length));
+            return;
+        }
         try {
             redisson = Redisson.create(config(args));
         } catch (Throwable e) {
@@ -129,6 +139,42 @@ public final class RedissonPeer {
         }
         OUT.flush();
         Runtime.getRuntime().halt(0);
+    }
+
+    /**
+     * The public methods of each named class or interface, inherited ones
+     * included (Object's left out), one line each:
+     * `DeclaringType name(ParamType, ...)` with simple type names; for the
+     * Rust parity test (tests/java/parity.rs). An unknown class is a line
+     * `missing CLASS`.
+     */
+    private static void api(String[] classes) {
+        java.util.TreeSet<String> lines = new java.util.TreeSet<>();
+        for (String name : classes) {
+            Class<?> c;
+            try {
+                c = Class.forName(name);
+            } catch (ClassNotFoundException e) {
+                lines.add("missing " + name);
+                continue;
+            }
+            for (Method m : c.getMethods()) {
+                if (m.getDeclaringClass() == Object.class || m.isSynthetic() || m.isBridge()) {
+                    continue;
+                }
+                StringBuilder line = new StringBuilder(m.getDeclaringClass().getSimpleName())
+                        .append(' ').append(m.getName()).append('(');
+                Class<?>[] types = m.getParameterTypes();
+                for (int i = 0; i < types.length; i++) {
+                    line.append(i == 0 ? "" : ", ").append(types[i].getSimpleName());
+                }
+                lines.add(line.append(')').toString());
+            }
+        }
+        for (String line : lines) {
+            OUT.println(line);
+        }
+        OUT.flush();
     }
 
     private static String option(String[] args, String name, String otherwise) {
@@ -347,6 +393,12 @@ public final class RedissonPeer {
         String[] obj = a[1].split(":", 2);
         String kind = obj[0];
         String name = obj[1];
+        if (kind.equals("sem") || kind.equals("pes") || kind.equals("latch")) {
+            String answer = object(kind, name, a);
+            if (answer != null) {
+                return answer;
+            }
+        }
         switch (kind) {
             case "sem":
                 return semaphore(redisson.getSemaphore(name), a);
@@ -405,6 +457,27 @@ public final class RedissonPeer {
                         Long.parseLong(a[2]), Long.parseLong(a[3]), TimeUnit.MILLISECONDS));
             default:
                 return String.valueOf(call(fenced, "getToken", new Class<?>[0]));
+        }
+    }
+
+    /** The RObject / RExpirable ops of a synchronizer, or null for any other op. */
+    private static String object(String kind, String name, String[] a) {
+        RObject o = kind.equals("sem") ? redisson.getSemaphore(name)
+                : kind.equals("pes") ? redisson.getPermitExpirableSemaphore(name)
+                : redisson.getCountDownLatch(name);
+        switch (a[0]) {
+            case "exists":
+                return Boolean.toString(o.isExists());
+            case "delete":
+                return Boolean.toString(o.delete());
+            case "expire":
+                return Boolean.toString(((RExpirable) o).expire(Long.parseLong(a[2]), TimeUnit.MILLISECONDS));
+            case "clearexpire":
+                return Boolean.toString(((RExpirable) o).clearExpire());
+            case "remainttl":
+                return Long.toString(((RExpirable) o).remainTimeToLive());
+            default:
+                return null;
         }
     }
 

@@ -60,13 +60,13 @@ pub enum Error {
     Timeout(Duration),
     /// The connection to Redis failed or was lost (also: a command that
     /// could not be sent because no connection was up).
-    #[error("Redis connection error: {0}")]
+    #[error("Redis connection error{at}: {0}", at = .0.at())]
     Connection(#[source] Cause),
     /// Redis is reachable but cannot serve the command right now: it is
     /// loading its data after a restart (`LOADING`), busy with a script
     /// (`BUSY`), or its cluster is failing over (`TRYAGAIN`, `CLUSTERDOWN`,
     /// `MASTERDOWN`, `READONLY`).
-    #[error("Redis is temporarily unavailable: {0}")]
+    #[error("Redis is temporarily unavailable{at}: {0}", at = .0.at())]
     Unavailable(#[source] Cause),
     /// A write was made on the master, but none of its `replicas` confirmed
     /// it within `timeout` ([`Config::replica_sync`](crate::Config::replica_sync)):
@@ -82,17 +82,17 @@ pub enum Error {
     /// Redis refused the credentials (`WRONGPASS`, `NOAUTH`) or the ACL user
     /// may not run a command or touch a key or channel a lock needs
     /// (`NOPERM`). Not transient: check the user, password and ACL rules.
-    #[error("Redis refused access: {0}")]
+    #[error("Redis refused access{at}: {0}", at = .0.at())]
     Auth(#[source] Cause),
     /// The TLS handshake failed: the server's certificate is not trusted
     /// (wrong or missing CA) or not valid for the host name, the server
     /// does not speak TLS on that port, or the TLS set-up was refused. Not
     /// transient: check the CA given in
     /// [`Config::redis`](crate::Config::redis)`.tls` and the host name.
-    #[error("TLS handshake with Redis failed: {0}")]
+    #[error("TLS handshake with Redis failed{at}: {0}", at = .0.at())]
     Tls(#[source] Cause),
     /// Redis answered with an error not covered above.
-    #[error("Redis error: {0}")]
+    #[error("Redis error{at}: {0}", at = .0.at())]
     Redis(#[source] Cause),
     /// Redis answered with something this crate does not understand.
     #[error("unexpected reply from Redis: {0}")]
@@ -164,6 +164,7 @@ impl Error {
             return Error::Tls(Cause {
                 message: format!("{what}: {err}"),
                 source: Some(err),
+                server: None,
             });
         }
         if UNAVAILABLE.iter().any(|code| details.starts_with(code)) {
@@ -198,7 +199,39 @@ impl Error {
         Error::Connection(Cause {
             message: message.into(),
             source: None,
+            server: None,
         })
+    }
+
+    /// The same error, naming `server` (`host:port`, or a deployment's
+    /// hosts; never credentials) as the one it concerns, unless it already
+    /// names one. Errors without a [`Cause`] are returned as they are.
+    pub(crate) fn at(mut self, server: &str) -> Error {
+        if let Error::Connection(cause)
+        | Error::Unavailable(cause)
+        | Error::Auth(cause)
+        | Error::Tls(cause)
+        | Error::Redis(cause) = &mut self
+        {
+            if cause.server.is_none() && !server.is_empty() {
+                cause.server = Some(server.into());
+            }
+        }
+        self
+    }
+
+    /// The server this error concerns, as `host:port` (or, where no single
+    /// node is known, the deployment's configured hosts), if the error came
+    /// from talking to Redis. Never shows credentials.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Error::Connection(cause)
+            | Error::Unavailable(cause)
+            | Error::Auth(cause)
+            | Error::Tls(cause)
+            | Error::Redis(cause) => cause.server(),
+            _ => None,
+        }
     }
 }
 
@@ -209,6 +242,8 @@ impl Error {
 pub struct Cause {
     message: String,
     source: Option<fred::error::Error>,
+    /// The server it concerns (`host:port`), once known.
+    server: Option<std::sync::Arc<str>>,
 }
 
 impl Cause {
@@ -216,7 +251,23 @@ impl Cause {
         Cause {
             message: readable(&err),
             source: Some(err),
+            server: None,
         }
+    }
+
+    /// The server this concerns: `host:port`, or for a deployment where no
+    /// single node is known, its configured hosts (`cluster
+    /// 10.0.0.1:7000, 10.0.0.2:7000`). Never shows credentials.
+    pub fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    /// ` at <server>` for an error's text, or nothing.
+    fn at(&self) -> String {
+        self.server
+            .as_deref()
+            .map(|s| format!(" at {s}"))
+            .unwrap_or_default()
     }
 
     /// The message.
@@ -350,5 +401,23 @@ mod tests {
         assert_eq!(readable(&kind), "I/O error: UnexpectedEof");
         let plain = FredError::new(ErrorKind::Unknown, "Failed to route command.");
         assert_eq!(readable(&plain), plain.to_string());
+    }
+
+    #[test]
+    fn errors_name_their_server_once() {
+        let refused = FredError::new(
+            ErrorKind::IO,
+            r#"Os { code: 111, kind: ConnectionRefused, message: "Connection refused" }"#,
+        );
+        let error = super::Error::from_redis(refused, "", std::time::Duration::ZERO)
+            .at("127.0.0.1:6379")
+            .at("10.0.0.9:6379");
+        assert_eq!(
+            error.to_string(),
+            "Redis connection error at 127.0.0.1:6379: I/O error: Connection refused (os error 111)"
+        );
+        assert_eq!(error.server(), Some("127.0.0.1:6379"));
+        let closed = super::Error::Closed.at("127.0.0.1:6379");
+        assert_eq!(closed.server(), None);
     }
 }

@@ -83,6 +83,17 @@ impl BlockingCountDownLatch {
         self.runtime.run(self.latch.delete())?
     }
 
+    /// Whether the latch exists.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`CountDownLatch::is_exists`](crate::CountDownLatch::is_exists).
+    pub fn is_exists(&self) -> Result<bool> {
+        self.runtime.run(self.latch.is_exists())?
+    }
+
     /// Wait until the count is zero, or the latch is deleted.
     ///
     /// # Errors

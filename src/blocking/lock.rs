@@ -395,6 +395,17 @@ impl BlockingMultiLock {
         self.runtime.run(self.lock.is_locked())?
     }
 
+    /// Whether `owner` holds the whole (Java's `isHeldByThread`): every
+    /// member, or a majority for RedLock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
+    /// else as [`MultiLock::is_held_by`](crate::MultiLock::is_held_by).
+    pub fn is_held_by(&self, owner: Owner) -> Result<bool> {
+        self.runtime.run(self.lock.is_held_by(owner))?
+    }
+
     /// Try each member once.
     ///
     /// # Errors

@@ -18,6 +18,7 @@ mod client;
 mod count_down_latch;
 mod driver;
 mod lock;
+mod object;
 mod permit_semaphore;
 mod semaphore;
 

@@ -268,3 +268,9 @@ impl Release for crate::sync::permit_semaphore::PermitGuard {
         crate::sync::permit_semaphore::PermitGuard::release(self)
     }
 }
+
+super::object::expirable!(
+    BlockingPermitExpirableSemaphore,
+    semaphore,
+    "PermitExpirableSemaphore"
+);

@@ -82,22 +82,40 @@ impl BlockingSemaphore {
         Ok(permit.map(|p| self.permit(p)))
     }
 
-    /// Take `permits` permits, waiting up to `wait`.
+    /// Take `permits` permits, waiting up to `wait` (Java's
+    /// `tryAcquire(permits, wait, unit)`, in its argument order).
     ///
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
     /// (nothing is sent); else as
-    /// [`Semaphore::try_acquire_for`](crate::Semaphore::try_acquire_for).
+    /// [`Semaphore::try_acquire_permits_for`](crate::Semaphore::try_acquire_permits_for).
+    pub fn try_acquire_permits_for(
+        &self,
+        permits: u32,
+        wait: Duration,
+    ) -> Result<Option<BlockingSemaphorePermit>> {
+        let permit = self
+            .runtime
+            .run(self.semaphore.try_acquire_permits_for(permits, wait))??;
+        Ok(permit.map(|p| self.permit(p)))
+    }
+
+    /// Take `permits` permits, waiting up to `wait`.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_permits_for`](Self::try_acquire_permits_for).
+    #[deprecated(
+        since = "0.1.0",
+        note = "takes (wait, permits), the reverse of Java's tryAcquire(permits, wait): use try_acquire_permits_for(permits, wait)"
+    )]
     pub fn try_acquire_for(
         &self,
         wait: Duration,
         permits: u32,
     ) -> Result<Option<BlockingSemaphorePermit>> {
-        let permit = self
-            .runtime
-            .run(self.semaphore.try_acquire_for(wait, permits))??;
-        Ok(permit.map(|p| self.permit(p)))
+        self.try_acquire_permits_for(permits, wait)
     }
 
     /// Give `permits` permits back without a permit guard.
@@ -228,3 +246,5 @@ impl Release for crate::sync::semaphore::SemaphorePermit {
         crate::sync::semaphore::SemaphorePermit::release(self)
     }
 }
+
+super::object::expirable!(BlockingSemaphore, semaphore, "Semaphore");

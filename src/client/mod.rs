@@ -82,14 +82,16 @@ impl Client {
         // Dropped on any error below (or if this future is dropped), the
         // connections are closed in the background.
         let connections = crate::connection::redis::connect(&config).await?;
-        let commands =
-            Commands::resolve(config.pubsub_mode, &connections.redis, config.timeout).await?;
+        let commands = Commands::resolve(config.pubsub_mode, &connections.redis, config.timeout)
+            .await
+            .map_err(|e| e.at(&config.server_description()))?;
         if config.keyspace_notifications {
             crate::connection::pubsub_commands::check_keyspace_events(
                 &connections.redis,
                 config.timeout,
             )
-            .await?;
+            .await
+            .map_err(|e| e.at(&config.server_description()))?;
         }
         let (redis, subscriber) = connections.keep();
         crate::base::telemetry::describe();

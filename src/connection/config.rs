@@ -353,4 +353,59 @@ impl Config {
             .saturating_mul(self.retry_attempts.max(1))
             .max(Duration::from_millis(1))
     }
+
+    /// Where this configuration connects, for error messages: `host:port`
+    /// for a single server; `cluster h1:p1, h2:p2` (the configured nodes)
+    /// and `sentinel h1:p1, h2:p2 (service NAME)` where the node an error
+    /// concerns is not known. Hosts and ports only, never credentials.
+    pub(crate) fn server_description(&self) -> String {
+        use fred::types::config::ServerConfig;
+        let server = &self.redis.server;
+        let hosts = server
+            .hosts()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        if let ServerConfig::Sentinel { service_name, .. } = server {
+            format!("sentinel {hosts} (service {service_name})")
+        } else if server.is_clustered() {
+            format!("cluster {hosts}")
+        } else {
+            hosts
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Config;
+
+    #[test]
+    fn errors_name_the_server_without_credentials() {
+        // The default address too (issue 29: a refused default connection
+        // named no address).
+        assert_eq!(Config::default().server_description(), "127.0.0.1:6379");
+        let config = Config::from_url("redis://user:pw-1@10.1.2.3:6380/2").unwrap();
+        assert_eq!(config.server_description(), "10.1.2.3:6380");
+        // The configured nodes, in fred's order.
+        for (url, start, end) in [
+            (
+                "redis-cluster://user:pw-1@10.0.0.1:7000?node=10.0.0.2:7001",
+                "cluster ",
+                "",
+            ),
+            (
+                "redis-sentinel://:pw-1@10.0.0.1:7000/0?sentinelServiceName=main&node=10.0.0.2:7001",
+                "sentinel ",
+                " (service main)",
+            ),
+        ] {
+            let shown = Config::from_url(url).unwrap().server_description();
+            assert!(shown.starts_with(start) && shown.ends_with(end), "{shown}");
+            assert!(shown.contains("10.0.0.1:7000, ") || shown.contains(", 10.0.0.1:7000"), "{shown}");
+            assert!(shown.contains("10.0.0.2:7001"), "{shown}");
+            assert!(!shown.contains("pw-1") && !shown.contains("user"), "{shown}");
+        }
+    }
 }

@@ -45,6 +45,7 @@ pub(crate) async fn connect(config: &Config) -> Result<Connections> {
     } else {
         ""
     };
+    let server = config.server_description();
     let timed_out = || {
         Error::connection(format!(
             "could not connect within {:?}{hint}",
@@ -59,7 +60,8 @@ pub(crate) async fn connect(config: &Config) -> Result<Connections> {
             other => other,
         },
         Err(_) => timed_out(),
-    };
+    }
+    .at(&server);
     drop(connections);
     Err(failure)
 }
@@ -149,6 +151,9 @@ pub(crate) struct Redis {
     /// Whether the server is a cluster: only then does a command need its
     /// key's hash slot.
     clustered: bool,
+    /// Where the client connects, as errors name it
+    /// ([`Config::server_description`]).
+    server: std::sync::Arc<str>,
 }
 
 /// How long an idempotent call (a release, an undo, leaving a queue)
@@ -178,9 +183,38 @@ impl Redis {
             replica_sync: config.replica_sync,
             replicas: Default::default(),
             clustered,
+            server: config.server_description().into(),
         };
         let task = tokio::spawn(delete_latches(redis.clone()));
         (redis, task)
+    }
+
+    /// Where the client connects (`host:port`, or a deployment's hosts),
+    /// as errors name it.
+    pub(crate) fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// A fred error as ours ([`Error::from_redis`]), naming the server it
+    /// concerns: in a cluster the node that serves `key`'s slot, as last
+    /// seen, else [`server`](Self::server).
+    pub(crate) fn error(&self, err: fred::error::Error, key: &str) -> Error {
+        let error = Error::from_redis(err, key, self.timeout);
+        if error.server().is_some() {
+            return error;
+        }
+        let node = (self.clustered && !key.is_empty())
+            .then(|| {
+                let slot = fred::util::redis_keyslot(key.as_bytes());
+                self.client
+                    .cached_cluster_state()
+                    .and_then(|state| state.get_server(slot).map(ToString::to_string))
+            })
+            .flatten();
+        match node {
+            Some(node) => error.at(&node),
+            None => error.at(&self.server),
+        }
     }
 
     /// Refuse every command from now on (shutdown).
@@ -247,7 +281,7 @@ impl Redis {
             // may have been lost with it. Deleting again is harmless.
             self.latches.restore(carried);
         }
-        let reply = reply.map_err(|e| Error::from_redis(e, key, self.timeout))?;
+        let reply = reply.map_err(|e| self.error(e, key))?;
         if let (Some(wait), true) = (self.replica_sync, writes) {
             Box::pin(self.sync_replicas(key, wait)).await?;
         }
@@ -414,12 +448,29 @@ impl Redis {
     {
         self.retrying(key, || {
             let fut = self.check_open().map(|()| op(self.client.clone()));
-            async move {
-                fut?.await
-                    .map_err(|e| Error::from_redis(e, key, self.timeout))
-            }
+            async move { fut?.await.map_err(|e| self.error(e, key)) }
         })
         .await
+    }
+
+    /// A plain command that writes `key` (and keys in its slot), sent once:
+    /// after a transient error its outcome is unknown, and a resend could
+    /// answer otherwise (a second `DEL` says the key was not there). Waits
+    /// for replicas afterwards, as scripts that write do, when
+    /// [`Config::replica_sync`] is set.
+    pub(crate) async fn write_once<T, F, Fut>(&self, key: &str, op: F) -> Result<T>
+    where
+        F: FnOnce(fred::clients::Client) -> Fut,
+        Fut: Future<Output = std::result::Result<T, fred::error::Error>>,
+    {
+        self.check_open()?;
+        let reply = op(self.client.clone())
+            .await
+            .map_err(|e| self.error(e, key))?;
+        if let Some(wait) = self.replica_sync {
+            Box::pin(self.sync_replicas(key, wait)).await?;
+        }
+        Ok(reply)
     }
 
     /// Delete an unlock latch soon, without waiting for it: carried by the
@@ -554,7 +605,7 @@ async fn delete(redis: &Redis, keys: Vec<String>) {
                     .client
                     .del::<i64, _>(keys)
                     .await
-                    .map_err(|e| Error::from_redis(e, "", redis.timeout))
+                    .map_err(|e| redis.error(e, ""))
             }
         })
         .await;

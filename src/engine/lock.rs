@@ -70,15 +70,30 @@ impl<K: Kind> std::fmt::Debug for Lock<K> {
     }
 }
 
-/// The remaining time to live of a lock's key (`PTTL`).
+/// The remaining time to live of a lock's key (`PTTL`), or of a
+/// synchronizer's (`remain_time_to_live` of [`Semaphore`](crate::Semaphore)
+/// and [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ttl {
-    /// The key does not exist: nobody holds the lock.
+    /// The key does not exist: nobody holds the lock (a synchronizer: it
+    /// does not exist; Java's `remainTimeToLive()` is -2).
     NotLocked,
-    /// The key exists without expiry (someone removed its TTL).
+    /// The key exists without expiry (someone removed its TTL; a
+    /// synchronizer's count usually has none; Java's -1).
     NoExpiry,
     /// The key expires after this long.
     Expires(Duration),
+}
+
+impl Ttl {
+    /// What `PTTL` replied: -2 no key, -1 no expiry, else milliseconds.
+    pub(crate) fn from_pttl(ms: i64) -> Ttl {
+        match ms {
+            -2 => Ttl::NotLocked,
+            -1 => Ttl::NoExpiry,
+            ms => Ttl::Expires(Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+        }
+    }
 }
 
 impl<K: Kind> Lock<K> {
@@ -389,11 +404,7 @@ impl<K: Kind> Lock<K> {
                 async move { c.pttl(name).await }
             })
             .await?;
-        Ok(match ttl {
-            -2 => Ttl::NotLocked,
-            -1 => Ttl::NoExpiry,
-            ms => Ttl::Expires(Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
-        })
+        Ok(Ttl::from_pttl(ttl))
     }
 
     /// How many times `owner` holds the lock (`HGET`; 0 if not held).

@@ -155,7 +155,9 @@ pub(crate) async fn wait<A: Attempts>(
             match deadline.run(subscribing).await {
                 None => return failures.out_of_time(),
                 Some(Ok(s)) => subscription = Some(s),
+                // The hub's errors name no server: this client's.
                 Some(Err(e)) if e.is_transient() => {
+                    let e = e.at(inner.redis.server());
                     failures.record(e, name, deadline, budget)?;
                     if deadline.expired() {
                         return failures.out_of_time();
@@ -166,7 +168,7 @@ pub(crate) async fn wait<A: Attempts>(
                         .await;
                     continue;
                 }
-                Some(Err(e)) => return Err(e),
+                Some(Err(e)) => return Err(e.at(inner.redis.server())),
             }
         }
         let notified = subscription.as_ref().map(Subscription::notified);

@@ -137,6 +137,53 @@ impl MultiLock {
         Ok(locked >= self.quorum())
     }
 
+    /// Whether `owner` holds the whole (Redisson's
+    /// `isHeldByThread(threadId)` and `isHeldByCurrentThread()`): every
+    /// member for a multi-lock, a majority for RedLock (Java's RedLock asks
+    /// every member, so one unreachable server makes it `false` there). Each
+    /// member is asked (`HEXISTS`) on its own client, for the field
+    /// `<that client's id>:<owner>`.
+    ///
+    /// This answers for members acquired by `owner`: locks made with
+    /// [`Lock::with_owner`] before [`new`](Self::new), as a Java thread
+    /// would. A multi-lock acquired with the default owners (a fresh one per
+    /// member and acquisition) is asked through its guard,
+    /// [`MultiGuard::is_held`].
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
+    /// use redisson_lock::{MultiLock, Owner};
+    /// let me = Owner::new(7);
+    /// let both = MultiLock::new([
+    ///     client.lock("from")?.with_owner(me),
+    ///     client.lock("to")?.with_owner(me),
+    /// ])?;
+    /// let guard = both.lock().await?;
+    /// assert!(both.is_held_by(me).await?);
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The first member query that fails, as [`Lock::is_held_by`].
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads: dropping it at any point leaves nothing behind.
+    #[doc(alias = "isHeldByThread")]
+    #[doc(alias = "is_held_by_thread")]
+    pub async fn is_held_by(&self, owner: crate::Owner) -> Result<bool> {
+        let mut held = 0;
+        for member in self.members.iter() {
+            let field = member.proto.field(&member.inner().env, owner);
+            if member.is_held(&field).await? {
+                held += 1;
+            }
+        }
+        Ok(held >= self.quorum())
+    }
+
     /// The members' names, in acquisition order.
     pub fn names(&self) -> Vec<&str> {
         self.members.iter().map(RawLock::name).collect()

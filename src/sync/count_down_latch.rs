@@ -243,7 +243,7 @@ impl CountDownLatch {
             // part of every awaiter's future, several times over.
             let value: Option<String> = Box::pin(inner.redis.client.get(name.as_str()))
                 .await
-                .map_err(|e| Error::from_redis(e, name, inner.config.timeout))?;
+                .map_err(|e| inner.redis.error(e, name))?;
             // Gone: counted down to zero or deleted, each published with
             // its code, which tells the two apart.
             let gone = value.is_none();

@@ -4,6 +4,7 @@
 pub(crate) mod count;
 pub(crate) mod count_down_latch;
 mod handle;
+mod object;
 pub(crate) mod permit_id;
 pub(crate) mod permit_semaphore;
 mod permit_semaphore_admin;

@@ -170,6 +170,10 @@ impl Semaphore {
     /// # Cancel safety
     ///
     /// As [`acquire`](Self::acquire).
+    #[deprecated(
+        since = "0.1.0",
+        note = "takes (wait, permits), the reverse of Java's tryAcquire(permits, wait): use try_acquire_permits_for(permits, wait)"
+    )]
     pub async fn try_acquire_for(
         &self,
         wait: Duration,

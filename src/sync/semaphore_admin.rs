@@ -17,6 +17,45 @@ use crate::sync::count::{add_call, check_permits, get_count, integer, try_set_ca
 use crate::sync::semaphore::{Mode, Semaphore};
 
 impl Semaphore {
+    /// Take `permits` permits, waiting up to `wait`: Redisson's
+    /// `tryAcquire(permits, wait, unit)` / `tryAcquire(permits, Duration)`,
+    /// in Java's argument order (zero: try once; above
+    /// [`MAX_DURATION`](crate::MAX_DURATION): no time limit). `None` if the
+    /// time ran out. Zero permits: a permit of nothing, at once.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
+    /// use std::time::Duration;
+    /// // Java: semaphore.tryAcquire(2, 5, TimeUnit.SECONDS)
+    /// let sem = client.semaphore("partner-api")?;
+    /// if let Some(permit) = sem.try_acquire_permits_for(2, Duration::from_secs(5)).await? {
+    ///     permit.release().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for more
+    /// than `i32::MAX` permits, before anything is sent;
+    /// [`Error::WrongType`](crate::Error::WrongType) if the key holds
+    /// something other than a count; transient failures are retried until
+    /// the deadline, which then returns the last transient error;
+    /// [`Error::Closed`](crate::Error::Closed) at shutdown.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future gives back whatever it took, in the background.
+    #[doc(alias = "tryAcquire")]
+    pub async fn try_acquire_permits_for(
+        &self,
+        permits: u32,
+        wait: Duration,
+    ) -> Result<Option<crate::SemaphorePermit>> {
+        #[allow(deprecated)]
+        self.try_acquire_for(wait, permits).await
+    }
+
     /// Give `permits` permits back without a permit guard (Redisson's
     /// `release(permits)`): the count goes up by `permits` (there is no upper
     /// bound) and the new count is published. Pair it with permits you

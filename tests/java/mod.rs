@@ -7,6 +7,7 @@ pub mod fenced;
 pub mod killed_holder;
 pub mod lock_state;
 pub mod locks;
+pub mod parity;
 pub mod read_write;
 pub mod sync;
 pub mod topologies;

@@ -43,11 +43,11 @@ pub async fn semaphore(version: &str) {
     let sem = s.fx.client.semaphore(&name).unwrap();
     let waiter = s.waiter(
         async move {
-            sem.try_acquire_for(Duration::from_secs(30), 1)
+            sem.try_acquire_permits_for(1, Duration::from_secs(30))
                 .await
                 .unwrap()
         },
-        |p| format!("try_acquire_for returned {}", p.is_some()),
+        |p| format!("try_acquire_permits_for returned {}", p.is_some()),
     );
     s.subscribed(&format!("redisson_sc:{{{name}}}"), 1).await;
     let released = s.java.call("t1", &format!("release sem:{name}")).await;
@@ -80,6 +80,8 @@ pub async fn semaphore(version: &str) {
         0,
         "permits after java took the released one",
     );
+
+    semaphore_objects(&mut s).await;
 }
 
 pub async fn permit_semaphore(version: &str) {
@@ -189,6 +191,8 @@ pub async fn permit_semaphore(version: &str) {
     );
     let what = "java permit waiter after rust release";
     java_woken(&s.steps, waiting, what, Instant::now()).await;
+
+    permit_semaphore_objects(&mut s).await;
 }
 
 pub async fn latch(version: &str) {
@@ -246,6 +250,216 @@ pub async fn latch(version: &str) {
     latch.count_down().await.unwrap();
     let what = "java latch awaiter after rust's count down";
     java_opened(&s, waiting, what, Instant::now()).await;
+
+    latch_objects(&mut s).await;
+}
+
+/// Java's `pttl` reply (`remainTimeToLive`) is within a minute and one
+/// second below it: an expiry of 60 s set just now.
+fn about_a_minute(ms: i64) -> bool {
+    (59_000..=60_000).contains(&ms)
+}
+
+/// RSemaphore as an object, both ways: `isExists`, `expire`,
+/// `remainTimeToLive`, `clearExpire` and `delete` of one side seen by the
+/// other, with the same effect on the key (docs/PROTOCOL.md §7.5).
+async fn semaphore_objects(s: &mut Scene) {
+    let name = s.name("object");
+    let sem = s.fx.client.semaphore(&name).unwrap();
+    let obj = format!("sem:{name}");
+    java_on(s, &obj, "exists", "false", "java isExists before").await;
+    java_on(s, &obj, "trysetpermits 3", "true", "java trySetPermits").await;
+    s.steps
+        .eq(sem.is_exists().await.unwrap(), true, "rust is_exists");
+    s.steps.eq(
+        sem.expire(Duration::from_secs(60)).await.unwrap(),
+        true,
+        "rust expire(60 s)",
+    );
+    let ttl = s.java_int("t1", &format!("remainttl {obj}")).await;
+    s.steps.check(
+        about_a_minute(ttl),
+        format!("java remainTimeToLive {ttl} ms after rust's expire"),
+    );
+    s.steps
+        .eq(sem.clear_expire().await.unwrap(), true, "rust clear_expire");
+    s.steps
+        .eq(s.pttl(&name).await, -1, "PTTL after rust's clear_expire");
+    java_on(s, &obj, "expire 60000", "true", "java expire(60 s)").await;
+    let ttl = sem.remain_time_to_live().await.unwrap();
+    let in_a_minute = matches!(ttl, redisson_lock::Ttl::Expires(d)
+        if d <= Duration::from_secs(60) && d > Duration::from_secs(59));
+    s.steps.check(
+        in_a_minute,
+        format!("rust remain_time_to_live {ttl:?} after java's expire"),
+    );
+    java_on(s, &obj, "clearexpire", "true", "java clearExpire").await;
+    s.steps.eq(
+        sem.remain_time_to_live().await.unwrap(),
+        redisson_lock::Ttl::NoExpiry,
+        "rust remain_time_to_live after java's clearExpire",
+    );
+    java_on(s, &obj, "delete", "true", "java delete").await;
+    s.steps.eq(
+        sem.is_exists().await.unwrap(),
+        false,
+        "rust is_exists after java's delete",
+    );
+    s.steps
+        .eq(sem.delete().await.unwrap(), false, "rust delete of nothing");
+    s.steps.eq(
+        sem.try_set_permits(2).await.unwrap(),
+        true,
+        "rust try_set_permits",
+    );
+    s.steps.eq(sem.delete().await.unwrap(), true, "rust delete");
+    java_on(
+        s,
+        &obj,
+        "exists",
+        "false",
+        "java isExists after rust's delete",
+    )
+    .await;
+    java_on(
+        s,
+        &obj,
+        "remainttl",
+        "-2",
+        "java remainTimeToLive of nothing",
+    )
+    .await;
+}
+
+/// RPermitExpirableSemaphore as an object, both ways: `delete`, `expire`
+/// and `clearExpire` act on `N` and `{N}:timeout` alike on both sides.
+async fn permit_semaphore_objects(s: &mut Scene) {
+    let name = s.name("object");
+    let pes = s.fx.client.permit_expirable_semaphore(&name).unwrap();
+    let timeouts = pes.timeouts_key().to_string();
+    let obj = format!("pes:{name}");
+    java_on(s, &obj, "trysetpermits 3", "true", "java trySetPermits").await;
+    s.java.ok("t1", &format!("acquire {obj} -1")).await;
+    pes.acquire(None).await.unwrap().forget();
+    java_on(s, &obj, "exists", "true", "java isExists").await;
+    s.steps
+        .eq(pes.is_exists().await.unwrap(), true, "rust is_exists");
+    java_on(s, &obj, "expire 60000", "true", "java expire(60 s)").await;
+    for key in [&name, &timeouts] {
+        let ttl = s.pttl(key).await;
+        s.steps.check(
+            about_a_minute(ttl),
+            format!("PTTL {key} = {ttl} after java's expire"),
+        );
+    }
+    s.steps
+        .eq(pes.clear_expire().await.unwrap(), true, "rust clear_expire");
+    s.steps.eq(
+        (s.pttl(&name).await, s.pttl(&timeouts).await),
+        (-1, -1),
+        "both keys persist after rust's clear_expire",
+    );
+    s.steps.eq(
+        pes.expire(Duration::from_secs(60)).await.unwrap(),
+        true,
+        "rust expire(60 s)",
+    );
+    let ttl = s.pttl(&timeouts).await;
+    s.steps.check(
+        about_a_minute(ttl),
+        format!("PTTL {timeouts} = {ttl} after rust's expire"),
+    );
+    let ttl = s.java_int("t1", &format!("remainttl {obj}")).await;
+    s.steps.check(
+        about_a_minute(ttl),
+        format!("java remainTimeToLive {ttl} after rust's expire"),
+    );
+    java_on(s, &obj, "clearexpire", "true", "java clearExpire").await;
+    s.steps.eq(
+        (s.pttl(&name).await, s.pttl(&timeouts).await),
+        (-1, -1),
+        "both keys persist after java's clearExpire",
+    );
+    s.steps.eq(pes.delete().await.unwrap(), true, "rust delete");
+    s.steps.eq(
+        (s.pttl(&name).await, s.pttl(&timeouts).await),
+        (-2, -2),
+        "both keys gone after rust's delete",
+    );
+    java_on(
+        s,
+        &obj,
+        "exists",
+        "false",
+        "java isExists after rust's delete",
+    )
+    .await;
+    java_on(s, &obj, "trysetpermits 1", "true", "java trySetPermits").await;
+    pes.acquire(None).await.unwrap().forget();
+    java_on(s, &obj, "delete", "true", "java delete").await;
+    s.steps.eq(
+        (s.pttl(&name).await, s.pttl(&timeouts).await),
+        (-2, -2),
+        "both keys gone after java's delete",
+    );
+    s.steps.eq(
+        pes.is_exists().await.unwrap(),
+        false,
+        "rust is_exists after java's delete",
+    );
+}
+
+/// RCountDownLatch as an object: `isExists` alike; Java's `delete`
+/// publishes what ends a Rust await with `Deleted`, and Java sees Rust's.
+async fn latch_objects(s: &mut Scene) {
+    let name = s.name("object");
+    let latch = s.fx.client.count_down_latch(&name).unwrap();
+    let obj = format!("latch:{name}");
+    s.steps.eq(
+        latch.is_exists().await.unwrap(),
+        false,
+        "rust is_exists before",
+    );
+    java_on(s, &obj, "trysetcount 2", "true", "java trySetCount").await;
+    s.steps
+        .eq(latch.is_exists().await.unwrap(), true, "rust is_exists");
+    let l2 = latch.clone();
+    let waiter = s.waiter(
+        async move { l2.await_for(Duration::from_secs(30)).await.unwrap() },
+        |r| format!("await_for returned {r:?}"),
+    );
+    s.subscribed(&latch_channel(&name), 1).await;
+    java_on(s, &obj, "delete", "true", "java delete").await;
+    let (_, opened) = waiter.returned().await;
+    s.steps.eq(
+        opened,
+        Some(redisson_lock::LatchOpened::Deleted),
+        "rust awaiter after java's delete",
+    );
+    s.steps.eq(
+        latch.try_set_count(1).await.unwrap(),
+        true,
+        "rust try_set_count",
+    );
+    java_on(s, &obj, "exists", "true", "java isExists").await;
+    s.steps
+        .eq(latch.delete().await.unwrap(), true, "rust delete");
+    java_on(
+        s,
+        &obj,
+        "exists",
+        "false",
+        "java isExists after rust's delete",
+    )
+    .await;
+}
+
+/// Java's `op` (with `args`, if any, after the object) on the object
+/// `obj`, thread t1, replies `ok want`.
+async fn java_on(s: &mut Scene, obj: &str, op: &str, want: &str, what: &str) {
+    let (op, args) = op.split_once(' ').unwrap_or((op, ""));
+    let line = format!("{op} {obj} {args}");
+    s.java_says("t1", line.trim_end(), want, what).await;
 }
 
 /// A fresh semaphore of `kind` (`sem`, `pes`) named `s.name(what)`, which

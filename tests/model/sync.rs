@@ -19,7 +19,7 @@ pub enum SemOp {
         c: usize,
         p: u32,
     },
-    /// `try_acquire(n)` or `try_acquire_for(WAIT, n)`; the permit is kept.
+    /// `try_acquire(n)` or `try_acquire_permits_for(n, WAIT)`; the permit is kept.
     Acquire {
         c: usize,
         n: u32,
@@ -52,7 +52,7 @@ impl fmt::Debug for SemOp {
             SemOp::TrySet { c, p } => write!(f, "client{c}.try_set_permits({p})"),
             SemOp::Acquire { c, n, wait: false } => write!(f, "client{c}.try_acquire({n})"),
             SemOp::Acquire { c, n, wait: true } => {
-                write!(f, "client{c}.try_acquire_for({}, {n})", ms(WAIT))
+                write!(f, "client{c}.try_acquire_permits_for({n}, {})", ms(WAIT))
             }
             SemOp::ReleaseGuard { i } => write!(f, "permit[{i}].release()"),
             SemOp::Release { c, n } => write!(f, "client{c}.release({n})"),
@@ -119,7 +119,7 @@ async fn sem_run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[SemOp]) -> S
             }
             SemOp::Acquire { c, n, wait } => {
                 let r = if wait {
-                    sems[c].try_acquire_for(WAIT, n).await
+                    sems[c].try_acquire_permits_for(n, WAIT).await
                 } else {
                     sems[c].try_acquire(n).await
                 };

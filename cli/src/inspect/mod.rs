@@ -45,9 +45,17 @@ impl Found {
     }
 
     /// The Redisson types that share this layout.
-    fn candidates(self) -> &'static [&'static str] {
+    pub fn candidates(self) -> &'static [&'static str] {
         match self {
-            Found::Kind(StatusKind::Rlock) => &["rlock", "non-reentrant", "spin"],
+            // A fair lock with nobody queued has no queue keys: held, it
+            // is only the hash.
+            Found::Kind(StatusKind::Rlock) => &[
+                "rlock",
+                "non-reentrant",
+                "spin",
+                "fair",
+                "non-reentrant-fair",
+            ],
             Found::Kind(StatusKind::Fair) => &["fair", "non-reentrant-fair"],
             Found::Kind(StatusKind::ReadWrite) => &["read", "write"],
             Found::Kind(StatusKind::Fenced) => &["fenced"],
@@ -64,7 +72,8 @@ impl Found {
             Found::None => "nothing under this name",
             Found::Unknown => "not a lock layout this tool knows",
             Found::Kind(StatusKind::Rlock) => {
-                "RLock; a non-reentrant or spin lock has the same layout"
+                "RLock; a non-reentrant or spin lock has the same layout, and so has a held fair \
+                 lock with nobody queued (its queue keys exist only while someone waits)"
             }
             Found::Kind(StatusKind::Fair) => "fair lock, or non-reentrant fair lock",
             Found::Kind(StatusKind::ReadWrite) => "read-write lock",
@@ -117,6 +126,8 @@ pub struct Holder {
 pub struct Waiter {
     pub field: Field,
     pub deadline_ms: Option<i64>,
+    /// Its own channel, `redisson_lock__channel:{N}:<field>`.
+    pub channel: String,
     pub subscribers: Subscribers,
 }
 
@@ -180,6 +191,24 @@ pub struct Status {
 
 impl Status {
     /// Whether a lock kind is held (`None` for semaphores and latches).
+    /// The head of a fair queue whose lock is free: normally for a moment
+    /// (the head is being woken); for good when it is a Java waiter of
+    /// Redisson 3.12–3.23 that hangs after its deadline passed while the
+    /// lock was held (docs/PROTOCOL.md §11.2). One message on its channel
+    /// wakes it: the command that sends it.
+    pub fn free_with_head(&self) -> Option<(&Waiter, String)> {
+        if self.kind != Found::Kind(StatusKind::Fair) || self.locked() != Some(false) {
+            return None;
+        }
+        let head = self.queue.first()?;
+        let publish = if head.subscribers.sharded.unwrap_or(0) > 0 {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        };
+        Some((head, format!("redis-cli {publish} '{}' 0", head.channel)))
+    }
+
     pub fn locked(&self) -> Option<bool> {
         match self.kind {
             Found::Kind(StatusKind::ReadWrite) => Some(self.mode.is_some()),
@@ -374,7 +403,7 @@ pub async fn inspect(client: &Client, name: &str, kind: Option<StatusKind>) -> C
                 .map(|f| format!("{}:{}", names.lock_channel, text(f)))
                 .collect();
             let subs = raw.subscribers(&waiter_channels).await;
-            for (entry, subscribers) in queue.iter().zip(subs) {
+            for ((entry, subscribers), channel) in queue.iter().zip(subs).zip(&waiter_channels) {
                 let field_text = text(entry);
                 let field = Field::parse(&field_text).unwrap_or(Field {
                     raw: field_text.clone(),
@@ -385,6 +414,7 @@ pub async fn inspect(client: &Client, name: &str, kind: Option<StatusKind>) -> C
                 status.queue.push(Waiter {
                     deadline_ms: deadlines.get(&field_text).copied(),
                     field,
+                    channel: channel.clone(),
                     subscribers,
                 });
             }

@@ -66,6 +66,7 @@ impl Status {
                 v["position"] = json!(i + 1);
                 v["deadline_ms"] = json!(w.deadline_ms);
                 v["deadline_in_ms"] = json!(w.deadline_ms.map(|d| d - self.now_ms));
+                v["channel"] = json!(w.channel);
                 v["subscribers"] = w.subscribers.json();
                 v
             })
@@ -104,6 +105,11 @@ impl Status {
             "holders": holders,
             "queue": queue,
             "queue_length": self.queue_len,
+            "free_with_head": self.free_with_head().map(|(w, wake)| json!({
+                "field": w.field.raw,
+                "channel": w.channel,
+                "wake": wake,
+            })),
             "token": self.token,
             "available_permits": self.available,
             "permits": permits,
@@ -209,6 +215,16 @@ impl Status {
                         w.subscribers.total()
                     ),
                 );
+            }
+            if let Some((_, wake)) = self.free_with_head() {
+                line(
+                    "note",
+                    "the lock is free but waiter 1 heads the queue: normal for a moment; if it \
+                     persists, it may be a Java Redisson 3.12-3.23 waiter that hangs \
+                     (docs/PROTOCOL.md §11.2). Wake it with:"
+                        .to_owned(),
+                );
+                out_push(&mut line, wake);
             }
         }
         if let Some(token) = self.token {

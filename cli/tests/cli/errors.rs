@@ -13,6 +13,14 @@ fn usage_connection_and_credential_errors_have_their_statuses_and_hide_passwords
         &["run", "x", "-n", "--wait", "1s", "--", "true"],
         &["run", "x", "--json", "--", "true"],
         &["run", "x"],
+        // Bad values of every duration flag are usage errors alike (issue
+        // 29: --watchdog 0 and --timeout 0 were configuration errors, 78).
+        &["run", "x", "--lease", "0", "--", "true"],
+        &["run", "x", "--watchdog", "0", "--", "true"],
+        &["run", "x", "--watchdog", "2ms", "--", "true"],
+        &["--timeout", "0", "status", "x"],
+        &["status", "x", "--timeout", "0"],
+        &["run", "x", "--check", "0", "--", "true"],
     ] {
         let out = std::process::Command::new(BIN).args(bad).output().unwrap();
         assert_eq!(code(&out), 64, "{bad:?}");

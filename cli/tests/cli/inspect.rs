@@ -118,6 +118,25 @@ fn status_shows_the_fair_queue_with_deadlines() {
     assert!(text.contains("queue       2 waiting"), "{text}");
     assert!(text.contains("1. client"), "{text}");
     assert!(text.contains("deadline in 5m"), "{text}");
+    assert_eq!(json["free_with_head"], Value::Null, "held: nothing to note");
+    assert!(!text.contains("note "), "{text}");
+
+    // The holder gone (as after a crash, once its TTL ran out) and the head
+    // still queued: the shape a hung Java 3.12-3.23 waiter leaves (issue
+    // 29). `status` says so and gives the command that would wake it.
+    raw.cmd(&["DEL", &name]);
+    let channel = format!("redisson_lock__channel:{{{name}}}:{w1}");
+    let (_, json) = server.json(&["status", &name, "--json"]);
+    assert_eq!(json["free_with_head"]["field"], w1.as_str(), "{json}");
+    assert_eq!(json["free_with_head"]["channel"], channel.as_str());
+    let wake = format!("redis-cli PUBLISH '{channel}' 0");
+    assert_eq!(json["free_with_head"]["wake"], wake.as_str());
+    let text = stdout(&server.cli(&["status", &name]));
+    assert!(
+        text.contains("the lock is free but waiter 1 heads the queue"),
+        "{text}"
+    );
+    assert!(text.contains(&wake), "{text}");
 }
 
 #[test]
@@ -289,13 +308,25 @@ fn list_finds_lock_like_keys_with_their_kind() {
     assert_eq!(rows.len(), 1, "{json}");
     assert_eq!(rows[0]["name"], fair.as_str());
 
+    // A held fair lock with nobody queued looks like an RLock: both forms
+    // say so (issue 29).
+    let plain_row = rows_of(&server, &plain);
+    let candidates = plain_row["candidates"].as_array().unwrap();
+    assert!(candidates.iter().any(|c| c == "fair"), "{plain_row}");
     let text = stdout(&server.cli(&["list"]));
     assert!(text.starts_with("KIND"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("rlock:") && l.contains("held fair lock with nobody queued")),
+        "{text}"
+    );
     assert!(
         text.lines()
             .any(|l| l.starts_with("fair") && l.ends_with(&fair)),
         "{text}"
     );
+    let text = stdout(&server.cli(&["status", &plain]));
+    assert!(text.contains("held fair lock with nobody queued"), "{text}");
 }
 
 #[test]
@@ -341,4 +372,15 @@ fn watch_redraws_until_told_to_stop() {
         line.unwrap();
     }
     assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+/// The `list --json` row of `name`.
+fn rows_of(server: &Server, name: &str) -> serde_json::Value {
+    let (_, json) = server.json(&["list", "--json"]);
+    json.as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no row for {name}: {json}"))
 }

@@ -140,14 +140,99 @@ fn run_signals_the_command_when_the_lock_is_lost() {
     // A lease is a time limit: when it runs out, the command is signalled.
     let name = unique("lease");
     let t = Instant::now();
-    let status = server
+    let out = server
         .cli_command(&["run", &name, "--lease", "500ms", "--", "sleep", "5"])
         .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
+        .output()
         .unwrap();
-    assert_eq!(status.code(), Some(76));
+    assert_eq!(out.status.code(), Some(76));
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(
+        stderr(&out).contains("its --lease ran out"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// The tool killed by SIGKILL (no handler of its own runs) still ends the
+/// command's process group: its guardian sees the pipe close (issue 29).
+#[test]
+fn run_ends_the_command_group_when_the_tool_is_killed() {
+    let server = Server::start();
+    let name = unique("orphan");
+    let pid_file = TempPath::new("orphan-pid");
+    let script = format!(
+        "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; wait",
+        pid_file.str()
+    );
+    let mut child = server
+        .cli_command(&["run", &name, "--grace", "1s", "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let grandchild = grandchild_pid(&pid_file);
+    let guard = KillOnDrop(grandchild);
+    send(child.id(), "KILL");
+    let _ = child.wait();
+    eventually(
+        "the command's group is gone after the tool's SIGKILL",
+        || !running(grandchild),
+    );
+    guard.disarm();
+
+    // A tool that ends normally stands its guardian down: nothing is
+    // signalled, nothing said.
+    let name = unique("orphan-normal");
+    let out = server.cli(&["run", &name, "--", "true"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("guardian") && !stderr(&out).contains("tool ended"));
+}
+
+/// `--foreground` runs the command in the tool's own process group (it can
+/// read from the terminal and gets its signals); without it, in a group of
+/// its own.
+#[test]
+fn run_foreground_keeps_the_command_in_the_tools_group() {
+    let server = Server::start();
+    // Field 5 of /proc/PID/stat is the process group (comm `sh` has no space).
+    let script = "cut -d' ' -f5 /proc/$$/stat; echo $$";
+    for foreground in [false, true] {
+        let name = unique("fg");
+        let mut args = vec!["run", &name];
+        if foreground {
+            args.push("--foreground");
+        }
+        args.extend(["--", "sh", "-c", script]);
+        let child = server
+            .cli_command(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let tool_pid = child.id();
+        let tool_group = std::fs::read_to_string(format!("/proc/{tool_pid}/stat"))
+            .unwrap()
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .to_owned();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let text = stdout(&out);
+        let mut lines = text.lines();
+        let (group, pid) = (lines.next().unwrap(), lines.next().unwrap());
+        if foreground {
+            assert_eq!(group, tool_group, "--foreground: the tool's group");
+        } else {
+            assert_eq!(group, pid, "a group of its own, led by the command");
+        }
+    }
 }
 
 #[test]
@@ -324,6 +409,12 @@ fn run_kills_the_whole_process_group_when_the_lock_is_lost() {
     eventually("the grandchild is gone", || !running(grandchild));
     guard.disarm();
     assert!(err.contains("process group"), "{err}");
+    // The real reason (issue 29: a hard-coded "could no longer be renewed"
+    // was printed after a forced unlock).
+    assert!(
+        err.contains("found gone from Redis (force-unlocked by another client"),
+        "{err}"
+    );
 
     // A grandchild that ignores the signal is killed after --grace, though
     // the command itself ended at once.
