@@ -23,7 +23,8 @@ use failover::{
 };
 use slots::{
     auto_mode, both_mode_bridges_classic_and_sharded, every_kind_excludes_across_slots,
-    multi_lock_across_slots, renewals_and_latches_across_slots, storm_leaves_no_subscription,
+    keyspace_notifications_on_every_master, multi_lock_across_slots,
+    renewals_and_latches_across_slots, storm_leaves_no_subscription,
     wakes_by_publish_in_many_slots,
 };
 
@@ -79,6 +80,12 @@ async fn cluster() {
     scenario!(renewals_and_latches_across_slots);
     scenario!(multi_lock_across_slots);
     scenario!(storm_leaves_no_subscription);
+    eprintln!("-- keyspace_notifications_on_every_master");
+    common::topology::timed(
+        "keyspace_notifications_on_every_master",
+        keyspace_notifications_on_every_master(&cluster, sharded),
+    )
+    .await;
     scenario!(replica_sync_per_node);
     if cluster.private() {
         scenario!(slot_migrated_while_held);

@@ -400,6 +400,15 @@ impl Drop for OrderUse {
     }
 }
 
+/// Run `f` on the entries of `name`, made if there are none (the name is
+/// copied only then).
+fn with_entries<T>(map: &mut HoldMap, name: &str, f: impl FnOnce(&mut Vec<Entry>) -> T) -> T {
+    match map.get_mut(name) {
+        Some(entries) => f(entries),
+        None => f(map.entry(name.to_owned()).or_default()),
+    }
+}
+
 fn entry_mut<'a>(map: &'a mut HoldMap, name: &str, field: &str) -> Option<&'a mut Entry> {
     map.get_mut(name)?.iter_mut().find(|e| e.field == field)
 }
@@ -452,24 +461,24 @@ impl Holds {
     /// The order of `(name, field)`'s commands, for an acquisition by an
     /// owner that other calls may share (an explicit owner).
     pub(crate) fn order(self: &Arc<Self>, name: &str, field: &str) -> OrderUse {
-        let mut map = self.map.lock();
-        let entries = map.entry(name.to_owned()).or_default();
-        let order = match entries.iter_mut().find(|e| e.field == field) {
-            Some(entry) => {
-                entry.users += 1;
-                entry.order.clone()
+        let order = with_entries(&mut self.map.lock(), name, |entries| {
+            match entries.iter_mut().find(|e| e.field == field) {
+                Some(entry) => {
+                    entry.users += 1;
+                    entry.order.clone()
+                }
+                None => {
+                    let order = new_order();
+                    entries.push(Entry {
+                        field: field.to_owned(),
+                        order: order.clone(),
+                        users: 1,
+                        tenure: None,
+                    });
+                    order
+                }
             }
-            None => {
-                let order = new_order();
-                entries.push(Entry {
-                    field: field.to_owned(),
-                    order: order.clone(),
-                    users: 1,
-                    tenure: None,
-                });
-                order
-            }
-        };
+        });
         OrderUse {
             holds: self.clone(),
             name: name.to_owned(),
@@ -510,7 +519,30 @@ impl Holds {
             renews: lease == Lease::Watchdog,
         };
         let mut map = self.map.lock();
-        let entries = map.entry(name.to_owned()).or_default();
+        with_entries(&mut map, name, |entries| {
+            self.record(
+                entries, name, field, kind, renewal, live, count, sent_at, ttl, now, order,
+            )
+        })
+    }
+
+    /// [`acquired`](Self::acquired), in the entries of the lock's name.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        entries: &mut Vec<Entry>,
+        name: &str,
+        field: &str,
+        kind: &'static str,
+        renewal: Renewal,
+        live: Live,
+        count: u32,
+        sent_at: Instant,
+        ttl: Duration,
+        now: Instant,
+        order: &Order,
+    ) -> Recorded {
+        let hold = live.id;
         let index = match entries.iter().position(|e| e.field == field) {
             Some(i) => i,
             None => {
@@ -526,7 +558,8 @@ impl Holds {
         let entry = &mut entries[index];
         if let Some(tenure) = entry.tenure.as_mut().filter(|_| count > 1) {
             // A re-entry of the current tenure: the field was there.
-            tenure.count = count.max(tenure.count.saturating_add(1));
+            // The field's commands run in turn: Redis's count is exact.
+            tenure.count = count;
             tenure.confirmed(sent_at, ttl);
             if let Some(reason) = tenure.lost_at(now) {
                 // Its guards were (or are about to be) told it is lost: a

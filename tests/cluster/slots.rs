@@ -316,3 +316,50 @@ pub async fn storm_leaves_no_subscription(cluster: &Cluster) {
     a.shutdown().await;
     b.shutdown().await;
 }
+
+/// Keyspace notifications on a cluster (docs/PROTOCOL.md §2.9): they are
+/// published only on the node that holds the key, so each holder listens
+/// there (a classic `SUBSCRIBE` on the key's node, whatever the pub/sub
+/// mode); a plain `DEL` of keys on every master is heard within a second
+/// (the next renewal is 10 s away), in each mode the cluster supports.
+pub async fn keyspace_notifications_on_every_master(cluster: &Cluster, sharded: bool) {
+    for node in cluster.node_clients().await {
+        let _: () = node
+            .custom(
+                fred::cmd!("CONFIG"),
+                vec!["SET", "notify-keyspace-events", "Kgxe"],
+            )
+            .await
+            .expect("CONFIG SET notify-keyspace-events");
+        let _ = node.quit().await;
+    }
+    let raw = cluster.raw().await;
+    let modes: &[PubSubMode] = if sharded {
+        &[PubSubMode::Classic, PubSubMode::Sharded]
+    } else {
+        &[PubSubMode::Classic]
+    };
+    for &mode in modes {
+        let client = cluster
+            .client_with(|c| c.pubsub_mode(mode).keyspace_notifications(true))
+            .await;
+        for name in names("keyspace", 6) {
+            let guard = client.lock(&name).unwrap().lock().await.unwrap();
+            let channel = format!("__keyspace@0__:{name}");
+            until(
+                "the holder listens on its key",
+                Duration::from_secs(5),
+                || async { (cluster.count("NUMSUB", &channel).await == 1).then_some(()) },
+            )
+            .await;
+            let _: i64 = raw.del(&name).await.unwrap();
+            // Not `lost()`: awaiting it would also check the hold on its
+            // own; this is the registry hearing the event.
+            until("the DEL heard", Duration::from_secs(1), || async {
+                guard.is_lost().then_some(())
+            })
+            .await;
+        }
+        client.shutdown().await;
+    }
+}

@@ -8,7 +8,7 @@ use fred::prelude::*;
 use redisson_lock::{Error, LostReason};
 
 use crate::common::{eventually, numsub, unique, wait_numsub, Server};
-use crate::{every_kind, lost_after};
+use crate::{every_kind, told_after};
 
 /// Arguments of a private server that publishes the keyspace events a
 /// holder listens for.
@@ -55,7 +55,7 @@ async fn keyspace_notifications_tell_every_kind_of_a_delete_at_once() {
         let guard = lock.lock().await.unwrap();
         wait_numsub(&raw, &keyspace(&key), 1).await;
         let _: i64 = raw.del(&key).await.unwrap();
-        let (after, reason) = lost_after(&guard, HEARD, kind).await;
+        let (after, reason) = told_after(&guard, HEARD, kind).await;
         assert_eq!(reason, LostReason::Gone, "{kind}");
         println!("{kind}: DEL heard after {after:?}");
         drop(guard);
@@ -74,7 +74,7 @@ async fn keyspace_notifications_tell_every_kind_of_a_delete_at_once() {
             .unwrap()
             .1;
         assert!(theirs.force_unlock().await.unwrap());
-        let (after, reason) = lost_after(&guard, HEARD, kind).await;
+        let (after, reason) = told_after(&guard, HEARD, kind).await;
         assert_eq!(reason, LostReason::Gone, "{kind}");
         println!("{kind}: forced unlock by another client heard after {after:?}");
     }
@@ -101,9 +101,9 @@ async fn the_hold_check_hears_a_flush() {
     for (what, after) in [
         (
             "watchdog hold",
-            lost_after(&renewed, HEARD, "renewed").await,
+            told_after(&renewed, HEARD, "renewed").await,
         ),
-        ("leased hold", lost_after(&leased, HEARD, "leased").await),
+        ("leased hold", told_after(&leased, HEARD, "leased").await),
     ] {
         assert_eq!(after.1, LostReason::Gone, "{what}");
         println!("{what}: FLUSHALL heard after {:?}", after.0);
