@@ -6,9 +6,10 @@
 //! TTL: a give-back that stopped early would leave them taken for good.
 //!
 //! Memory stays bounded: a give-back is one task and one record
-//! ([`Pending`]), with at most one call in fred at a time: the call waits
-//! for its own reply or failure ([`Late::Await`]) rather than time out and
-//! stay queued behind the next try. Between failed tries it backs off from
+//! ([`Pending`]), and sends one call at a time, which waits for its own
+//! reply or failure ([`Late::Await`]) rather than time out and stay queued
+//! in fred behind the next try (only a [`Try::Bounded`] call times out, once,
+//! and fred then drops it unwritten). Between failed tries it backs off from
 //! `retry_delay` to a few seconds, with jitter, and tries again at once when
 //! the connection is re-established.
 //!
@@ -51,7 +52,8 @@ pub(crate) enum Ended<T> {
 /// waited for them: [`PendingReleases::abandon_all`](crate::base::pending::PendingReleases::abandon_all)).
 /// `attempt` is told when the first try that may have reached Redis
 /// without an answer was handed over (`None` while every failed try is known
-/// not to have run), so that it can send what stays exact after that.
+/// not to have run; `doubt` if an earlier call, e.g. an awaited release that
+/// failed, may have), so that it can send what stays exact after that.
 /// Each retry is a debug event naming `name`, the semaphore.
 ///
 /// Cancel safety: dropped at any point, it leaves no task or subscription
@@ -60,6 +62,7 @@ pub(crate) async fn until_landed<T, F, Fut>(
     inner: &Inner,
     name: &str,
     stop_at: Option<Instant>,
+    mut doubt: Option<Instant>,
     mut attempt: F,
 ) -> Ended<T>
 where
@@ -68,7 +71,6 @@ where
 {
     let releases = &inner.releases;
     let mut backoff = inner.redis.persistent_backoff();
-    let mut doubt: Option<Instant> = None;
     let mut tries = 0u32;
     let unnecessary = async {
         match stop_at {

@@ -326,7 +326,7 @@ impl PermitExpirableSemaphore {
     /// it ended. Releasing by id is exact whenever it runs.
     async fn give_back(&self, pending: Pending, id: PermitId, expires_at: Option<Instant>) {
         let span = release_span(self.name(), id, true);
-        let ended = until_landed(self.inner(), self.name(), expires_at, |_| {
+        let ended = until_landed(self.inner(), self.name(), expires_at, None, |_| {
             Try::Cancellable(self.release_once(id, Late::Await))
         })
         .instrument(span.clone())
@@ -439,8 +439,18 @@ impl GiveBack for Permit {
 
     fn give_back(&self) -> BoxFuture<'static, Result<bool>> {
         crate::base::telemetry::unheld(KIND);
-        let (semaphore, id) = (self.semaphore.clone(), self.id);
-        async move { Ok(semaphore.release_retrying(id).await? == Released::Yes) }.boxed()
+        let (semaphore, id, expires_at) = (self.semaphore.clone(), self.id, self.expires_at);
+        async move {
+            let released = semaphore.release_retrying(id).await;
+            if matches!(&released, Err(e) if e.is_transient()) {
+                // Not confirmed: released in the background from now on, as
+                // a dropped guard's permit is.
+                let later = semaphore.give_back_later(id, expires_at);
+                semaphore.inner().cleanups.spawn(later);
+            }
+            Ok(released? == Released::Yes)
+        }
+        .boxed()
     }
 
     fn give_back_later(&self) -> BoxFuture<'static, ()> {
@@ -487,7 +497,10 @@ impl PermitGuard {
     ///
     /// [`Error::WrongType`] if a key was replaced by something else; a
     /// transient error if Redis stayed unreachable through `retry_attempts`
-    /// retries; [`Error::Closed`] after shutdown.
+    /// retries: the permit is then released in the background, as when the
+    /// guard is dropped (see
+    /// [`Client::pending_releases`](crate::Client::pending_releases));
+    /// [`Error::Closed`] after shutdown.
     ///
     /// # Cancel safety
     ///

@@ -250,7 +250,7 @@ impl Semaphore {
                         sent_at.checked_add(latch_ttl(semaphore.inner())),
                     ),
                 };
-                Some(semaphore.give_back_later(permits, latch, mode, exact_until))
+                Some(semaphore.give_back_later(permits, latch, mode, exact_until, None))
             }
         };
         Ok(match unlosable(&inner.cleanups, fut, undo).await? {
@@ -354,12 +354,13 @@ impl Semaphore {
         latch: String,
         mode: Mode,
         exact_until: Option<Instant>,
+        doubt: Option<Instant>,
     ) -> BoxFuture<'static, ()> {
         let pending = self.inner().releases.enter(KIND, self.name(), permits);
         let semaphore = self.clone();
         async move {
             semaphore
-                .give_back(pending, permits, &latch, mode, exact_until)
+                .give_back(pending, permits, &latch, mode, exact_until, doubt)
                 .await;
         }
         .boxed()
@@ -369,7 +370,9 @@ impl Semaphore {
     /// trying until Redis answers or the client shuts down
     /// ([`until_landed`]), and report how it ended. An undo's "nothing to
     /// give back" is exact if Redis answered it before `exact_until`, while
-    /// the acquisition's latch would still have said "taken".
+    /// the acquisition's latch would still have said "taken". `doubt`: when
+    /// an earlier call that may have run unanswered was handed over (an
+    /// awaited release that failed).
     ///
     /// A release retried after a try that may have run unanswered stays in
     /// release mode only while that try's latch ("given back") must still
@@ -386,11 +389,12 @@ impl Semaphore {
         latch: &str,
         mode: Mode,
         exact_until: Option<Instant>,
+        doubt: Option<Instant>,
     ) {
         let span = self.release_span(permits, matches!(mode, Mode::Undo), true);
         let inner = self.inner();
         let release_for = latch_ttl(inner).saturating_sub(inner.config.timeout);
-        let ended = until_landed(inner, self.name(), None, |doubt| {
+        let ended = until_landed(inner, self.name(), None, doubt, |doubt| {
             let now = Instant::now();
             let (sent, late) = match (mode, doubt.map(|d| d.checked_add(release_for))) {
                 (Mode::Release, Some(Some(until))) if now < until => {
@@ -510,7 +514,19 @@ impl GiveBack for Permits {
         };
         crate::base::telemetry::unheld(KIND);
         let (semaphore, permits) = (self.semaphore.clone(), self.permits);
-        async move { semaphore.release_awaited(permits, &latch).await.map(drop) }.boxed()
+        async move {
+            let handed = Instant::now();
+            let released = semaphore.release_awaited(permits, &latch).await;
+            if matches!(&released, Err(e) if e.is_transient()) {
+                // Not confirmed: given back in the background from now on,
+                // as a dropped permit is (any try may have run).
+                let later =
+                    semaphore.give_back_later(permits, latch, Mode::Release, None, Some(handed));
+                semaphore.inner().cleanups.spawn(later);
+            }
+            released.map(drop)
+        }
+        .boxed()
     }
 
     fn give_back_later(&self) -> BoxFuture<'static, ()> {
@@ -519,7 +535,7 @@ impl GiveBack for Permits {
         };
         crate::base::telemetry::unheld(KIND);
         self.semaphore
-            .give_back_later(self.permits, latch, Mode::Release, None)
+            .give_back_later(self.permits, latch, Mode::Release, None, None)
     }
 
     /// Only the acquisition's permit latch is deleted.
@@ -561,7 +577,10 @@ impl SemaphorePermit {
     /// [`Error::WrongType`] if the key was replaced by something other than a
     /// count; a transient error if Redis stayed unreachable through
     /// `retry_attempts` retries (each retry is safe: it never gives back
-    /// twice); [`Error::Closed`] after shutdown.
+    /// twice): the permits are then given back in the background, as when a
+    /// permit is dropped (see [`Semaphore`],
+    /// [`Client::pending_releases`](crate::Client::pending_releases));
+    /// [`Error::Closed`] after shutdown.
     ///
     /// # Cancel safety
     ///
