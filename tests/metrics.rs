@@ -330,3 +330,60 @@ async fn semaphore_permits_and_latch_awaits_are_counted() {
         1
     );
 }
+
+const PENDING_RELEASES: &str = "redisson_lock_pending_releases";
+const ABANDONED_RELEASES: &str = "redisson_lock_abandoned_releases_total";
+
+/// Give-backs of permits that cannot reach Redis are pending (a gauge per
+/// kind) until the shutdown abandons them, which counts them; so is a permit
+/// dropped after the shutdown. The permits stay taken.
+#[tokio::test]
+async fn give_backs_are_pending_until_a_shutdown_abandons_them() {
+    let (mut seen, _local) = recording();
+    let server = common::Server::start();
+    let proxy = common::fault::Proxy::start(server.port).await;
+    let name = common::unique("metrics-abandon");
+    let (sem, pes) = (
+        [("kind", "semaphore")],
+        [("kind", "permit_expirable_semaphore")],
+    );
+    let shutdown = |labels: [(&'static str, &'static str); 1]| [labels[0], ("reason", "shutdown")];
+    let (client, kept) = common::fault::stranded_give_backs(&proxy, &name).await;
+    // Registered at zero on connect.
+    let latch_expired = [("kind", "semaphore"), ("reason", "latch_expired")];
+    assert_eq!(seen.counter(ABANDONED_RELEASES, &latch_expired), 0);
+    assert!(seen
+        .update()
+        .counters
+        .contains_key(&id(ABANDONED_RELEASES, &latch_expired)));
+    assert_eq!(seen.units.get(PENDING_RELEASES), Some(&Some(Unit::Count)));
+    assert_eq!(seen.units.get(ABANDONED_RELEASES), Some(&Some(Unit::Count)));
+    assert_eq!(seen.gauge(PENDING_RELEASES, &sem), 2.0);
+    assert_eq!(seen.gauge(PENDING_RELEASES, &pes), 1.0);
+    assert_eq!(seen.counter(ABANDONED_RELEASES, &shutdown(sem)), 0);
+
+    client.shutdown().await;
+    assert_eq!(client.pending_releases(), 0);
+    assert_eq!(seen.gauge(PENDING_RELEASES, &sem), 0.0);
+    assert_eq!(seen.gauge(PENDING_RELEASES, &pes), 0.0);
+    assert_eq!(seen.counter(ABANDONED_RELEASES, &shutdown(sem)), 2);
+    assert_eq!(seen.counter(ABANDONED_RELEASES, &shutdown(pes)), 1);
+    assert_eq!(seen.counter(ABANDONED_RELEASES, &latch_expired), 0);
+
+    // A permit dropped after the shutdown is abandoned too.
+    drop(kept);
+    common::eventually("the late give-back abandoned", || {
+        let abandoned = seen.counter(ABANDONED_RELEASES, &shutdown(sem));
+        async move { abandoned == 3 }
+    })
+    .await;
+    assert_eq!(seen.gauge(PENDING_RELEASES, &sem), 0.0);
+    assert_eq!(client.pending_releases(), 0);
+
+    // Nothing was given back: the permits stay taken.
+    let raw = server.raw().await;
+    let left: Option<String> = raw.get(&name).await.unwrap();
+    assert_eq!(left.as_deref(), Some("0"));
+    let left: Option<String> = raw.get(format!("{name}-pes")).await.unwrap();
+    assert_eq!(left.as_deref(), Some("0"));
+}

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::fault::{client_through, Proxy};
+use common::fault::{client_through, reset_stalled, two_second_budget, Proxy, OUTAGE};
 use common::{eventually, numsub, sum_of, wait_numsub, wait_numsub_blocking, Fixture, InUse};
 use fred::prelude::*;
 use rand::Rng;
@@ -414,6 +414,105 @@ async fn a_lost_acquire_reply_is_undone_exactly() {
     assert_eq!(ours.available_permits().await.unwrap(), 0);
     permit.release().await.unwrap();
     assert_eq!(ours.available_permits().await.unwrap(), 2);
+}
+
+/// A permit dropped, a permit whose awaited release runs out of retries, and
+/// an acquisition whose reply was lost (it ran: it took a permit), while the
+/// client is cut off for longer than its retry budget: every give-back keeps
+/// trying and lands once the client reconnects (the undo through the
+/// acquisition's permit latch, which outlives the budget). The count ends
+/// exact and no latch is left.
+#[tokio::test]
+async fn permits_come_back_after_an_outage_longer_than_the_retry_budget() {
+    let fx = Fixture::new("sem-outage").await;
+    let proxy = Proxy::start(fx.server.port).await;
+    let client = client_through(&proxy, two_second_budget).await;
+    let sem = client.semaphore(&fx.name).unwrap();
+    assert!(sem.try_set_permits(4).await.unwrap());
+    let held = sem.acquire(1).await.unwrap(); // the scripts are loaded too
+    let awaited = sem.acquire(1).await.unwrap();
+    proxy.stall_to_client();
+    let lost = tokio::spawn({
+        let sem = sem.clone();
+        async move { sem.try_acquire(1).await.map(drop) }
+    });
+    eventually("the attempt ran", || async {
+        get(&fx, &fx.name).await.as_deref() == Some("1")
+    })
+    .await;
+    // From now on nothing the client sends reaches Redis.
+    proxy.stall_to_server();
+    let cut_off = Instant::now();
+    drop(held);
+    let awaited = tokio::spawn(awaited.release());
+    let outcome = lost.await.unwrap();
+    assert!(
+        matches!(&outcome, Err(e) if e.is_transient()),
+        "{outcome:?}"
+    );
+    assert_eq!(client.pending_releases(), 2, "the release and the undo");
+    tokio::time::sleep(OUTAGE.saturating_sub(cut_off.elapsed())).await;
+    assert_eq!(get(&fx, &fx.name).await.as_deref(), Some("1"), "cut off");
+    assert!(client.pending_releases() >= 2, "still trying");
+    reset_stalled(&proxy).await;
+    let back = Instant::now();
+    // Its retries ran out: it goes on in the background.
+    let outcome = awaited.await.unwrap();
+    assert!(
+        matches!(&outcome, Err(e) if e.is_transient()),
+        "{outcome:?}"
+    );
+    eventually("every give-back landed", || async {
+        client.pending_releases() == 0
+    })
+    .await;
+    eprintln!("landed {:?} after the reconnect", back.elapsed());
+    assert_eq!(get(&fx, &fx.name).await.as_deref(), Some("4"), "exact");
+    eventually("no latch left", || async {
+        fx.keys(&latch_pattern(&fx.name)).await.is_empty()
+    })
+    .await;
+}
+
+/// A dropped permit whose release ran but whose reply was lost, after which
+/// the client stays cut off until that release's permit latch ("given back")
+/// has expired: the retry cannot tell any more whether the permits came
+/// back, so it sends the undo form, which gives back only what the latch
+/// still says is taken. The permits are not given back twice.
+#[tokio::test]
+async fn a_release_retried_after_its_latch_expired_never_gives_back_twice() {
+    let fx = Fixture::new("sem-late-retry").await;
+    let proxy = Proxy::start(fx.server.port).await;
+    // Retry budget 300 ms: permit latches live 600 ms.
+    let client = client_through(&proxy, |c| {
+        c.timeout(Duration::from_millis(200))
+            .retry_delay(Duration::from_millis(100))
+            .retry_attempts(1)
+    })
+    .await;
+    let sem = client.semaphore(&fx.name).unwrap();
+    assert!(sem.try_set_permits(1).await.unwrap());
+    // Load the scripts (EVALSHA would otherwise answer NOSCRIPT, stalled).
+    sem.acquire(1).await.unwrap().release().await.unwrap();
+    let permit = sem.acquire(1).await.unwrap();
+    proxy.stall_to_client();
+    drop(permit);
+    eventually("the release ran", || async {
+        get(&fx, &fx.name).await.as_deref() == Some("1")
+    })
+    .await;
+    proxy.stall_to_server();
+    eventually("its latch expired", || async {
+        fx.keys(&latch_pattern(&fx.name)).await.is_empty()
+    })
+    .await;
+    assert_eq!(client.pending_releases(), 1, "unanswered, still trying");
+    reset_stalled(&proxy).await;
+    eventually("the retry landed", || async {
+        client.pending_releases() == 0
+    })
+    .await;
+    assert_eq!(get(&fx, &fx.name).await.as_deref(), Some("1"), "once");
 }
 
 #[tokio::test]

@@ -296,3 +296,50 @@ async fn spans_and_events_name_the_lock_and_never_the_password() {
     client.shutdown().await;
     other.shutdown().await;
 }
+
+/// A shutdown that abandons give-backs of permits says so at WARN, once per
+/// semaphore, with how many give-backs and permits; their release spans end
+/// `abandoned`.
+#[tokio::test]
+async fn a_shutdown_reports_the_give_backs_it_abandons() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+    let server = Server::start();
+    let proxy = common::fault::Proxy::start(server.port).await;
+    let name = unique("traced-abandon");
+    let (client, kept) = common::fault::stranded_give_backs(&proxy, &name).await;
+    client.shutdown().await;
+    let mut warned: Vec<_> = capture
+        .events("shutdown abandoned give-backs of permits")
+        .into_iter()
+        .map(|e| {
+            assert_eq!(e.level, Level::WARN);
+            let f = |n| field(&e.fields, n).to_owned();
+            (f("lock"), f("kind"), f("releases"), f("permits"))
+        })
+        .collect();
+    warned.sort();
+    let pes = format!("{name}-pes");
+    assert_eq!(
+        warned,
+        [
+            (name.clone(), "semaphore".into(), "2".into(), "2".into()),
+            (
+                pes.clone(),
+                "permit_expirable_semaphore".into(),
+                "1".into(),
+                "1".into()
+            ),
+        ]
+    );
+    for (lock, abandoned) in [(&name, 2), (&pes, 1)] {
+        let spans = capture.spans_of("redisson_lock.release", lock);
+        assert_eq!(spans.len(), abandoned, "{spans:?}");
+        for span in spans {
+            assert_eq!(field(&span, "background"), "true");
+            assert_eq!(field(&span, "outcome"), "abandoned");
+        }
+    }
+    drop(kept);
+}

@@ -1,6 +1,7 @@
 //! Types and helpers every layer uses and that know no lock kind and no
 //! connection: errors, owners, wire names (key and channel layout), back-off,
-//! background work that outlives its caller, and telemetry.
+//! background work that outlives its caller (and the give-backs of permits
+//! pending in it), and telemetry.
 
 pub(crate) mod backoff;
 pub(crate) mod detach;
@@ -9,5 +10,6 @@ pub mod layout;
 pub(crate) mod lost;
 pub(crate) mod names;
 pub(crate) mod owner;
+pub(crate) mod pending;
 pub(crate) mod telemetry;
 pub(crate) mod time;

@@ -32,6 +32,11 @@ pub(crate) mod names {
     pub(crate) const LOST: &str = "redisson_lock_lost_total";
     /// Gauge: channels subscribed by the pub/sub hubs of this process.
     pub(crate) const SUBSCRIPTIONS: &str = "redisson_lock_subscriptions";
+    /// Gauge: give-backs of permits still trying to reach Redis, by `kind`.
+    pub(crate) const PENDING_RELEASES: &str = "redisson_lock_pending_releases";
+    /// Counter: give-backs of permits that ended without their permits known
+    /// to be back, by `kind` and `reason`.
+    pub(crate) const ABANDONED_RELEASES: &str = "redisson_lock_abandoned_releases_total";
 }
 
 /// How an acquisition (or a latch await) ended: the `outcome` field of its
@@ -185,12 +190,30 @@ pub(crate) fn describe() {
             Unit::Count,
             "Channels subscribed for waiters by this process"
         );
+        metrics::describe_gauge!(
+            names::PENDING_RELEASES,
+            Unit::Count,
+            "Give-backs of semaphore permits still trying to reach Redis, by kind"
+        );
+        metrics::describe_counter!(
+            names::ABANDONED_RELEASES,
+            Unit::Count,
+            "Give-backs of semaphore permits that ended without the permits known to be back, \
+             by kind and reason (shutdown, latch_expired, error)"
+        );
         // Register the series a dashboard alerts on at zero, so that they
         // exist before their first event (adding 0 leaves a running total
         // as it is when a second client connects).
         metrics::counter!(names::RENEWALS).increment(0);
         metrics::counter!(names::RENEWAL_FAILURES).increment(0);
         metrics::gauge!(names::SUBSCRIPTIONS).increment(0.0);
+        for kind in PERMIT_KINDS {
+            metrics::gauge!(names::PENDING_RELEASES, "kind" => kind).increment(0.0);
+        }
+        for (kind, reason) in GIVE_UPS {
+            metrics::counter!(names::ABANDONED_RELEASES, "kind" => kind, "reason" => reason.label())
+                .increment(0);
+        }
         for kind in LOCK_KINDS {
             for reason in [
                 LostReason::Gone,
@@ -216,6 +239,74 @@ const LOCK_KINDS: [&str; 8] = [
     "spin_lock",
     "fenced_lock",
 ];
+
+/// The `kind` label of the semaphores, whose permits are given back in the
+/// background until they land.
+#[cfg(feature = "metrics")]
+const PERMIT_KINDS: [&str; 2] = ["semaphore", "permit_expirable_semaphore"];
+
+/// Every series of `redisson_lock_abandoned_releases_total` (the
+/// permit-expirable semaphore has no permit latch to expire).
+#[cfg(feature = "metrics")]
+const GIVE_UPS: [(&str, GaveUp); 5] = [
+    ("semaphore", GaveUp::Shutdown),
+    ("semaphore", GaveUp::LatchExpired),
+    ("semaphore", GaveUp::Error),
+    ("permit_expirable_semaphore", GaveUp::Shutdown),
+    ("permit_expirable_semaphore", GaveUp::Error),
+];
+
+/// Why a give-back of permits ended without its permits known to be back:
+/// the `reason` label of `redisson_lock_abandoned_releases_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GaveUp {
+    /// The client shut down (or its runtime did) before it reached Redis.
+    Shutdown,
+    /// It reached Redis only after the permit latch that makes it exact
+    /// could have expired (the semaphore only).
+    LatchExpired,
+    /// Redis answered with an error that retrying cannot change (the key
+    /// replaced by another type, the credentials refused).
+    Error,
+}
+
+impl GaveUp {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            GaveUp::Shutdown => "shutdown",
+            GaveUp::LatchExpired => "latch_expired",
+            GaveUp::Error => "error",
+        }
+    }
+}
+
+/// A give-back of permits of `kind` started trying in the background
+/// (`started`), or ended.
+#[inline]
+pub(crate) fn pending_release(kind: &'static str, started: bool) {
+    #[cfg(feature = "metrics")]
+    {
+        let gauge = metrics::gauge!(names::PENDING_RELEASES, "kind" => kind);
+        if started {
+            gauge.increment(1.0);
+        } else {
+            gauge.decrement(1.0);
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (kind, started);
+}
+
+/// `count` give-backs of permits of `kind` ended without their permits
+/// known to be back, for `reason`.
+#[inline]
+pub(crate) fn abandoned_releases(kind: &'static str, reason: GaveUp, count: u64) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(names::ABANDONED_RELEASES, "kind" => kind, "reason" => reason.label())
+        .increment(count);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (kind, reason.label(), count);
+}
 
 /// An acquisition of `kind` ended with `outcome` after `waited`.
 #[inline]

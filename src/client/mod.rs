@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use crate::base::detach::Cleanups;
 use crate::base::error::Result;
+use crate::base::pending::PendingReleases;
 use crate::connection::config::Config;
 use crate::connection::pubsub::{Commands, Hub};
 use crate::connection::redis::Redis;
@@ -52,6 +53,9 @@ pub(crate) struct Inner {
     /// Background work finishing what callers started (releases, queue
     /// leaves), which a shutdown waits for.
     pub(crate) cleanups: Cleanups,
+    /// The give-backs of permits among them, which keep trying until they
+    /// land and which a shutdown abandons after waiting.
+    pub(crate) releases: Arc<PendingReleases>,
     /// Set by [`Client::shutdown`]: no new acquisition, waiters stop.
     closing: watch::Sender<bool>,
     subscriber: fred::clients::Client,
@@ -122,6 +126,7 @@ impl Client {
                 holds,
                 runtime: Handle::current(),
                 cleanups: Cleanups::new(Handle::current()),
+                releases: PendingReleases::new(),
                 closing: watch::Sender::new(false),
                 subscriber,
                 watchdog,
@@ -172,9 +177,20 @@ impl Client {
     /// with [`Error::Closed`](crate::Error::Closed), refuse new acquisitions,
     /// let the releases and queue leaves already under way finish (for at
     /// most the retry budget, `(timeout + retry_delay) × retry_attempts`),
-    /// then close both connections, even while guards or handles still
-    /// exist. Guards dropped afterwards cannot release (their locks expire);
-    /// every later call fails with `Error::Closed`. Idempotent.
+    /// then abandon the give-backs of permits that still could not reach
+    /// Redis ([`pending_releases`](Self::pending_releases)), and close both
+    /// connections, even while guards or handles still exist. Guards dropped
+    /// afterwards cannot release (their locks expire); every later call
+    /// fails with `Error::Closed`. Idempotent.
+    ///
+    /// An abandoned give-back is logged at `WARN` (one event per semaphore,
+    /// with how many give-backs and permits) and counted in the
+    /// `redisson_lock_abandoned_releases_total` metric (`reason` `shutdown`),
+    /// as is one started after the shutdown (a permit dropped later). Its
+    /// permits stay taken: a [`Semaphore`](crate::Semaphore)'s for good (they
+    /// have no TTL, like Redisson's) until someone adds or releases permits,
+    /// a [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore)'s until
+    /// the permit's lease ends, for good if it has none.
     ///
     /// # Cancel safety
     ///
@@ -190,6 +206,8 @@ impl Client {
         inner.watchdog.abort();
         inner.hub.wake_all();
         let _ = tokio::time::timeout(inner.config.retry_span(), inner.cleanups.drained()).await;
+        // Permits that could not be given back by now are reported and left.
+        inner.releases.abandon_all();
         // Latches no later command will carry.
         let _ =
             tokio::time::timeout(inner.config.timeout, inner.redis.delete_queued_latches()).await;
@@ -199,6 +217,18 @@ impl Client {
         }
         let quit = futures::future::join(inner.subscriber.quit(), inner.redis.client.quit());
         let _ = tokio::time::timeout(inner.config.timeout, quit).await;
+    }
+
+    /// How many give-backs of semaphore permits this client is still trying
+    /// to send to Redis in the background: the releases of dropped permit
+    /// guards ([`SemaphorePermit`](crate::SemaphorePermit),
+    /// [`PermitGuard`](crate::PermitGuard)) and the undos of acquisitions
+    /// whose reply was lost, while Redis cannot be reached. Each keeps trying
+    /// until Redis answers (a permit-expirable semaphore's until the permit's
+    /// lease ends) or [`shutdown`](Self::shutdown) abandons it; with the
+    /// `metrics` feature, also the `redisson_lock_pending_releases` gauge.
+    pub fn pending_releases(&self) -> usize {
+        self.inner.releases.count()
     }
 
     /// Whether [`shutdown`](Self::shutdown) was called.

@@ -12,7 +12,7 @@ use fred::types::{Key, Value};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::base::backoff::equal_jitter;
+use crate::base::backoff::{equal_jitter, BackOff, BackOffState};
 use crate::base::error::{Error, Result};
 use crate::connection::config::Config;
 use crate::connection::script::ScriptCall;
@@ -123,6 +123,11 @@ fn fred_client(config: &Config) -> Result<fred::clients::Client> {
         .build()
         .map_err(|e| Error::Config(e.to_string()))
 }
+
+/// The longest pause between two tries of a give-back of permits that keeps
+/// trying until it lands: a few seconds, since it also tries again as soon
+/// as the connection is re-established.
+const LONGEST_PAUSE: Duration = Duration::from_secs(4);
 
 /// How long a master's replica count is trusted before it is read again
 /// (replicas added to a master that had none send no `WAIT` to notice them).
@@ -249,7 +254,12 @@ impl Redis {
         self.eval_as(build, Late::Skip).await
     }
 
-    async fn eval_as(&self, build: impl Fn() -> ScriptCall, late: Late) -> Result<Value> {
+    /// Run `script` once, what becomes of it when late as `late` says.
+    pub(crate) async fn eval_as(
+        &self,
+        build: impl Fn() -> ScriptCall,
+        late: Late,
+    ) -> Result<Value> {
         self.check_open()?;
         let call = build();
         let writes = call.script.writes;
@@ -391,6 +401,36 @@ impl Redis {
             .await
     }
 
+    /// The pauses between the tries of a give-back that keeps trying until
+    /// it lands (`give_back.rs`): from `retry_delay` (at least 10 ms),
+    /// doubling, up to [`LONGEST_PAUSE`] (or `retry_delay`, if longer).
+    pub(crate) fn persistent_backoff(&self) -> BackOffState {
+        let initial = self.retry_delay.max(Duration::from_millis(10));
+        BackOffState::new(BackOff::Exponential {
+            initial,
+            max: LONGEST_PAUSE.max(initial),
+            multiplier: 2,
+        })
+    }
+
+    /// Sleep the next pause of `backoff` (with equal jitter), or until the
+    /// command connection is re-established, whichever comes first.
+    pub(crate) async fn pause(&self, backoff: &mut BackOffState) {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut reconnects = self.client.reconnect_rx();
+        let reconnected = async {
+            match reconnects.recv().await {
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                // The client is gone: only the pause is left.
+                Err(RecvError::Closed) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(equal_jitter(backoff.next_delay())) => {}
+            () = reconnected => {}
+        }
+    }
+
     /// Run an idempotent operation on `name` with `patience`:
     /// [`retrying`](Self::retrying) or [`persisting`](Self::persisting).
     pub(crate) async fn patiently<T, F, Fut>(
@@ -505,6 +545,17 @@ pub(crate) enum Late {
     /// written before the mark, the undo follows it in order on the same
     /// connection; if not, it never runs and the undo is harmless.
     Skip,
+    /// As [`Skip`](Self::Skip), timed out after this long instead of the
+    /// client's `timeout` (at least 1 ms): a give-back of permits that must
+    /// not run after a deadline (`give_back.rs`). The future must not be
+    /// dropped before it ends: only fred's own timeout marks it.
+    SkipAfter(Duration),
+    /// Never timed out, by fred or here: the call ends with its reply or
+    /// with the failure of the connection it was written to, however long
+    /// that takes (a reconnect in between included: fred writes it once
+    /// connected). A give-back of permits that keeps trying until it lands
+    /// (`give_back.rs`) waits for its one call rather than piling up more.
+    Await,
 }
 
 /// How a script call names its script.
@@ -552,15 +603,28 @@ fn send_script(
     args.extend(call.args);
     let command =
         fred::types::CustomCommand::new_static(name, fred::types::ClusterHash::Custom(slot), false);
+    let fred_timeout = |timeout| {
+        client.with_options(&fred::types::config::Options {
+            timeout: Some(timeout),
+            ..Default::default()
+        })
+    };
     match late {
         // fred's own timeout is `timeout` (the client's default). An async
         // block: fred's future is made inside the box when first polled.
         Late::Skip => Box::pin(async move { client.custom::<Value, _>(command, args).await }),
+        // fred reads a zero timeout as none.
+        Late::SkipAfter(limit) => Box::pin(async move {
+            let limit = limit.max(Duration::from_millis(1));
+            fred_timeout(limit).custom::<Value, _>(command, args).await
+        }),
+        Late::Await => Box::pin(async move {
+            fred_timeout(Duration::ZERO)
+                .custom::<Value, _>(command, args)
+                .await
+        }),
         Late::Deliver => Box::pin(async move {
-            let untimed = client.with_options(&fred::types::config::Options {
-                timeout: Some(Duration::ZERO),
-                ..Default::default()
-            });
+            let untimed = fred_timeout(Duration::ZERO);
             tokio::time::timeout(timeout, untimed.custom::<Value, _>(command, args))
                 .await
                 .map_err(|_| {

@@ -24,14 +24,17 @@ use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::layout;
 use crate::base::layout::PERMIT_NEVER_EXPIRES as NEVER_EXPIRES;
-use crate::base::telemetry::Acquisition;
+use crate::base::pending::Pending;
+use crate::base::telemetry::{Acquisition, GaveUp};
 use crate::base::time::epoch_ms;
 use crate::client::Client;
 use crate::connection::pubsub::Wake;
+use crate::connection::redis::Late;
 use crate::connection::script::{self, millis, ScriptCall};
 use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
 use crate::engine::wait::{wait_until, Outcome};
 use crate::sync::count::integer;
+use crate::sync::give_back::{until_landed, Ended, Try};
 use crate::sync::handle::{handle_accessors, Handle};
 use crate::sync::permit_id::PermitId;
 
@@ -90,6 +93,16 @@ fn record_release(span: &tracing::Span, released: &Result<Released>) {
 /// Every future may be dropped at any await point. An acquire script already
 /// sent is finished in the background and the permit it took is given back
 /// (by its id, so exactly); a waiter leaves its channel when dropped.
+///
+/// # Give-backs in the background
+///
+/// A guard dropped without [`release`](PermitGuard::release), and an
+/// acquisition whose reply was lost, release the permit by its id in the
+/// background, trying until Redis answers, the permit's lease has run out
+/// (it then comes back by itself), or the client shuts down: a permit that
+/// never expires is given back however long Redis stays out of reach, as
+/// long as the client runs (see
+/// [`Client::pending_releases`](crate::Client::pending_releases)).
 #[derive(Clone)]
 pub struct PermitExpirableSemaphore {
     pub(super) shared: Arc<Shared>,
@@ -252,10 +265,7 @@ impl PermitExpirableSemaphore {
         let expiry = lease.map_or(NEVER_EXPIRES, |l| now.saturating_add(millis(l)));
         let sent_at = Instant::now();
         // A permit that is not released by then comes back by itself.
-        let patience = sent_at
-            + lease
-                .unwrap_or(Duration::MAX)
-                .min(inner.config.retry_span());
+        let expires_at = lease.and_then(|l| sent_at.checked_add(l));
         let fut = {
             let (inner, shared) = (inner.clone(), self.shared.clone());
             async move {
@@ -284,17 +294,12 @@ impl PermitExpirableSemaphore {
                 Leftover::Done(Some(_)) => None,
                 // Released by its id, which is harmless if it took nothing.
                 Leftover::Done(None) | Leftover::Unknown => {
-                    Some(async move { semaphore.give_back(id, patience).await }.boxed())
+                    Some(semaphore.give_back_later(id, expires_at))
                 }
             }
         };
         Ok(match unlosable(&inner.cleanups, fut, undo).await? {
-            None => Outcome::Ready(PermitGuard::new(
-                self.clone(),
-                id,
-                lease,
-                lease.and_then(|l| sent_at.checked_add(l)),
-            )),
+            None => Outcome::Ready(PermitGuard::new(self.clone(), id, lease, expires_at)),
             Some(earliest) => {
                 // Sleep until the earliest permit expires (its score is on
                 // the acquiring client's clock; ours is the best guess).
@@ -307,40 +312,62 @@ impl PermitExpirableSemaphore {
         })
     }
 
-    /// Release `id` in the background, trying until `until`.
-    async fn give_back(&self, id: PermitId, until: Instant) {
+    /// The background release of `id` ([`give_back`](Self::give_back)),
+    /// pending from now on.
+    fn give_back_later(&self, id: PermitId, expires_at: Option<Instant>) -> BoxFuture<'static, ()> {
+        let pending = self.inner().releases.enter(KIND, self.name(), 1);
+        let semaphore = self.clone();
+        async move { semaphore.give_back(pending, id, expires_at).await }.boxed()
+    }
+
+    /// Release `id` in the background, trying until Redis answers, the
+    /// permit's lease has run out at `expires_at` (it then comes back by
+    /// itself), or the client shuts down ([`until_landed`]); and report how
+    /// it ended. Releasing by id is exact whenever it runs.
+    async fn give_back(&self, pending: Pending, id: PermitId, expires_at: Option<Instant>) {
         let span = release_span(self.name(), id, true);
-        let inner = self.inner();
-        let release = || self.release_once(id);
-        let released = inner
-            .redis
-            .persisting(self.name(), until, release)
-            .instrument(span.clone())
-            .await;
-        record_release(&span, &released);
-        if let Err(e) = released {
-            tracing::warn!(lock = self.name(), permit = %id, error = %e, "giving a permit back failed");
+        let ended = until_landed(self.inner(), self.name(), expires_at, None, |_| {
+            Try::Cancellable(self.release_once(id, Late::Await))
+        })
+        .instrument(span.clone())
+        .await;
+        match ended {
+            Ended::Landed(released) => {
+                record_release(&span, &Ok(released));
+                pending.landed();
+            }
+            Ended::Unnecessary => {
+                span.record("outcome", "expired");
+                pending.landed();
+            }
+            Ended::Abandoned => {
+                span.record("outcome", "abandoned");
+                pending.gave_up(GaveUp::Shutdown);
+            }
+            Ended::Failed(e) => {
+                record_release(&span, &Err(e.clone()));
+                tracing::warn!(lock = self.name(), permit = %id, error = %e, "giving a permit back failed");
+                pending.gave_up(GaveUp::Error);
+            }
         }
     }
 
-    /// One run of the single-id release script.
-    pub(super) async fn release_once(&self, id: PermitId) -> Result<Released> {
+    /// One run of the single-id release script, sent as `late` says.
+    pub(super) async fn release_once(&self, id: PermitId, late: Late) -> Result<Released> {
         let inner = self.inner();
-        let reply = inner
-            .redis
-            .eval(|| {
-                ScriptCall::new(
-                    &script::PES_RELEASE,
-                    &self.shared.keys_channel_first(),
-                    vec![
-                        id.value(),
-                        Value::Integer(1),
-                        Value::Integer(epoch_ms()),
-                        inner.env.publish(),
-                    ],
-                )
-            })
-            .await?;
+        let call = || {
+            ScriptCall::new(
+                &script::PES_RELEASE,
+                &self.shared.keys_channel_first(),
+                vec![
+                    id.value(),
+                    Value::Integer(1),
+                    Value::Integer(epoch_ms()),
+                    inner.env.publish(),
+                ],
+            )
+        };
+        let reply = inner.redis.eval_as(call, late).await?;
         match integer(reply, "permit release")? {
             1 => Ok(Released::Yes),
             0 => Ok(Released::Expired),
@@ -356,7 +383,7 @@ impl PermitExpirableSemaphore {
         let released = self
             .inner()
             .redis
-            .retrying(self.name(), || self.release_once(id))
+            .retrying(self.name(), || self.release_once(id, Late::Deliver))
             .instrument(span.clone())
             .await;
         record_release(&span, &released);
@@ -387,10 +414,11 @@ impl fmt::Debug for PermitExpirableSemaphore {
 
 /// One permit taken from a [`PermitExpirableSemaphore`], with its id and
 /// lease. Give it back with [`release`](Self::release); a guard dropped
-/// without releasing gives it back in the background (errors are logged
+/// without releasing gives it back in the background, trying until Redis
+/// answers, its lease runs out or the client shuts down (errors are logged
 /// through `tracing`; [`Client::shutdown`](crate::Client::shutdown) waits for
-/// it); [`forget`](Self::forget) keeps it taken until its lease runs out (or
-/// until someone releases its id).
+/// it, for at most the retry budget); [`forget`](Self::forget) keeps it
+/// taken until its lease runs out (or until someone releases its id).
 #[must_use = "dropping the permit releases it at once"]
 pub struct PermitGuard(Armed<Permit>);
 
@@ -411,19 +439,23 @@ impl GiveBack for Permit {
 
     fn give_back(&self) -> BoxFuture<'static, Result<bool>> {
         crate::base::telemetry::unheld(KIND);
-        let (semaphore, id) = (self.semaphore.clone(), self.id);
-        async move { Ok(semaphore.release_retrying(id).await? == Released::Yes) }.boxed()
+        let (semaphore, id, expires_at) = (self.semaphore.clone(), self.id, self.expires_at);
+        async move {
+            let released = semaphore.release_retrying(id).await;
+            if matches!(&released, Err(e) if e.is_transient()) {
+                // Not confirmed: released in the background from now on, as
+                // a dropped guard's permit is.
+                let later = semaphore.give_back_later(id, expires_at);
+                semaphore.inner().cleanups.spawn(later);
+            }
+            Ok(released? == Released::Yes)
+        }
+        .boxed()
     }
 
     fn give_back_later(&self) -> BoxFuture<'static, ()> {
         crate::base::telemetry::unheld(KIND);
-        let (semaphore, id) = (self.semaphore.clone(), self.id);
-        // After its lease the permit comes back by itself.
-        let mut until = Instant::now() + semaphore.inner().config.retry_span();
-        if let Some(expiry) = self.expires_at {
-            until = until.min(expiry);
-        }
-        async move { semaphore.give_back(id, until).await }.boxed()
+        self.semaphore.give_back_later(self.id, self.expires_at)
     }
 
     fn kept(&self) {
@@ -465,7 +497,10 @@ impl PermitGuard {
     ///
     /// [`Error::WrongType`] if a key was replaced by something else; a
     /// transient error if Redis stayed unreachable through `retry_attempts`
-    /// retries; [`Error::Closed`] after shutdown.
+    /// retries: the permit is then released in the background, as when the
+    /// guard is dropped (see
+    /// [`Client::pending_releases`](crate::Client::pending_releases));
+    /// [`Error::Closed`] after shutdown.
     ///
     /// # Cancel safety
     ///

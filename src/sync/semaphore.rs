@@ -24,14 +24,16 @@ use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::layout;
 use crate::base::names::latch_key;
-use crate::base::telemetry::Acquisition;
+use crate::base::pending::Pending;
+use crate::base::telemetry::{Acquisition, GaveUp};
 use crate::client::{Client, Inner};
 use crate::connection::pubsub::Wake;
-use crate::connection::redis::Patience;
+use crate::connection::redis::Late;
 use crate::connection::script::{self, millis, ScriptCall};
 use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
 use crate::engine::wait::{wait_until, Outcome};
 use crate::sync::count::{check_permits, integer};
+use crate::sync::give_back::{until_landed, Ended, Try};
 use crate::sync::handle::{handle_accessors, Handle};
 
 /// The `kind` of spans and metrics.
@@ -71,6 +73,16 @@ const KIND: &str = "semaphore";
 /// Every future may be dropped at any await point. An acquire script already
 /// sent is finished in the background and the permits it took are given
 /// back; a waiter leaves its channel when dropped.
+///
+/// # Give-backs in the background
+///
+/// A permit dropped without [`release`](SemaphorePermit::release), and an
+/// acquisition whose reply was lost (undone), give their permits back in
+/// the background, trying until Redis answers or the client shuts down
+/// (these permits have no TTL). Exact as long as Redis answers within twice
+/// the retry budget of a try that may have reached it unanswered; see
+/// [`Client::pending_releases`](crate::Client::pending_releases) and the
+/// README (*Guarantees and limits*) for what can stay taken otherwise.
 #[derive(Clone)]
 pub struct Semaphore {
     pub(super) shared: Arc<Shared>,
@@ -104,8 +116,9 @@ impl Client {
 }
 
 /// How long a permit latch lives: twice the retry budget, so that every
-/// retry of a release (or undo), all sent within one budget of the first
-/// try, still finds it.
+/// retry of an awaited release, all sent within one budget of the first try,
+/// still finds it. A give-back in the background that keeps trying longer
+/// sends only what the latch still makes exact ([`Semaphore::give_back`]).
 fn latch_ttl(inner: &Inner) -> Duration {
     inner
         .config
@@ -231,20 +244,17 @@ impl Semaphore {
         let undo = {
             let (semaphore, latch) = (self.clone(), latch.clone());
             move |left: Leftover<'_, bool>| {
-                let mode = match left {
-                    Leftover::Done(true) => Mode::Release,
+                let (mode, exact_until) = match left {
+                    Leftover::Done(true) => (Mode::Release, None),
                     Leftover::Done(false) => return None,
-                    Leftover::Unknown => Mode::Undo,
+                    // Had the attempt taken its permits, its latch would
+                    // say so at least until then.
+                    Leftover::Unknown => (
+                        Mode::Undo,
+                        sent_at.checked_add(latch_ttl(semaphore.inner())),
+                    ),
                 };
-                let until = sent_at + semaphore.inner().config.retry_span();
-                Some(
-                    async move {
-                        semaphore
-                            .give_back(permits, &latch, mode, Patience::Until(until))
-                            .await;
-                    }
-                    .boxed(),
-                )
+                Some(semaphore.give_back_later(permits, latch, mode, exact_until, None))
             }
         };
         Ok(match unlosable(&inner.cleanups, fut, undo).await? {
@@ -253,60 +263,83 @@ impl Semaphore {
         })
     }
 
-    /// Run the release script for `latch` (retried with the same latch, so
-    /// a retry never gives back twice), then delete the latch.
-    pub(super) async fn release_with(
-        &self,
-        permits: u32,
-        latch: &str,
-        mode: Mode,
-        patience: Patience,
-    ) -> Result<Option<i64>> {
-        let span = tracing::debug_span!(
+    /// The span of one release of `permits` (`undo`: of an acquisition;
+    /// `background`: nobody awaits it).
+    fn release_span(&self, permits: u32, undo: bool, background: bool) -> tracing::Span {
+        tracing::debug_span!(
             "redisson_lock.release",
             lock = self.name(),
             kind = KIND,
             permits,
-            undo = matches!(mode, Mode::Undo),
-            background = patience != Patience::Attempts,
+            undo,
+            background,
             outcome = tracing::field::Empty,
             error = tracing::field::Empty,
-        );
-        let released: Result<Option<i64>> = async {
-            let inner = self.inner();
-            let ttl = millis(latch_ttl(inner));
-            let release = || {
-                inner.redis.eval(|| {
-                    ScriptCall::new(
-                        &script::SEMAPHORE_RELEASE,
-                        &[&self.shared.handle.name, &self.shared.handle.channel, latch],
-                        vec![
-                            Value::Integer(permits.into()),
-                            inner.env.publish(),
-                            Value::Integer(ttl),
-                            Value::from(match mode {
-                                Mode::Release => "0",
-                                Mode::Undo => "1",
-                            }),
-                        ],
-                    )
-                })
-            };
-            let reply = inner
-                .redis
-                .patiently(self.name(), patience, release)
-                .await?;
-            inner.delete_latch_later(latch.to_owned());
-            match reply {
-                Value::Null => Ok(None),
-                Value::Integer(count) => Ok(Some(count)),
-                other => Err(Error::Protocol(format!(
-                    "semaphore release replied {other:?}"
-                ))),
-            }
+        )
+    }
+
+    /// One run of the release script for `latch` in `mode`, sent as `late`
+    /// says; once Redis has answered, the latch is queued for deletion.
+    /// `Some(count)`: given back; `None`: nothing was done.
+    async fn release_once(
+        &self,
+        permits: u32,
+        latch: &str,
+        mode: Mode,
+        late: Late,
+    ) -> Result<Option<i64>> {
+        let inner = self.inner();
+        let ttl = millis(latch_ttl(inner));
+        let call = || {
+            ScriptCall::new(
+                &script::SEMAPHORE_RELEASE,
+                &[&self.shared.handle.name, &self.shared.handle.channel, latch],
+                vec![
+                    Value::Integer(permits.into()),
+                    inner.env.publish(),
+                    Value::Integer(ttl),
+                    Value::from(match mode {
+                        Mode::Release => "0",
+                        Mode::Undo => "1",
+                    }),
+                ],
+            )
+        };
+        let reply = inner.redis.eval_as(call, late).await?;
+        inner.delete_latch_later(latch.to_owned());
+        match reply {
+            Value::Null => Ok(None),
+            Value::Integer(count) => Ok(Some(count)),
+            other => Err(Error::Protocol(format!(
+                "semaphore release replied {other:?}"
+            ))),
         }
-        .instrument(span.clone())
-        .await;
+    }
+
+    /// Give `permits` back with `latch`, someone awaiting the answer:
+    /// retried `retry_attempts` times with the same latch, so a retry never
+    /// gives back twice. The first try is written whenever fred can
+    /// ([`Late::Deliver`]): no earlier try can have given back. A retry is
+    /// never written after the client's `timeout` ([`Late::Skip`]), so that
+    /// it runs, if at all, while the latch of an earlier try that ran (and
+    /// whose reply was lost) still says "given back": every retry is handed
+    /// over within one retry budget of the first, and the latch lives two.
+    pub(super) async fn release_awaited(&self, permits: u32, latch: &str) -> Result<Option<i64>> {
+        let span = self.release_span(permits, false, false);
+        let mut first = true;
+        let released = self
+            .inner()
+            .redis
+            .retrying(self.name(), || {
+                let late = if std::mem::take(&mut first) {
+                    Late::Deliver
+                } else {
+                    Late::Skip
+                };
+                self.release_once(permits, latch, Mode::Release, late)
+            })
+            .instrument(span.clone())
+            .await;
         match &released {
             Ok(Some(_)) => span.record("outcome", "released"),
             Ok(None) => span.record("outcome", "already_released"),
@@ -317,17 +350,129 @@ impl Semaphore {
         released
     }
 
-    /// Give permits back in the background, logging a failure.
-    async fn give_back(&self, permits: u32, latch: &str, mode: Mode, patience: Patience) {
-        if let Err(e) = self.release_with(permits, latch, mode, patience).await {
-            tracing::warn!(lock = self.name(), error = %e, permits, "giving permits back failed");
+    /// The background give-back of `permits` with `latch`, in `mode`
+    /// ([`give_back`](Self::give_back)), pending from now on.
+    fn give_back_later(
+        &self,
+        permits: u32,
+        latch: String,
+        mode: Mode,
+        exact_until: Option<Instant>,
+        doubt: Option<Instant>,
+    ) -> BoxFuture<'static, ()> {
+        let pending = self.inner().releases.enter(KIND, self.name(), permits);
+        let semaphore = self.clone();
+        async move {
+            semaphore
+                .give_back(pending, permits, &latch, mode, exact_until, doubt)
+                .await;
+        }
+        .boxed()
+    }
+
+    /// Give `permits` back in the background with `latch`, in `mode`,
+    /// trying until Redis answers or the client shuts down
+    /// ([`until_landed`]), and report how it ended. An undo's "nothing to
+    /// give back" is exact if Redis answered it before `exact_until`, while
+    /// the acquisition's latch would still have said "taken". `doubt`: when
+    /// an earlier call that may have run unanswered was handed over (an
+    /// awaited release that failed).
+    ///
+    /// A release retried after a try that may have run unanswered stays in
+    /// release mode only while that try's latch ("given back") must still
+    /// live: until its TTL from when that try was handed over, less
+    /// `timeout` of slack for the way from fred to the server; each such
+    /// retry is never written after then ([`Late::SkipAfter`]). Past then
+    /// it is sent in undo mode, which gives back only what the acquisition's
+    /// latch still says is taken: never twice, but if that latch has expired
+    /// too, nothing, and the permits may stay taken (reported).
+    async fn give_back(
+        &self,
+        pending: Pending,
+        permits: u32,
+        latch: &str,
+        mode: Mode,
+        exact_until: Option<Instant>,
+        doubt: Option<Instant>,
+    ) {
+        let span = self.release_span(permits, matches!(mode, Mode::Undo), true);
+        let inner = self.inner();
+        let release_for = latch_ttl(inner).saturating_sub(inner.config.timeout);
+        let ended = until_landed(inner, self.name(), None, doubt, |doubt| {
+            let now = Instant::now();
+            let (sent, late) = match (mode, doubt.map(|d| d.checked_add(release_for))) {
+                (Mode::Release, Some(Some(until))) if now < until => {
+                    (Mode::Release, Late::SkipAfter(until - now))
+                }
+                (Mode::Release, Some(_)) => (Mode::Undo, Late::Await),
+                (mode, _) => (mode, Late::Await),
+            };
+            let call = async move {
+                let reply = self.release_once(permits, latch, sent, late).await?;
+                Ok((reply, sent, Instant::now()))
+            };
+            match late {
+                Late::SkipAfter(_) => Try::Bounded(call),
+                _ => Try::Cancellable(call),
+            }
+        })
+        .instrument(span.clone())
+        .await;
+        match ended {
+            Ended::Landed((Some(_), _, _)) => {
+                span.record("outcome", "released");
+                pending.landed();
+            }
+            // The latch said these permits were given back already.
+            Ended::Landed((None, Mode::Release, _)) => {
+                span.record("outcome", "already_released");
+                pending.landed();
+            }
+            // The acquisition took nothing.
+            Ended::Landed((None, Mode::Undo, answered))
+                if matches!(mode, Mode::Undo) && exact_until.is_some_and(|t| answered < t) =>
+            {
+                span.record("outcome", "already_released");
+                pending.landed();
+            }
+            Ended::Landed((None, Mode::Undo, _)) => {
+                span.record("outcome", "latch_expired");
+                match mode {
+                    Mode::Undo => tracing::warn!(
+                        lock = self.name(),
+                        permits,
+                        "permits may stay taken: the undo of an acquisition whose reply was lost \
+                         reached Redis only after the acquisition's permit latch could have \
+                         expired, so it gave back nothing (right only if the acquisition took none)"
+                    ),
+                    Mode::Release => tracing::warn!(
+                        lock = self.name(),
+                        permits,
+                        "permits may stay taken: a dropped permit's release reached Redis only \
+                         after the permit latch of an earlier, unanswered try could have expired, \
+                         so it gave back nothing (right only if that try did)"
+                    ),
+                }
+                pending.gave_up(GaveUp::LatchExpired);
+            }
+            Ended::Unnecessary => pending.landed(),
+            Ended::Abandoned => {
+                span.record("outcome", "abandoned");
+                pending.gave_up(GaveUp::Shutdown);
+            }
+            Ended::Failed(e) => {
+                span.record("outcome", "error")
+                    .record("error", tracing::field::display(&e));
+                tracing::warn!(lock = self.name(), error = %e, permits, "giving permits back failed");
+                pending.gave_up(GaveUp::Error);
+            }
         }
     }
 }
 
 /// What the release script does.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Mode {
+enum Mode {
     /// Give back, unless the latch says it was given back already.
     Release,
     /// Give back only if the latch says the acquisition took the permits.
@@ -344,9 +489,11 @@ impl std::fmt::Debug for Semaphore {
 
 /// Permits taken from a [`Semaphore`]. Give them back with
 /// [`release`](Self::release) to learn whether that worked; a permit dropped
-/// without releasing gives them back in the background (errors are logged
-/// through `tracing`; [`Client::shutdown`](crate::Client::shutdown) waits for
-/// it); [`forget`](Self::forget) keeps them taken.
+/// without releasing gives them back in the background, trying until Redis
+/// answers or the client shuts down (errors are logged through `tracing`;
+/// [`Client::shutdown`](crate::Client::shutdown) waits for it, for at most
+/// the retry budget, see [`Semaphore`]); [`forget`](Self::forget) keeps them
+/// taken.
 #[must_use = "dropping the permit releases it at once"]
 pub struct SemaphorePermit(Armed<Permits>);
 
@@ -372,10 +519,16 @@ impl GiveBack for Permits {
         crate::base::telemetry::unheld(KIND);
         let (semaphore, permits) = (self.semaphore.clone(), self.permits);
         async move {
-            semaphore
-                .release_with(permits, &latch, Mode::Release, Patience::Attempts)
-                .await
-                .map(drop)
+            let handed = Instant::now();
+            let released = semaphore.release_awaited(permits, &latch).await;
+            if matches!(&released, Err(e) if e.is_transient()) {
+                // Not confirmed: given back in the background from now on,
+                // as a dropped permit is (any try may have run).
+                let later =
+                    semaphore.give_back_later(permits, latch, Mode::Release, None, Some(handed));
+                semaphore.inner().cleanups.spawn(later);
+            }
+            released.map(drop)
         }
         .boxed()
     }
@@ -385,14 +538,8 @@ impl GiveBack for Permits {
             return async {}.boxed();
         };
         crate::base::telemetry::unheld(KIND);
-        let (semaphore, permits) = (self.semaphore.clone(), self.permits);
-        let until = Instant::now() + semaphore.inner().config.retry_span();
-        async move {
-            semaphore
-                .give_back(permits, &latch, Mode::Release, Patience::Until(until))
-                .await;
-        }
-        .boxed()
+        self.semaphore
+            .give_back_later(self.permits, latch, Mode::Release, None, None)
     }
 
     /// Only the acquisition's permit latch is deleted.
@@ -434,7 +581,10 @@ impl SemaphorePermit {
     /// [`Error::WrongType`] if the key was replaced by something other than a
     /// count; a transient error if Redis stayed unreachable through
     /// `retry_attempts` retries (each retry is safe: it never gives back
-    /// twice); [`Error::Closed`] after shutdown.
+    /// twice): the permits are then given back in the background, as when a
+    /// permit is dropped (see [`Semaphore`],
+    /// [`Client::pending_releases`](crate::Client::pending_releases));
+    /// [`Error::Closed`] after shutdown.
     ///
     /// # Cancel safety
     ///

@@ -11,10 +11,9 @@ use futures::FutureExt;
 use crate::base::detach::FinishOnDrop;
 use crate::base::error::Result;
 use crate::base::names::latch_key;
-use crate::connection::redis::Patience;
 use crate::connection::script::{self, ScriptCall};
 use crate::sync::count::{add_call, check_permits, get_count, integer, try_set_call};
-use crate::sync::semaphore::{Mode, Semaphore};
+use crate::sync::semaphore::Semaphore;
 
 impl Semaphore {
     /// Take `permits` permits, waiting up to `wait`: Redisson's
@@ -82,10 +81,7 @@ impl Semaphore {
         let semaphore = self.clone();
         let call = async move {
             let latch = latch_key(&semaphore.shared.latch_prefix);
-            semaphore
-                .release_with(permits, &latch, Mode::Release, Patience::Attempts)
-                .await
-                .map(drop)
+            semaphore.release_awaited(permits, &latch).await.map(drop)
         };
         FinishOnDrop::new(self.inner().cleanups.clone(), call, |_| async {}.boxed()).await
     }

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use fred::prelude::*;
-use redisson_lock::{AnyKind, Client, Config, LockGuard};
+use redisson_lock::{AnyKind, Client, Config, LockGuard, SemaphorePermit};
 use redisson_lock_testkit::child::{exit_with_parent, report, ChildJob};
 
 pub use redisson_lock_testkit::child::{ChildProcess, CHILD_ENTRY};
@@ -19,6 +19,63 @@ pub async fn client_through(proxy: &Proxy, config: impl FnOnce(Config) -> Config
     Client::connect(config(Config::from_url(&proxy.url()).unwrap()))
         .await
         .unwrap()
+}
+
+/// A client's settings whose retry budget, `(timeout + retry_delay) ×
+/// retry_attempts`, is 2 s: replies time out after 400 ms, retries 600 ms
+/// apart, two of them. An outage of [`OUTAGE`] outlasts it, but not twice it
+/// (the TTL of a semaphore's permit latch, which a give-back must beat by
+/// `timeout` to stay exact: docs/PROTOCOL.md §7.1).
+pub fn two_second_budget(config: Config) -> Config {
+    config
+        .timeout(Duration::from_millis(400))
+        .retry_delay(Duration::from_millis(600))
+        .retry_attempts(2)
+}
+
+/// How long a test cuts a [`two_second_budget`] client off: longer than its
+/// retry budget (2 s), so that a give-back which stops after one budget is
+/// lost; well within its permit latches' 4 s.
+pub const OUTAGE: Duration = Duration::from_millis(2_300);
+
+/// End an outage made with [`Proxy::stall`] the way a dead connection ends:
+/// the stalled connections are closed (what they held is lost, never
+/// delivered), then the client may connect again.
+pub async fn reset_stalled(proxy: &Proxy) {
+    proxy.refuse(true);
+    proxy.cut();
+    proxy.wait_connections(0, Duration::from_secs(5)).await;
+    proxy.resume();
+    proxy.refuse(false);
+}
+
+/// A client connected through `proxy`, with a retry budget of 300 ms,
+/// whose permits cannot be given back: it takes two permits of the semaphore
+/// `name` (one guard each) and a never-expiring one of the permit-expirable
+/// semaphore `<name>-pes`, then the proxy stalls (nothing reaches Redis) and
+/// the three guards are dropped, leaving three give-backs pending. Also
+/// returns a guard of a third permit of `name`, still held.
+pub async fn stranded_give_backs(proxy: &Proxy, name: &str) -> (Client, SemaphorePermit) {
+    let client = client_through(proxy, |c| {
+        c.timeout(Duration::from_millis(200))
+            .retry_delay(Duration::from_millis(100))
+            .retry_attempts(1)
+    })
+    .await;
+    let sem = client.semaphore(name).unwrap();
+    assert!(sem.try_set_permits(3).await.unwrap());
+    let dropped = [sem.acquire(1).await.unwrap(), sem.acquire(1).await.unwrap()];
+    let kept = sem.acquire(1).await.unwrap();
+    let pes = client
+        .permit_expirable_semaphore(&format!("{name}-pes"))
+        .unwrap();
+    assert!(pes.try_set_permits(1).await.unwrap());
+    let permit = pes.acquire(None).await.unwrap();
+    proxy.stall();
+    drop(dropped);
+    drop(permit);
+    assert_eq!(client.pending_releases(), 3);
+    (client, kept)
 }
 
 /// Declare the entry point [`ChildProcess`] runs in a child: an ignored test

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::fault::{client_through, Proxy};
+use crate::common::fault::{client_through, reset_stalled, two_second_budget, Proxy, OUTAGE};
 use crate::common::{eventually, numsub, wait_numsub, wait_numsub_blocking, Fixture};
 use crate::{channel, common, get, timeouts};
 use fred::prelude::*;
@@ -63,6 +63,63 @@ async fn a_lost_acquire_reply_is_undone_by_its_id() {
     proxy.resume();
     let permit = sem.acquire(None).await.unwrap();
     assert!(permit.release().await.unwrap());
+}
+
+/// A never-expiring permit dropped, one whose awaited release runs out of
+/// retries, and an acquisition whose reply was lost (it ran: it took a
+/// permit), while the client is cut off for longer than its retry budget:
+/// all are released by their ids once the client reconnects, and the count
+/// ends exact.
+#[tokio::test]
+async fn permits_come_back_after_an_outage_longer_than_the_retry_budget() {
+    let fx = Fixture::new("pes-outage").await;
+    let proxy = Proxy::start(fx.server.port).await;
+    let client = client_through(&proxy, two_second_budget).await;
+    let sem = client.permit_expirable_semaphore(&fx.name).unwrap();
+    assert!(sem.try_set_permits(4).await.unwrap());
+    let held = sem.acquire(None).await.unwrap(); // the scripts are loaded too
+    let awaited = sem.acquire(None).await.unwrap();
+    proxy.stall_to_client();
+    let lost = tokio::spawn({
+        let sem = sem.clone();
+        async move { sem.try_acquire(None).await.map(drop) }
+    });
+    eventually("the attempt ran", || async {
+        get(&fx, &fx.name).await.as_deref() == Some("1")
+    })
+    .await;
+    // From now on nothing the client sends reaches Redis.
+    proxy.stall_to_server();
+    let cut_off = Instant::now();
+    drop(held);
+    let awaited = tokio::spawn(awaited.release());
+    let outcome = lost.await.unwrap();
+    assert!(
+        matches!(&outcome, Err(e) if e.is_transient()),
+        "{outcome:?}"
+    );
+    assert_eq!(client.pending_releases(), 2, "the release and the undo");
+    tokio::time::sleep(OUTAGE.saturating_sub(cut_off.elapsed())).await;
+    assert_eq!(get(&fx, &fx.name).await.as_deref(), Some("1"), "cut off");
+    assert!(client.pending_releases() >= 2, "still trying");
+    reset_stalled(&proxy).await;
+    let back = Instant::now();
+    // Its retries ran out: it goes on in the background.
+    let outcome = awaited.await.unwrap();
+    assert!(
+        matches!(&outcome, Err(e) if e.is_transient()),
+        "{outcome:?}"
+    );
+    eventually("every give-back landed", || async {
+        client.pending_releases() == 0
+    })
+    .await;
+    eprintln!("landed {:?} after the reconnect", back.elapsed());
+    assert_eq!(get(&fx, &fx.name).await.as_deref(), Some("4"), "exact");
+    assert!(
+        !fx.exists(&timeouts(&fx.name)).await,
+        "no permit left taken"
+    );
 }
 
 #[tokio::test]
