@@ -165,7 +165,8 @@ pub(crate) struct HoldKey {
 }
 
 /// A recorded acquisition: the guard's handle, and for a hold that started
-/// a tenure, a receiver that closes when the tenure ends.
+/// a tenure of a registry that watches its tenures, a receiver that closes
+/// when the tenure ends.
 pub(crate) struct Recorded {
     pub hold: HoldRef,
     pub new_tenure: Option<watch::Receiver<()>>,
@@ -211,8 +212,9 @@ struct Tenure {
     /// What the guards of the current status observe; replaced (a new
     /// status) when a hold is taken after the status was lost.
     status: watch::Sender<Status>,
-    /// Dropped with the tenure: ends what watches it (keyspace events).
-    _alive: watch::Sender<()>,
+    /// Dropped with the tenure: ends what watches it (keyspace events), if
+    /// anything does.
+    _alive: Option<watch::Sender<()>>,
 }
 
 impl Tenure {
@@ -351,6 +353,9 @@ pub(crate) struct Holds {
     ids: AtomicU64,
     /// `lock_watchdog_timeout`: the lease of watchdog holds.
     pub(crate) watchdog: Duration,
+    /// Whether each tenure is watched (keyspace notifications): new tenures
+    /// then hand out a receiver that closes when they end.
+    watch_tenures: bool,
 }
 
 /// What a release of one guard's hold is to do.
@@ -445,12 +450,14 @@ fn end_tenure(map: &mut HoldMap, name: &str, field: &str) {
 }
 
 impl Holds {
-    /// An empty registry for holds renewed to `watchdog`.
-    pub(crate) fn new(watchdog: Duration) -> Holds {
+    /// An empty registry for holds renewed to `watchdog`, whose tenures are
+    /// watched if `watch_tenures`.
+    pub(crate) fn new(watchdog: Duration, watch_tenures: bool) -> Holds {
         Holds {
             map: Mutex::default(),
             ids: AtomicU64::new(1),
             watchdog,
+            watch_tenures,
         }
     }
 
@@ -598,26 +605,30 @@ impl Holds {
                 );
             }
         }
-        let alive = watch::Sender::new(());
-        let alive_rx = alive.subscribe();
-        let mut tenure = Tenure {
+        let (alive, new_tenure) = if self.watch_tenures {
+            let alive = watch::Sender::new(());
+            let receiver = alive.subscribe();
+            (Some(alive), Some(receiver))
+        } else {
+            (None, None)
+        };
+        let (expiry, certain) = (later(sent_at, ttl), safe_until(sent_at, ttl));
+        let status = Status {
+            lost: None,
+            expires: (!live.renews).then_some(expiry),
+            valid_until: certain,
+        };
+        let tenure = Tenure {
             id: self.next_id(),
             kind,
             renewal,
             count: count.max(1),
             live: vec![live],
-            expiry: now,
-            certain: now,
-            status: watch::Sender::new(Status {
-                lost: None,
-                expires: None,
-                valid_until: now,
-            }),
+            expiry,
+            certain,
+            status: watch::Sender::new(status),
             _alive: alive,
         };
-        tenure.confirmed(sent_at, ttl);
-        let status = tenure.current();
-        tenure.status = watch::Sender::new(status);
         let handle = HoldRef {
             tenure: tenure.id,
             hold,
@@ -627,7 +638,7 @@ impl Holds {
         entry.tenure = Some(tenure);
         Recorded {
             hold: handle,
-            new_tenure: Some(alive_rx),
+            new_tenure,
         }
     }
 

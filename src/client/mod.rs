@@ -100,7 +100,10 @@ impl Client {
         let (redis, subscriber) = connections.keep();
         crate::base::telemetry::describe();
         let (redis, latch_task) = Redis::start(redis, &config);
-        let holds = Arc::new(Holds::new(config.lock_watchdog_timeout));
+        let holds = Arc::new(Holds::new(
+            config.lock_watchdog_timeout,
+            config.keyspace_notifications,
+        ));
         let (hub, mut tasks) = Hub::start(subscriber.clone(), commands, config.timeout);
         tasks.push(latch_task);
         tasks.push(tokio::spawn(crate::connection::redis::watch_connection(

@@ -20,6 +20,7 @@ use crate::base::telemetry::Acquisition;
 use crate::client::holds::{new_order, HoldRef, Lease, Order, Releasing, UnlockReply};
 use crate::client::{Client, Inner};
 use crate::connection::pubsub::Wake;
+use crate::connection::redis::Late;
 pub(crate) use crate::connection::redis::Patience;
 use crate::connection::script::ScriptCall;
 use crate::engine::protocol::{Attempt, AttemptMode, Protocol, Waiting};
@@ -661,12 +662,31 @@ async fn unlock(
     patience: Patience,
 ) -> Result<Unlocked> {
     let latch = crate::base::names::latch_key(proto.latch_prefix());
-    let lease_ms =
-        crate::connection::script::millis(lease.duration(inner.config.lock_watchdog_timeout));
+    let lease = lease.duration(inner.config.lock_watchdog_timeout);
+    let lease_ms = crate::connection::script::millis(lease);
+    // Every resend carries the first try's latch, which makes it a replay
+    // only while that latch lives: a resend is never written after then
+    // (less a timeout for its trip), or an earlier try that ran, its reply
+    // lost, could be followed by a second decrement (docs/PROTOCOL.md §2.4).
+    let timeout = inner.config.timeout;
+    let latest = Instant::now() + inner.env.latch_ttl(lease).saturating_sub(timeout);
+    let tried = std::sync::atomic::AtomicBool::new(false);
     let unlock = || {
-        inner
-            .redis
-            .eval(|| proto.release(&inner.env, field, lease_ms, &latch))
+        let first = !tried.swap(true, std::sync::atomic::Ordering::Relaxed);
+        let left = latest.saturating_duration_since(Instant::now());
+        let build = || proto.release(&inner.env, field, lease_ms, &latch);
+        async move {
+            if first {
+                inner.redis.eval_as(build, Late::Deliver).await
+            } else if left.is_zero() {
+                Err(Error::Timeout(timeout))
+            } else {
+                inner
+                    .redis
+                    .eval_as(build, Late::SkipAfter(left.min(timeout)))
+                    .await
+            }
+        }
     };
     let name = proto.name();
     let reply = inner.redis.patiently(name, patience, unlock).await?;
@@ -705,7 +725,7 @@ fn record(
         sent_at,
         order,
     );
-    if let (Some(alive), true) = (recorded.new_tenure, inner.config.keyspace_notifications) {
+    if let Some(alive) = recorded.new_tenure {
         crate::engine::watch::keyspace(inner, proto.name(), field, recorded.hold.tenure, alive);
     }
     recorded.hold

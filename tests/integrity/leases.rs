@@ -133,3 +133,79 @@ async fn an_owner_unlock_after_forget_keeps_the_others_time() {
     kept.unlock().await.unwrap();
     assert!(!fx.exists(&fx.name).await);
 }
+
+/// An unlock whose first try ran but whose reply was lost, while the
+/// client stays cut off until that try's latch has expired: its resend,
+/// still queued in the client, must not be written then (it would take a
+/// second hold away, here the owner's other, long-leased one).
+#[tokio::test]
+async fn an_unlock_resent_after_its_latch_expired_takes_nothing_more() {
+    use crate::common::fault::{client_through, Proxy};
+    let server = crate::common::Server::start();
+    let raw = server.raw().await;
+    let proxy = Proxy::start(server.port).await;
+    // Latch TTL max((0.2 + 0.1) × 2, 1 + 0.2) = 1.2 s for a watchdog hold.
+    let client = client_through(&proxy, |c| {
+        c.timeout(Duration::from_millis(200))
+            .retry_delay(Duration::from_millis(100))
+            .retry_attempts(1)
+            .lock_watchdog_timeout(Duration::from_secs(1))
+    })
+    .await;
+    let name = crate::common::unique("unlock-late-resend");
+    let owner = Owner::new(11);
+    let lock = client.lock(&name).unwrap().with_owner(owner);
+    // The unlock script is cached on the server first.
+    client
+        .lock(&format!("{name}-warm"))
+        .unwrap()
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+    let long = lock.lock_with_lease(Duration::from_secs(60)).await.unwrap();
+    let short = lock.lock().await.unwrap();
+    let field = lock.owner_field(owner);
+    proxy.stall_to_client();
+    let unlocking = tokio::spawn(short.unlock());
+    eventually("the first try ran", || async {
+        fred::interfaces::HashesInterface::hget::<Option<i64>, _, _>(&raw, &name, &field)
+            .await
+            .unwrap()
+            == Some(1)
+    })
+    .await;
+    // Cut off: the reply is lost, and the resend waits in the client.
+    proxy.refuse(true);
+    proxy.cut();
+    proxy.wait_connections(0, Duration::from_secs(5)).await;
+    proxy.resume();
+    let latches = format!("redisson_unlock_latch:{{{name}}}:*");
+    eventually("the first try's latch expired", || async {
+        let keys: Vec<String> =
+            fred::interfaces::ClientLike::custom(&raw, fred::cmd!("KEYS"), vec![latches.clone()])
+                .await
+                .unwrap();
+        keys.is_empty()
+    })
+    .await;
+    proxy.refuse(false);
+    let _ = unlocking.await.unwrap();
+    // Anything still queued before it is written before this reply (once
+    // the client has reconnected).
+    let start = std::time::Instant::now();
+    let count = loop {
+        match lock.hold_count(owner).await {
+            Ok(count) => break count,
+            Err(e) if e.is_transient() && start.elapsed() < Duration::from_secs(10) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(count, 1, "a resend took the long hold away");
+    assert!(!long.is_lost());
+    long.unlock().await.unwrap();
+}
