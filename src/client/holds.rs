@@ -6,10 +6,11 @@
 //! released to zero or found gone. Every guard's hold belongs to the tenure
 //! it was taken in. The rules that keep a guard and Redis in agreement:
 //!
-//! * Every command that changes a field's hold count (acquire attempts,
-//!   releases, undos) runs in turn for that field on this client (its
-//!   [`Order`]), so the registry applies their replies in the order Redis
-//!   ran them.
+//! * The acquire attempts of one owner field (and their undos) run in turn
+//!   on this client (its [`Order`]), so the registry applies their replies
+//!   in the order Redis ran them: a count of 1 then really means the field
+//!   was absent before that attempt. Releases need no turn: a release's
+//!   reply only ends the tenure it was sent for, whatever came between.
 //! * An acquisition that finds the field absent (count 1) while the
 //!   registry has a tenure for it proves that tenure gone: its guards are
 //!   told (`lost`) and the new hold starts a new tenure. A guard of an
@@ -200,9 +201,9 @@ struct Tenure {
     /// The lock's kind, for metrics.
     kind: &'static str,
     renewal: Renewal,
-    /// The field's hold count in Redis, as last told (guards' holds,
-    /// forgotten ones, and any an unknown outcome may have added).
-    count: u32,
+    /// Holds of the tenure that no guard has any more: kept in Redis by
+    /// `forget()`, for an unlock without a guard to take first.
+    forgotten: u32,
     live: Vec<Live>,
     /// The earliest the key can expire: the largest `sent_at + ttl` of a
     /// confirmed command that set its TTL.
@@ -494,12 +495,6 @@ impl Holds {
         }
     }
 
-    /// The order of `(name, field)`'s commands, if the registry knows the
-    /// field (it has a tenure or an acquisition under way).
-    pub(crate) fn order_of(&self, name: &str, field: &str) -> Option<Order> {
-        entry_mut(&mut self.map.lock(), name, field).map(|e| e.order.clone())
-    }
-
     /// Record an acquisition that Redis confirmed with the field's new hold
     /// `count`, made by a command sent at `sent_at` that set the key's TTL
     /// to at least `lease`, in the turn of `order`. The returned handle
@@ -565,8 +560,6 @@ impl Holds {
         let entry = &mut entries[index];
         if let Some(tenure) = entry.tenure.as_mut().filter(|_| count > 1) {
             // A re-entry of the current tenure: the field was there.
-            // The field's commands run in turn: Redis's count is exact.
-            tenure.count = count;
             tenure.confirmed(sent_at, ttl);
             if let Some(reason) = tenure.lost_at(now) {
                 // Its guards were (or are about to be) told it is lost: a
@@ -622,7 +615,7 @@ impl Holds {
             id: self.next_id(),
             kind,
             renewal,
-            count: count.max(1),
+            forgotten: 0,
             live: vec![live],
             expiry,
             certain,
@@ -666,7 +659,9 @@ impl Holds {
     pub(crate) fn releasing_any(&self, name: &str, field: &str) -> Option<u64> {
         let mut map = self.map.lock();
         let tenure = entry_mut(&mut map, name, field)?.tenure.as_mut()?;
-        if tenure.count as usize <= tenure.live.len() {
+        if tenure.forgotten > 0 {
+            tenure.forgotten -= 1;
+        } else {
             // That guard still counts as held (metrics) until it goes.
             tenure.live.pop();
             tenure.publish();
@@ -681,10 +676,7 @@ impl Holds {
             return;
         };
         match reply {
-            UnlockReply::StillHeld => {
-                tenure.count = tenure.count.saturating_sub(1).max(1);
-                return;
-            }
+            UnlockReply::StillHeld => return,
             UnlockReply::Released | UnlockReply::NotHeld => {
                 if !tenure.live.is_empty() && tenure.lose(LostReason::Gone) {
                     tracing::warn!(
@@ -706,16 +698,16 @@ impl Holds {
         if let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) {
             if let Some(i) = tenure.live.iter().position(|l| l.id == hold.hold) {
                 tenure.live.swap_remove(i);
+                tenure.forgotten = tenure.forgotten.saturating_add(1);
                 tenure.publish();
             }
         }
     }
 
-    /// How many holds of `(name, field)` Redis has, as last told.
-    pub(crate) fn count(&self, name: &str, field: &str) -> u32 {
-        entry_mut(&mut self.map.lock(), name, field)
-            .and_then(|e| e.tenure.as_ref())
-            .map_or(0, |t| t.count)
+    /// Whether the registry knows `(name, field)` to hold `name` (it has a
+    /// tenure of it).
+    pub(crate) fn holds(&self, name: &str, field: &str) -> bool {
+        entry_mut(&mut self.map.lock(), name, field).is_some_and(|e| e.tenure.is_some())
     }
 
     /// Whether `hold` is still one of its tenure's live holds, and that

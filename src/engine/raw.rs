@@ -233,7 +233,7 @@ impl RawLock {
                             Some(record(&inner, proto.as_ref(), &field, lease, count, sent_at, &order))
                         }
                         Err(Error::NotReplicated { .. }) => {
-                            let count = inner.holds.count(proto.name(), &field).saturating_add(1);
+                            let count = if inner.holds.holds(proto.name(), &field) { 2 } else { 1 };
                             Some(record(&inner, proto.as_ref(), &field, lease, count, sent_at, &order))
                         }
                         Err(e) if undoable(&e, &inner, proto.name(), &field) => None,
@@ -277,7 +277,7 @@ impl RawLock {
                 // It ran (not replicated): record the hold it took, so that
                 // releasing it leaves the owner's other holds as they were.
                 let hold = matches!(e, Error::NotReplicated { .. }).then(|| {
-                    let count = inner.holds.count(self.name(), field).saturating_add(1);
+                    let count = if inner.holds.holds(self.name(), field) { 2 } else { 1 };
                     record(
                         &inner,
                         self.proto.as_ref(),
@@ -530,8 +530,8 @@ pub(crate) enum Whose<'a> {
     Owner,
 }
 
-/// Take one hold of `field` away, in the field's turn (docs/PROTOCOL.md
-/// §2.9): the unlock script with a fresh latch id, retried with that same
+/// Take one hold of `field` away (docs/PROTOCOL.md §2.9): the unlock
+/// script with a fresh latch id, retried with that same
 /// id after transient errors, then the latch deleted, and the reply applied
 /// to the registry. `lease` (the hold's) sizes the latch's TTL.
 pub(crate) async fn release(
@@ -543,19 +543,8 @@ pub(crate) async fn release(
     patience: Patience,
 ) -> Result<Unlocked> {
     let name = proto.name();
-    // The field's turn: after every command of it under way on this client.
-    let owner_order = match whose {
-        Whose::Owner => Some(inner.holds.order(name, field)),
-        Whose::Guard(_) => None,
-    };
-    let order = match &owner_order {
-        Some(shared) => Some(shared.order.clone()),
-        None => inner.holds.order_of(name, field),
-    };
-    let _turn = match order {
-        Some(order) => Some(order.lock_owned().await),
-        None => None,
-    };
+    // Not in the field's turn: a release's reply, in whatever order it is
+    // applied, can only end a tenure it was sent for (docs/PROTOCOL.md §2.9).
     let target = match whose {
         Whose::Guard(hold) => match inner.holds.releasing(name, field, hold) {
             Releasing::Send => Target::Tenure(hold.tenure),
@@ -737,7 +726,7 @@ fn record(
 fn undoable(e: &Error, inner: &Inner, name: &str, field: &str) -> bool {
     match e {
         Error::NotReplicated { .. } => true,
-        e => e.is_transient() && inner.holds.count(name, field) == 0,
+        e => e.is_transient() && !inner.holds.holds(name, field),
     }
 }
 
