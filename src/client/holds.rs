@@ -232,8 +232,12 @@ impl Tenure {
     }
 
     /// Publish the status after a change of leases or certainty (a lost
-    /// status keeps its validity: it is never revived).
+    /// status keeps its validity: it is never revived). Not when no guard
+    /// is left to observe it.
     fn publish(&self) {
+        if self.live.is_empty() {
+            return;
+        }
         let now = self.current();
         self.status.send_if_modified(|s| {
             if s.lost.is_some() {
@@ -671,23 +675,36 @@ impl Holds {
 
     /// Apply the reply of an unlock of tenure `id` of `(name, field)`.
     pub(crate) fn released(&self, name: &str, field: &str, id: u64, reply: UnlockReply) {
+        if reply == UnlockReply::StillHeld {
+            return;
+        }
+        // Released to zero, or not held: the tenure is over. Its other
+        // guards, if any, lost their holds with it.
         let mut map = self.map.lock();
-        let Some(tenure) = tenure_mut(&mut map, name, field, id) else {
+        let Some(entries) = map.get_mut(name) else {
             return;
         };
-        match reply {
-            UnlockReply::StillHeld => return,
-            UnlockReply::Released | UnlockReply::NotHeld => {
-                if !tenure.live.is_empty() && tenure.lose(LostReason::Gone) {
-                    tracing::warn!(
-                        lock = name,
-                        owner = field,
-                        "lock lost: an unlock of the same owner found its holds gone"
-                    );
-                }
+        let Some(i) = entries.iter().position(|e| e.field == field) else {
+            return;
+        };
+        let entry = &mut entries[i];
+        let Some(tenure) = entry.tenure.as_mut().filter(|t| t.id == id) else {
+            return;
+        };
+        if !tenure.live.is_empty() && tenure.lose(LostReason::Gone) {
+            tracing::warn!(
+                lock = name,
+                owner = field,
+                "lock lost: an unlock of the same owner found its holds gone"
+            );
+        }
+        entry.tenure = None;
+        if entry.users == 0 {
+            entries.swap_remove(i);
+            if entries.is_empty() {
+                map.remove(name);
             }
         }
-        end_tenure(&mut map, name, field);
     }
 
     /// The hold of a guard is kept in Redis without a guard (`forget`): it

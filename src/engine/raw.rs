@@ -277,7 +277,11 @@ impl RawLock {
                 // It ran (not replicated): record the hold it took, so that
                 // releasing it leaves the owner's other holds as they were.
                 let hold = matches!(e, Error::NotReplicated { .. }).then(|| {
-                    let count = if inner.holds.holds(self.name(), field) { 2 } else { 1 };
+                    let count = if inner.holds.holds(self.name(), field) {
+                        2
+                    } else {
+                        1
+                    };
                     record(
                         &inner,
                         self.proto.as_ref(),
