@@ -134,7 +134,7 @@
 // Layers, read top-down, one folder each; a file imports only from its own
 // folder and the folders below it:
 // - `blocking`: the blocking API, a bridge over the async one;
-// - `kinds` (lock kinds, `MultiLock`) and `sync` (semaphores, count-down
+// - `kinds` (lock kinds, `MultiLock`) and `synchronizers` (semaphores, count-down
 //   latch): each kind's protocol, type and factory;
 // - `engine`: what every kind shares (`Lock`, guards, holds, the acquire and
 //   wait loops);
@@ -148,31 +148,31 @@ pub mod blocking;
 mod client;
 mod connection;
 mod engine;
-mod kinds;
-mod sync;
+mod locks;
+mod synchronizers;
 
 pub use base::backoff::BackOff;
 pub use base::error::{Cause, Error, Result};
 pub use base::layout;
 pub use base::lost::LostReason;
-pub use base::names::{NameMapper, PrefixMapper};
+pub use base::mapper::{NameMapper, PrefixMapper};
 pub use base::owner::Owner;
 pub use base::time::MAX_DURATION;
 pub use client::Client;
 pub use connection::config::{Config, PubSubMode};
-pub use engine::guard::LockGuard;
-pub use engine::kind::{AnyKind, Kind, ReentrantKind};
-pub use engine::lock::{Lock, Ttl};
-pub use kinds::fair::{Fair, FairLock, NonReentrantFair, NonReentrantFairLock};
-pub use kinds::fenced::{Fenced, FencedLock};
-pub use kinds::multi::{MultiGuard, MultiLock};
-pub use kinds::rlock::{NonReentrant, NonReentrantLock, RLock, Reentrant};
-pub use kinds::rwlock::{Read, ReadLock, ReadWriteLock, Write, WriteLock};
-pub use kinds::spin::{Spin, SpinLock};
-pub use sync::count_down_latch::{CountDownLatch, LatchOpened};
-pub use sync::permit_id::{PermitId, PermitLease};
-pub use sync::permit_semaphore::{PermitExpirableSemaphore, PermitGuard};
-pub use sync::semaphore::{Semaphore, SemaphorePermit};
+pub use locks::fair::{Fair, FairLock, NonReentrantFair, NonReentrantFairLock};
+pub use locks::fenced::{Fenced, FencedLock};
+pub use locks::guard::LockGuard;
+pub use locks::kind::{AnyKind, Kind, ReentrantKind};
+pub use locks::lock::{Lock, Ttl};
+pub use locks::multi::{MultiGuard, MultiLock};
+pub use locks::rlock::{NonReentrant, NonReentrantLock, RLock, Reentrant};
+pub use locks::rwlock::{Read, ReadLock, ReadWriteLock, Write, WriteLock};
+pub use locks::spin::{Spin, SpinLock};
+pub use synchronizers::count_down_latch::{CountDownLatch, LatchOpened};
+pub use synchronizers::permit_id::{PermitId, PermitLease};
+pub use synchronizers::permit_semaphore::{PermitExpirableSemaphore, PermitGuard};
+pub use synchronizers::semaphore::{Semaphore, SemaphorePermit};
 
 /// Re-export of the Redis client crate, for [`Config::redis`].
 pub use fred;

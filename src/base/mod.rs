@@ -6,9 +6,10 @@
 pub(crate) mod backoff;
 pub(crate) mod detach;
 pub(crate) mod error;
+pub(crate) mod keys;
 pub mod layout;
 pub(crate) mod lost;
-pub(crate) mod names;
+pub(crate) mod mapper;
 pub(crate) mod owner;
 pub(crate) mod pending;
 pub(crate) mod telemetry;

@@ -25,13 +25,13 @@ impl BlockingClient {
 /// The blocking twin of a [`CountDownLatch`](crate::CountDownLatch).
 #[derive(Clone, Debug)]
 pub struct BlockingCountDownLatch {
-    latch: crate::sync::count_down_latch::CountDownLatch,
+    latch: crate::synchronizers::count_down_latch::CountDownLatch,
     runtime: Arc<Driver>,
 }
 
 impl BlockingCountDownLatch {
     /// The async handle underneath.
-    pub fn as_async(&self) -> &crate::sync::count_down_latch::CountDownLatch {
+    pub fn as_async(&self) -> &crate::synchronizers::count_down_latch::CountDownLatch {
         &self.latch
     }
 
@@ -101,7 +101,7 @@ impl BlockingCountDownLatch {
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
     /// else as
     /// [`CountDownLatch::await_zero`](crate::CountDownLatch::await_zero).
-    pub fn await_zero(&self) -> Result<crate::sync::count_down_latch::LatchOpened> {
+    pub fn await_zero(&self) -> Result<crate::synchronizers::count_down_latch::LatchOpened> {
         self.runtime.run(self.latch.await_zero())?
     }
 
@@ -114,7 +114,7 @@ impl BlockingCountDownLatch {
     pub fn await_for(
         &self,
         wait: Duration,
-    ) -> Result<Option<crate::sync::count_down_latch::LatchOpened>> {
+    ) -> Result<Option<crate::synchronizers::count_down_latch::LatchOpened>> {
         self.runtime.run(self.latch.await_for(wait))?
     }
 }

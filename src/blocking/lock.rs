@@ -10,10 +10,10 @@ use super::client::BlockingClient;
 use super::driver::{Bridged, Driver, Release};
 use crate::base::error::Result;
 use crate::base::owner::Owner;
-use crate::engine::guard::LockGuard;
-use crate::engine::kind::Kind;
-use crate::engine::lock::{Lock, Ttl};
-use crate::kinds::rlock::Reentrant;
+use crate::locks::guard::LockGuard;
+use crate::locks::kind::Kind;
+use crate::locks::lock::{Lock, Ttl};
+use crate::locks::rlock::Reentrant;
 
 impl BlockingClient {
     /// The blocking form of any async lock handle of this client.
@@ -38,7 +38,7 @@ impl BlockingClient {
     /// # Errors
     ///
     /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
-    pub fn spin_lock(&self, name: &str) -> Result<BlockingLock<crate::kinds::spin::Spin>> {
+    pub fn spin_lock(&self, name: &str) -> Result<BlockingLock<crate::locks::spin::Spin>> {
         Ok(self.wrap(self.client.spin_lock(name)?))
     }
 
@@ -47,7 +47,7 @@ impl BlockingClient {
     /// # Errors
     ///
     /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
-    pub fn fair_lock(&self, name: &str) -> Result<BlockingLock<crate::kinds::fair::Fair>> {
+    pub fn fair_lock(&self, name: &str) -> Result<BlockingLock<crate::locks::fair::Fair>> {
         Ok(self.wrap(self.client.fair_lock(name)?))
     }
 
@@ -59,7 +59,7 @@ impl BlockingClient {
     pub fn non_reentrant_fair_lock(
         &self,
         name: &str,
-    ) -> Result<BlockingLock<crate::kinds::fair::NonReentrantFair>> {
+    ) -> Result<BlockingLock<crate::locks::fair::NonReentrantFair>> {
         Ok(self.wrap(self.client.non_reentrant_fair_lock(name)?))
     }
 
@@ -71,7 +71,7 @@ impl BlockingClient {
     pub fn non_reentrant_lock(
         &self,
         name: &str,
-    ) -> Result<BlockingLock<crate::kinds::rlock::NonReentrant>> {
+    ) -> Result<BlockingLock<crate::locks::rlock::NonReentrant>> {
         Ok(self.wrap(self.client.non_reentrant_lock(name)?))
     }
 
@@ -80,14 +80,14 @@ impl BlockingClient {
     /// # Errors
     ///
     /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
-    pub fn fenced_lock(&self, name: &str) -> Result<BlockingLock<crate::kinds::fenced::Fenced>> {
+    pub fn fenced_lock(&self, name: &str) -> Result<BlockingLock<crate::locks::fenced::Fenced>> {
         Ok(self.wrap(self.client.fenced_lock(name)?))
     }
 
     /// The blocking form of a multi-lock or RedLock (its members may belong
     /// to other clients). Unlike single locks, its holds are not per thread:
     /// every acquisition takes fresh owners, so it never re-enters.
-    pub fn wrap_multi(&self, lock: crate::kinds::multi::MultiLock) -> BlockingMultiLock {
+    pub fn wrap_multi(&self, lock: crate::locks::multi::MultiLock) -> BlockingMultiLock {
         BlockingMultiLock {
             lock,
             runtime: self.runtime.clone(),
@@ -106,8 +106,8 @@ impl BlockingClient {
         &self,
         name: &str,
     ) -> Result<(
-        BlockingLock<crate::kinds::rwlock::Read>,
-        BlockingLock<crate::kinds::rwlock::Write>,
+        BlockingLock<crate::locks::rwlock::Read>,
+        BlockingLock<crate::locks::rwlock::Write>,
     )> {
         let rw = self.client.read_write_lock(name)?;
         Ok((self.wrap(rw.read()), self.wrap(rw.write())))
@@ -328,13 +328,13 @@ impl<K: Kind> BlockingGuard<K> {
     }
 }
 
-impl BlockingGuard<crate::kinds::fenced::Fenced> {
+impl BlockingGuard<crate::locks::fenced::Fenced> {
     /// The fencing token of this acquisition (see
     /// [`LockGuard::fencing_token`]).
     pub fn fencing_token(&self) -> i64 {
         self.guard
             .get()
-            .map_or(0, LockGuard::<crate::kinds::fenced::Fenced>::fencing_token)
+            .map_or(0, LockGuard::<crate::locks::fenced::Fenced>::fencing_token)
     }
 }
 
@@ -346,15 +346,15 @@ impl<K: Kind> std::fmt::Debug for BlockingGuard<K> {
     }
 }
 
-/// The blocking twin of a [`MultiLock`](crate::kinds::multi::MultiLock).
+/// The blocking twin of a [`MultiLock`](crate::locks::multi::MultiLock).
 #[derive(Clone, Debug)]
 pub struct BlockingMultiLock {
-    lock: crate::kinds::multi::MultiLock,
+    lock: crate::locks::multi::MultiLock,
     runtime: Arc<Driver>,
 }
 
 impl BlockingMultiLock {
-    fn guard(&self, guard: crate::kinds::multi::MultiGuard) -> BlockingMultiGuard {
+    fn guard(&self, guard: crate::locks::multi::MultiGuard) -> BlockingMultiGuard {
         BlockingMultiGuard {
             guard: Bridged::new(guard, self.runtime.clone()),
         }
@@ -373,7 +373,7 @@ impl BlockingMultiLock {
 
     /// Wait as long as it takes; every member lives at least `lease` after
     /// the acquisition completes (see
-    /// [`MultiLock::lock_with_lease`](crate::kinds::multi::MultiLock::lock_with_lease)).
+    /// [`MultiLock::lock_with_lease`](crate::locks::multi::MultiLock::lock_with_lease)).
     ///
     /// # Errors
     ///
@@ -418,7 +418,7 @@ impl BlockingMultiLock {
         Ok(guard.map(|g| self.guard(g)))
     }
 
-    /// Acquire within `wait`; see [`MultiLock::try_lock_for`](crate::kinds::multi::MultiLock::try_lock_for).
+    /// Acquire within `wait`; see [`MultiLock::try_lock_for`](crate::locks::multi::MultiLock::try_lock_for).
     ///
     /// # Errors
     ///
@@ -440,7 +440,7 @@ impl BlockingMultiLock {
 #[must_use = "dropping the guard releases the locks at once"]
 #[derive(Debug)]
 pub struct BlockingMultiGuard {
-    guard: Bridged<crate::kinds::multi::MultiGuard>,
+    guard: Bridged<crate::locks::multi::MultiGuard>,
 }
 
 impl BlockingMultiGuard {
@@ -459,7 +459,7 @@ impl BlockingMultiGuard {
     pub fn is_lost(&self) -> bool {
         self.guard
             .get()
-            .is_some_and(crate::kinds::multi::MultiGuard::is_lost)
+            .is_some_and(crate::locks::multi::MultiGuard::is_lost)
     }
 
     /// Whether enough members are still held, per Redis.
@@ -485,7 +485,7 @@ impl<K: Kind> Release for LockGuard<K> {
     }
 }
 
-impl Release for crate::kinds::multi::MultiGuard {
+impl Release for crate::locks::multi::MultiGuard {
     type Output = ();
     const WHAT: &'static str = "multi-lock guard";
 

@@ -30,13 +30,13 @@ impl BlockingClient {
 /// [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore).
 #[derive(Clone, Debug)]
 pub struct BlockingPermitExpirableSemaphore {
-    semaphore: crate::sync::permit_semaphore::PermitExpirableSemaphore,
+    semaphore: crate::synchronizers::permit_semaphore::PermitExpirableSemaphore,
     runtime: Arc<Driver>,
 }
 
 impl BlockingPermitExpirableSemaphore {
     /// The async handle underneath.
-    pub fn as_async(&self) -> &crate::sync::permit_semaphore::PermitExpirableSemaphore {
+    pub fn as_async(&self) -> &crate::synchronizers::permit_semaphore::PermitExpirableSemaphore {
         &self.semaphore
     }
 
@@ -45,7 +45,10 @@ impl BlockingPermitExpirableSemaphore {
         self.semaphore.name()
     }
 
-    fn guard(&self, guard: crate::sync::permit_semaphore::PermitGuard) -> BlockingPermitGuard {
+    fn guard(
+        &self,
+        guard: crate::synchronizers::permit_semaphore::PermitGuard,
+    ) -> BlockingPermitGuard {
         BlockingPermitGuard {
             id: guard.id(),
             lease: guard.lease(),
@@ -102,7 +105,7 @@ impl BlockingPermitExpirableSemaphore {
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
     /// (nothing is sent); else as
     /// [`PermitExpirableSemaphore::try_release`](crate::PermitExpirableSemaphore::try_release).
-    pub fn try_release(&self, id: &crate::sync::permit_id::PermitId) -> Result<bool> {
+    pub fn try_release(&self, id: &crate::synchronizers::permit_id::PermitId) -> Result<bool> {
         self.runtime.run(self.semaphore.try_release(id))?
     }
 
@@ -113,7 +116,10 @@ impl BlockingPermitExpirableSemaphore {
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
     /// (nothing is sent); else as
     /// [`PermitExpirableSemaphore::try_release_all`](crate::PermitExpirableSemaphore::try_release_all).
-    pub fn try_release_all(&self, ids: &[crate::sync::permit_id::PermitId]) -> Result<u32> {
+    pub fn try_release_all(
+        &self,
+        ids: &[crate::synchronizers::permit_id::PermitId],
+    ) -> Result<u32> {
         self.runtime.run(self.semaphore.try_release_all(ids))?
     }
 
@@ -126,7 +132,7 @@ impl BlockingPermitExpirableSemaphore {
     /// `](crate::PermitExpirableSemaphore::update_lease_time).
     pub fn update_lease_time(
         &self,
-        id: &crate::sync::permit_id::PermitId,
+        id: &crate::synchronizers::permit_id::PermitId,
         lease: Duration,
     ) -> Result<bool> {
         self.runtime
@@ -142,8 +148,8 @@ impl BlockingPermitExpirableSemaphore {
     /// [`PermitExpirableSemaphore::get_lease_time`](crate::PermitExpirableSemaphore::get_lease_time).
     pub fn get_lease_time(
         &self,
-        id: &crate::sync::permit_id::PermitId,
-    ) -> Result<Option<crate::sync::permit_id::PermitLease>> {
+        id: &crate::synchronizers::permit_id::PermitId,
+    ) -> Result<Option<crate::synchronizers::permit_id::PermitLease>> {
         self.runtime.run(self.semaphore.get_lease_time(id))?
     }
 
@@ -220,14 +226,14 @@ impl BlockingPermitExpirableSemaphore {
 #[must_use = "dropping the permit releases it at once"]
 #[derive(Debug)]
 pub struct BlockingPermitGuard {
-    id: crate::sync::permit_id::PermitId,
+    id: crate::synchronizers::permit_id::PermitId,
     lease: Option<Duration>,
-    guard: Bridged<crate::sync::permit_semaphore::PermitGuard>,
+    guard: Bridged<crate::synchronizers::permit_semaphore::PermitGuard>,
 }
 
 impl BlockingPermitGuard {
     /// The permit's id (shown as Java shows it: 32 lowercase hex digits).
-    pub fn id(&self) -> crate::sync::permit_id::PermitId {
+    pub fn id(&self) -> crate::synchronizers::permit_id::PermitId {
         self.id
     }
 
@@ -255,17 +261,17 @@ impl BlockingPermitGuard {
     }
 
     /// The async guard underneath.
-    pub fn as_async(&self) -> Option<&crate::sync::permit_semaphore::PermitGuard> {
+    pub fn as_async(&self) -> Option<&crate::synchronizers::permit_semaphore::PermitGuard> {
         self.guard.get()
     }
 }
 
-impl Release for crate::sync::permit_semaphore::PermitGuard {
+impl Release for crate::synchronizers::permit_semaphore::PermitGuard {
     type Output = bool;
     const WHAT: &'static str = "permit";
 
     fn release(self) -> impl Future<Output = Result<bool>> {
-        crate::sync::permit_semaphore::PermitGuard::release(self)
+        crate::synchronizers::permit_semaphore::PermitGuard::release(self)
     }
 }
 

@@ -37,13 +37,13 @@ impl BlockingClient {
 /// owned by threads: a permit may be released on any thread.
 #[derive(Clone, Debug)]
 pub struct BlockingSemaphore {
-    semaphore: crate::sync::semaphore::Semaphore,
+    semaphore: crate::synchronizers::semaphore::Semaphore,
     runtime: Arc<Driver>,
 }
 
 impl BlockingSemaphore {
     /// The async handle underneath.
-    pub fn as_async(&self) -> &crate::sync::semaphore::Semaphore {
+    pub fn as_async(&self) -> &crate::synchronizers::semaphore::Semaphore {
         &self.semaphore
     }
 
@@ -52,7 +52,10 @@ impl BlockingSemaphore {
         self.semaphore.name()
     }
 
-    fn permit(&self, permit: crate::sync::semaphore::SemaphorePermit) -> BlockingSemaphorePermit {
+    fn permit(
+        &self,
+        permit: crate::synchronizers::semaphore::SemaphorePermit,
+    ) -> BlockingSemaphorePermit {
         BlockingSemaphorePermit {
             permit: Bridged::new(permit, self.runtime.clone()),
         }
@@ -203,7 +206,7 @@ impl BlockingSemaphore {
 #[must_use = "dropping the permit releases it at once"]
 #[derive(Debug)]
 pub struct BlockingSemaphorePermit {
-    permit: Bridged<crate::sync::semaphore::SemaphorePermit>,
+    permit: Bridged<crate::synchronizers::semaphore::SemaphorePermit>,
 }
 
 impl BlockingSemaphorePermit {
@@ -211,7 +214,7 @@ impl BlockingSemaphorePermit {
     pub fn permits(&self) -> u32 {
         self.permit
             .get()
-            .map_or(0, crate::sync::semaphore::SemaphorePermit::permits)
+            .map_or(0, crate::synchronizers::semaphore::SemaphorePermit::permits)
     }
 
     /// Give the permits back, reporting errors.
@@ -233,17 +236,17 @@ impl BlockingSemaphorePermit {
     }
 
     /// The async permit underneath.
-    pub fn as_async(&self) -> Option<&crate::sync::semaphore::SemaphorePermit> {
+    pub fn as_async(&self) -> Option<&crate::synchronizers::semaphore::SemaphorePermit> {
         self.permit.get()
     }
 }
 
-impl Release for crate::sync::semaphore::SemaphorePermit {
+impl Release for crate::synchronizers::semaphore::SemaphorePermit {
     type Output = ();
     const WHAT: &'static str = "permit";
 
     fn release(self) -> impl Future<Output = Result<()>> {
-        crate::sync::semaphore::SemaphorePermit::release(self)
+        crate::synchronizers::semaphore::SemaphorePermit::release(self)
     }
 }
 

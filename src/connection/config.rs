@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::error::{Error, Result};
-use crate::base::names::NameMapper;
+use crate::base::mapper::NameMapper;
 use crate::base::time::MAX_DURATION;
 
 /// Which pub/sub commands carry unlock messages (Redisson's

@@ -11,10 +11,10 @@ use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::lost::LostReason;
 use crate::base::owner::Owner;
-use crate::client::holds::{self, HoldKey, HoldRef, Lease};
-use crate::client::renewal;
 use crate::engine::armed::{Armed, GiveBack};
 use crate::engine::raw::{release, until_expiry, Acquired, Patience, RawLock, Whose};
+use crate::engine::registry::{self, HoldKey, HoldRef, Lease};
+use crate::engine::renewal;
 
 /// One hold: the lock, its owner field, its lease, and what the registry
 /// says of it. Unless unlocked or forgotten, dropping it releases the hold
@@ -237,13 +237,13 @@ impl RawHold {
         self.held().raw.is_held(&self.held().field).await
     }
 
-    /// Resolves once the hold is lost (see [`holds::lost`]), to why. Where
+    /// Resolves once the hold is lost (see [`registry::lost`]), to why. Where
     /// the lock has a release channel, the hold is also re-checked at once
     /// whenever anything is published there, so a forced unlock by another
     /// client is noticed within a round trip, not at the next renewal.
     pub(crate) fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
         let held = self.held();
-        let lost = holds::lost(held.hold.status.clone());
+        let lost = registry::lost(held.hold.status.clone());
         let watch = held.raw.proto.release_channel().map(|channel| {
             crate::engine::watch::watch(
                 held.raw.inner().clone(),
@@ -279,12 +279,12 @@ impl RawHold {
     }
 
     pub(crate) fn lost_reason(&self) -> Option<LostReason> {
-        holds::lost_reason(&self.held().hold.status)
+        registry::lost_reason(&self.held().hold.status)
     }
 }
 
 /// Resolves when the status `status` observes ends: the registry released
 /// or replaced it.
-async fn released(mut status: tokio::sync::watch::Receiver<holds::Status>) {
+async fn released(mut status: tokio::sync::watch::Receiver<registry::Status>) {
     while status.changed().await.is_ok() {}
 }

@@ -3,11 +3,11 @@
 //! acquire/release loop and the wait loop the synchronizers share.
 
 pub(crate) mod armed;
-pub(crate) mod guard;
 pub(crate) mod hold;
-pub(crate) mod kind;
-pub(crate) mod lock;
 pub(crate) mod protocol;
 pub(crate) mod raw;
+pub(crate) mod registry;
+pub(crate) mod renewal;
+pub(crate) mod shared;
 pub(crate) mod wait;
 pub(crate) mod watch;

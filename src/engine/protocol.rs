@@ -12,10 +12,10 @@ use fred::types::{Key, Value};
 
 use crate::base::backoff::BackOffState;
 use crate::base::error::{Error, Result};
-use crate::base::names::LockKeys;
+use crate::base::keys::LockKeys;
 use crate::base::owner::Owner;
-use crate::client::holds::Renewal;
 use crate::connection::script::{ScriptCall, ScriptEnv};
+use crate::engine::registry::Renewal;
 
 /// What one acquire attempt found.
 #[derive(Debug, Clone, Copy)]

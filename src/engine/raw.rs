@@ -17,13 +17,13 @@ use crate::base::detach::FinishOnDrop;
 use crate::base::error::{Error, Result};
 use crate::base::owner::Owner;
 use crate::base::telemetry::Acquisition;
-use crate::client::holds::{new_order, HoldRef, Lease, Order, Releasing, UnlockReply};
-use crate::client::{Client, Inner};
 use crate::connection::pubsub::Wake;
 use crate::connection::redis::Late;
 pub(crate) use crate::connection::redis::Patience;
 use crate::connection::script::ScriptCall;
 use crate::engine::protocol::{Attempt, AttemptMode, Protocol, Waiting};
+use crate::engine::registry::{new_order, HoldRef, Lease, Order, Releasing, UnlockReply};
+use crate::engine::shared::Inner;
 use crate::engine::wait::{self, Deadline, Outcome};
 
 /// First re-check after [`Attempt::NextInLine`]; doubled on each repeat.
@@ -72,23 +72,23 @@ impl std::fmt::Debug for RawLock {
 /// A lock of some protocol, as seen from one client. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct RawLock {
-    pub client: Client,
+    inner: Arc<Inner>,
     pub proto: Arc<dyn Protocol>,
     /// Fixed owner for every acquisition, or a fresh one each time.
     pub owner: Option<Owner>,
 }
 
 impl RawLock {
-    pub(crate) fn new(client: Client, proto: Arc<dyn Protocol>) -> RawLock {
+    pub(crate) fn new(inner: Arc<Inner>, proto: Arc<dyn Protocol>) -> RawLock {
         RawLock {
-            client,
+            inner,
             proto,
             owner: None,
         }
     }
 
     pub(crate) fn inner(&self) -> &Arc<Inner> {
-        &self.client.inner
+        &self.inner
     }
 
     pub(crate) fn name(&self) -> &str {
@@ -654,7 +654,7 @@ async fn unlock(
     lease: Lease,
     patience: Patience,
 ) -> Result<Unlocked> {
-    let latch = crate::base::names::latch_key(proto.latch_prefix());
+    let latch = crate::base::keys::latch_key(proto.latch_prefix());
     let lease = lease.duration(inner.config.lock_watchdog_timeout);
     let lease_ms = crate::connection::script::millis(lease);
     // Every resend carries the first try's latch, which makes it a replay

@@ -18,8 +18,8 @@ use tracing::Instrument;
 
 use crate::base::backoff::equal_jitter;
 use crate::base::error::{Error, Result};
-use crate::client::Inner;
 use crate::connection::pubsub::{Subscription, Wake};
+use crate::engine::shared::Inner;
 
 /// What one attempt found.
 pub(crate) enum Outcome<T> {

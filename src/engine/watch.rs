@@ -14,7 +14,7 @@ use std::time::Duration;
 use fred::interfaces::HashesInterface;
 
 use crate::base::error::Result;
-use crate::client::Inner;
+use crate::engine::shared::Inner;
 
 /// Watch `channel` for the hold of `field` on the lock `name` in tenure
 /// `tenure`, until `until` resolves, the field is found gone, or the client

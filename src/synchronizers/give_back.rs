@@ -21,7 +21,7 @@ use std::future::Future;
 use tokio::time::Instant;
 
 use crate::base::error::{Error, Result};
-use crate::client::Inner;
+use crate::engine::shared::Inner;
 
 /// One try of a give-back.
 pub(crate) enum Try<F> {

@@ -23,11 +23,11 @@ use std::time::Duration;
 use fred::interfaces::KeysInterface;
 
 use crate::base::error::Result;
-use crate::client::Inner;
-use crate::engine::lock::Ttl;
-use crate::sync::count_down_latch::CountDownLatch;
-use crate::sync::permit_semaphore::PermitExpirableSemaphore;
-use crate::sync::semaphore::Semaphore;
+use crate::engine::shared::Inner;
+use crate::locks::lock::Ttl;
+use crate::synchronizers::count_down_latch::CountDownLatch;
+use crate::synchronizers::permit_semaphore::PermitExpirableSemaphore;
+use crate::synchronizers::semaphore::Semaphore;
 
 /// `EXISTS key`, retried.
 async fn exists(inner: &Inner, key: &str) -> Result<bool> {

@@ -33,10 +33,10 @@ use crate::connection::redis::Late;
 use crate::connection::script::{self, millis, ScriptCall};
 use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
 use crate::engine::wait::{wait_until, Outcome};
-use crate::sync::count::integer;
-use crate::sync::give_back::{until_landed, Ended, Try};
-use crate::sync::handle::{handle_accessors, Handle};
-use crate::sync::permit_id::PermitId;
+use crate::synchronizers::count::integer;
+use crate::synchronizers::give_back::{until_landed, Ended, Try};
+use crate::synchronizers::handle::{handle_accessors, Handle};
+use crate::synchronizers::permit_id::PermitId;
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "permit_expirable_semaphore";

@@ -22,19 +22,20 @@ use tracing::Instrument;
 
 use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
+use crate::base::keys::latch_key;
 use crate::base::layout;
-use crate::base::names::latch_key;
 use crate::base::pending::Pending;
 use crate::base::telemetry::{Acquisition, GaveUp};
-use crate::client::{Client, Inner};
+use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::redis::Late;
 use crate::connection::script::{self, millis, ScriptCall};
 use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
+use crate::engine::shared::Inner;
 use crate::engine::wait::{wait_until, Outcome};
-use crate::sync::count::{check_permits, integer};
-use crate::sync::give_back::{until_landed, Ended, Try};
-use crate::sync::handle::{handle_accessors, Handle};
+use crate::synchronizers::count::{check_permits, integer};
+use crate::synchronizers::give_back::{until_landed, Ended, Try};
+use crate::synchronizers::handle::{handle_accessors, Handle};
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "semaphore";

@@ -10,10 +10,10 @@ use futures::FutureExt;
 
 use crate::base::detach::FinishOnDrop;
 use crate::base::error::Result;
-use crate::base::names::latch_key;
+use crate::base::keys::latch_key;
 use crate::connection::script::{self, ScriptCall};
-use crate::sync::count::{add_call, check_permits, get_count, integer, try_set_call};
-use crate::sync::semaphore::Semaphore;
+use crate::synchronizers::count::{add_call, check_permits, get_count, integer, try_set_call};
+use crate::synchronizers::semaphore::Semaphore;
 
 impl Semaphore {
     /// Take `permits` permits, waiting up to `wait`: Redisson's
@@ -50,7 +50,7 @@ impl Semaphore {
         &self,
         permits: u32,
         wait: Duration,
-    ) -> Result<Option<crate::SemaphorePermit>> {
+    ) -> Result<Option<crate::synchronizers::semaphore::SemaphorePermit>> {
         #[allow(deprecated)]
         self.try_acquire_for(wait, permits).await
     }

@@ -12,9 +12,9 @@ use crate::base::error::{Error, Result};
 use crate::base::layout::PERMIT_NEVER_EXPIRES as NEVER_EXPIRES;
 use crate::base::time::epoch_ms;
 use crate::connection::script::{self, millis, ScriptCall};
-use crate::sync::count::{add_call, check_permits, integer, try_set_call};
-use crate::sync::permit_id::{PermitId, PermitLease};
-use crate::sync::permit_semaphore::{PermitExpirableSemaphore, Released};
+use crate::synchronizers::count::{add_call, check_permits, integer, try_set_call};
+use crate::synchronizers::permit_id::{PermitId, PermitLease};
+use crate::synchronizers::permit_semaphore::{PermitExpirableSemaphore, Released};
 
 impl PermitExpirableSemaphore {
     /// Release the permit `id` (Redisson's `tryRelease(permitId)`), whoever

@@ -32,12 +32,12 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::base::error::{Error, Result};
-use crate::client::holds::Lease;
-use crate::engine::guard::LockGuard;
 use crate::engine::hold::RawHold;
-use crate::engine::kind::{AnyKind, Kind};
-use crate::engine::lock::Lock;
 use crate::engine::raw::RawLock;
+use crate::engine::registry::Lease;
+use crate::locks::guard::LockGuard;
+use crate::locks::kind::{AnyKind, Kind};
+use crate::locks::lock::Lock;
 
 /// Several locks acquired as one: all of them (multi-lock) or a majority
 /// (RedLock). Cheap to clone.
@@ -87,7 +87,7 @@ impl MultiLock {
         for (i, a) in members.iter().enumerate() {
             if members[..i]
                 .iter()
-                .any(|b| a.client.id() == b.client.id() && a.name() == b.name())
+                .any(|b| Arc::ptr_eq(a.inner(), b.inner()) && a.name() == b.name())
             {
                 return Err(Error::InvalidArgument(format!(
                     "lock {:?} is a member twice on the same client; it would wait for itself",
@@ -173,7 +173,7 @@ impl MultiLock {
     /// It only reads: dropping it at any point leaves nothing behind.
     #[doc(alias = "isHeldByThread")]
     #[doc(alias = "is_held_by_thread")]
-    pub async fn is_held_by(&self, owner: crate::Owner) -> Result<bool> {
+    pub async fn is_held_by(&self, owner: crate::base::owner::Owner) -> Result<bool> {
         let mut held = 0;
         for member in self.members.iter() {
             let field = member.proto.field(&member.inner().env, owner);
@@ -230,7 +230,7 @@ impl MultiLock {
     ///
     /// As [`lock`](Self::lock).
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<MultiGuard> {
-        crate::engine::lock::fixed_lease(lease)?;
+        crate::locks::lock::fixed_lease(lease)?;
         // Redisson's rounds: a random wait below the lease, so contenders desynchronize.
         let base = self.base_wait();
         let (low, high) = if lease <= base {
@@ -329,7 +329,7 @@ impl MultiLock {
     ) -> Result<Option<MultiGuard>> {
         let member_lease = match lease {
             Some(l) => {
-                crate::engine::lock::fixed_lease(l)?;
+                crate::locks::lock::fixed_lease(l)?;
                 Lease::Fixed(l.saturating_add(wait).min(crate::base::time::MAX_DURATION))
             }
             None => Lease::Watchdog,

@@ -4,6 +4,9 @@
 
 pub(crate) mod fair;
 pub(crate) mod fenced;
+pub(crate) mod guard;
+pub(crate) mod kind;
+pub(crate) mod lock;
 pub(crate) mod multi;
 pub(crate) mod rlock;
 pub(crate) mod rwlock;

@@ -1,69 +1,13 @@
-//! Names: the [`NameMapper`] every name goes through, the check every name
-//! passes, and the keys of one RLock-layout lock (derived per
-//! [`layout`](crate::layout)).
+//! The script keys of one lock with RLock's layout ([`LockKeys`], derived
+//! per [`layout`](crate::layout)), and unlock latch keys.
 
 use std::sync::OnceLock;
 
 use fred::types::Key;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::Result;
 use crate::base::layout;
-
-/// Maps every lock name to the name Redis sees, like Redisson's
-/// `NameMapper`: a prefix per tenant or environment, applied to the key of
-/// every lock kind and so to every key and channel derived from it. Set it
-/// with [`Config::name_mapper`](crate::Config::name_mapper); mirror the Java
-/// side's mapper to share locks with it.
-pub trait NameMapper: std::fmt::Debug + Send + Sync + 'static {
-    /// The name Redis sees for the lock `name`.
-    fn map(&self, name: &str) -> String;
-    /// The lock name of a name Redis sees (the inverse of [`map`](Self::map)).
-    fn unmap(&self, name: &str) -> String;
-}
-
-/// A [`NameMapper`] that puts a fixed prefix before every name.
-///
-/// ```
-/// use redisson_lock::{NameMapper, PrefixMapper};
-///
-/// let mapper = PrefixMapper::new("staging:");
-/// assert_eq!(mapper.map("orders"), "staging:orders");
-/// assert_eq!(mapper.unmap("staging:orders"), "orders");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PrefixMapper {
-    prefix: String,
-}
-
-impl PrefixMapper {
-    /// Prefix every name with `prefix`.
-    pub fn new(prefix: impl Into<String>) -> PrefixMapper {
-        PrefixMapper {
-            prefix: prefix.into(),
-        }
-    }
-}
-
-impl NameMapper for PrefixMapper {
-    fn map(&self, name: &str) -> String {
-        format!("{}{name}", self.prefix)
-    }
-
-    fn unmap(&self, name: &str) -> String {
-        name.strip_prefix(&self.prefix).unwrap_or(name).to_owned()
-    }
-}
-
-/// Refuse names no lock can live under.
-pub(crate) fn validate(name: &str) -> Result<()> {
-    if name.is_empty() {
-        return Err(Error::InvalidName {
-            name: name.to_owned(),
-            reason: "a lock name must not be empty",
-        });
-    }
-    Ok(())
-}
+use crate::base::mapper::validate;
 
 /// The keys and channel of one RLock.
 #[derive(Debug)]
@@ -145,6 +89,9 @@ mod tests {
 
     #[test]
     fn empty_name_is_refused() {
-        assert!(matches!(LockKeys::new(""), Err(Error::InvalidName { .. })));
+        assert!(matches!(
+            LockKeys::new(""),
+            Err(crate::base::error::Error::InvalidName { .. })
+        ));
     }
 }

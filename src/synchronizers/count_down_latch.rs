@@ -17,12 +17,13 @@ use tracing::Instrument;
 use crate::base::error::{Error, Result};
 use crate::base::layout;
 use crate::base::telemetry::Acquisition;
-use crate::client::{Client, Inner};
+use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::script::{self, ScriptCall};
+use crate::engine::shared::Inner;
 use crate::engine::wait::{wait_until, Outcome};
-use crate::sync::count::{get_count, integer, parse_count};
-use crate::sync::handle::{handle_accessors, Handle};
+use crate::synchronizers::count::{get_count, integer, parse_count};
+use crate::synchronizers::handle::{handle_accessors, Handle};
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "count_down_latch";

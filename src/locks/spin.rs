@@ -8,14 +8,14 @@ use fred::types::Value;
 
 use crate::base::backoff::{BackOff, BackOffState};
 use crate::base::error::Result;
-use crate::base::names::LockKeys;
+use crate::base::keys::LockKeys;
 use crate::client::Client;
 use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, ScriptCall};
-use crate::engine::kind::{sealed, Kind, ReentrantKind};
-use crate::engine::lock::Lock;
 use crate::engine::protocol::{AttemptMode, Protocol, Waiting};
-use crate::kinds::rlock::Reentrant;
+use crate::locks::kind::{sealed, Kind, ReentrantKind};
+use crate::locks::lock::Lock;
+use crate::locks::rlock::Reentrant;
 
 /// Redisson's spin lock (`getSpinLock(name)`).
 pub type SpinLock = Lock<Spin>;

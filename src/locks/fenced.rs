@@ -25,17 +25,17 @@ use fred::interfaces::KeysInterface;
 use fred::types::Value;
 
 use crate::base::error::{Error, Result};
+use crate::base::keys::LockKeys;
 use crate::base::layout;
-use crate::base::names::LockKeys;
 use crate::client::Client;
 use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, ScriptCall};
-use crate::engine::guard::LockGuard;
-use crate::engine::kind::{sealed, Kind, ReentrantKind};
-use crate::engine::lock::Lock;
 use crate::engine::protocol::hold_count;
 use crate::engine::protocol::{Attempt, AttemptMode, Protocol};
-use crate::kinds::rlock::{lock_call, Reentrant};
+use crate::locks::guard::LockGuard;
+use crate::locks::kind::{sealed, Kind, ReentrantKind};
+use crate::locks::lock::Lock;
+use crate::locks::rlock::{lock_call, Reentrant};
 
 /// Redisson's fenced lock (`getFencedLock(name)`).
 pub type FencedLock = Lock<Fenced>;

@@ -21,15 +21,15 @@ use std::time::Duration;
 use fred::types::Value;
 
 use crate::base::error::{Error, Result, NON_REENTRANT};
+use crate::base::keys::LockKeys;
 use crate::base::layout;
-use crate::base::names::LockKeys;
 use crate::base::time::epoch_ms;
 use crate::client::Client;
 use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, millis, ScriptCall};
-use crate::engine::kind::{sealed, Kind, ReentrantKind};
-use crate::engine::lock::Lock;
 use crate::engine::protocol::{hold_count, Attempt, AttemptMode, Protocol, Waiting};
+use crate::locks::kind::{sealed, Kind, ReentrantKind};
+use crate::locks::lock::Lock;
 
 /// Redisson's fair lock (`getFairLock(name)`).
 pub type FairLock = Lock<Fair>;

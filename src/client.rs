@@ -1,14 +1,11 @@
-//! The client: connections, identity, and the command layer every lock uses.
-
-pub(crate) mod holds;
-pub(crate) mod renewal;
+//! [`Client`]: one application's connection to Redis, shared by every lock
+//! and synchronizer taken through it, and how it is set up and shut down.
 
 use std::sync::Arc;
 
 use fred::interfaces::ClientLike;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::base::detach::Cleanups;
@@ -18,7 +15,9 @@ use crate::connection::config::Config;
 use crate::connection::pubsub::{Commands, Hub};
 use crate::connection::redis::Redis;
 use crate::connection::script::ScriptEnv;
-use holds::Holds;
+use crate::engine::registry::Holds;
+use crate::engine::renewal;
+use crate::engine::shared::Inner;
 
 /// A connection to Redis shared by every lock taken through it: one fred
 /// client for commands, one connection for pub/sub, the lock watchdog, and a
@@ -39,28 +38,6 @@ use holds::Holds;
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<Inner>,
-}
-
-pub(crate) struct Inner {
-    id: Uuid,
-    pub(crate) config: Config,
-    pub(crate) redis: Redis,
-    pub(crate) hub: Hub,
-    /// What script calls take from this client.
-    pub(crate) env: ScriptEnv,
-    pub(crate) holds: Arc<Holds>,
-    pub(crate) runtime: Handle,
-    /// Background work finishing what callers started (releases, queue
-    /// leaves), which a shutdown waits for.
-    pub(crate) cleanups: Cleanups,
-    /// The give-backs of permits among them, which keep trying until they
-    /// land and which a shutdown abandons after waiting.
-    pub(crate) releases: Arc<PendingReleases>,
-    /// Set by [`Client::shutdown`]: no new acquisition, waiters stop.
-    closing: watch::Sender<bool>,
-    subscriber: fred::clients::Client,
-    watchdog: JoinHandle<()>,
-    tasks: Vec<JoinHandle<()>>,
 }
 
 impl Client {
@@ -165,12 +142,12 @@ impl Client {
     /// `name` as Redis sees it: through the configured
     /// [`NameMapper`](crate::NameMapper), if any, and checked.
     pub(crate) fn map_name(&self, name: &str) -> Result<String> {
-        crate::base::names::validate(name)?;
+        crate::base::mapper::validate(name)?;
         let mapped = match &self.inner.config.name_mapper {
             Some(mapper) => mapper.map(name),
             None => return Ok(name.to_owned()),
         };
-        crate::base::names::validate(&mapped)?;
+        crate::base::mapper::validate(&mapped)?;
         Ok(mapped)
     }
 
@@ -252,45 +229,5 @@ impl std::fmt::Debug for Client {
             .field("id", &self.inner.id)
             .field("config", &self.inner.config)
             .finish()
-    }
-}
-
-impl Inner {
-    /// Delete an unlock latch once its unlock has answered (docs/PROTOCOL.md
-    /// §2.4): at once in the background while this client has waiters, else
-    /// with the next script if one comes soon (`unlock_latches.rs`).
-    pub(crate) fn delete_latch_later(&self, latch: String) {
-        self.redis.delete_later(latch, self.hub.has_waiters());
-    }
-
-    /// Whether the client is shutting down (or shut down).
-    pub(crate) fn is_closing(&self) -> bool {
-        *self.closing.borrow()
-    }
-
-    /// The database number in keyspace channel names
-    /// (`__keyspace@<db>__:<key>`): the configured one, 0 on a cluster.
-    pub(crate) fn keyspace_db(&self) -> u8 {
-        if self.config.redis.server.is_clustered() {
-            0
-        } else {
-            self.config.redis.database.unwrap_or(0)
-        }
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.watchdog.abort();
-        for task in &self.tasks {
-            task.abort();
-        }
-        let redis = self.redis.client.clone();
-        let subscriber = self.subscriber.clone();
-        // Closing is best effort: the runtime may already be gone.
-        drop(self.runtime.spawn(async move {
-            let _ = subscriber.quit().await;
-            let _ = redis.quit().await;
-        }));
     }
 }

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use crate::base::error::Result;
-use crate::client::{Client, Inner};
+use crate::client::Client;
+use crate::engine::shared::Inner;
 
 /// A synchronizer's client, name and channel.
 pub(crate) struct Handle {
@@ -37,7 +38,7 @@ impl Handle {
 macro_rules! handle_accessors {
     ($type:ty, $what:literal) => {
         impl $type {
-            pub(crate) fn inner(&self) -> &std::sync::Arc<crate::client::Inner> {
+            pub(crate) fn inner(&self) -> &std::sync::Arc<crate::engine::shared::Inner> {
                 self.shared.handle.inner()
             }
 
@@ -47,7 +48,7 @@ macro_rules! handle_accessors {
             }
 
             /// The client this handle belongs to.
-            pub fn client(&self) -> &crate::Client {
+            pub fn client(&self) -> &crate::client::Client {
                 &self.shared.handle.client
             }
 

@@ -11,12 +11,13 @@ use futures::FutureExt;
 use crate::base::detach::FinishOnDrop;
 use crate::base::error::{Error, Result};
 use crate::base::owner::Owner;
-use crate::client::holds::Lease;
-use crate::client::{Client, Inner};
-use crate::engine::guard::LockGuard;
+use crate::client::Client;
 use crate::engine::hold::RawHold;
-use crate::engine::kind::{AnyKind, Kind};
 use crate::engine::raw::{release, Acquired, Patience, RawLock, Whose};
+use crate::engine::registry::Lease;
+use crate::engine::shared::Inner;
+use crate::locks::guard::LockGuard;
+use crate::locks::kind::{AnyKind, Kind};
 
 /// A handle to one lock by name. Cheap to clone. The kind `K` decides the
 /// Redis layout and scripts, and what its guards can do; every kind shares
@@ -48,6 +49,7 @@ use crate::engine::raw::{release, Acquired, Patience, RawLock, Whose};
 /// ```
 pub struct Lock<K: Kind> {
     pub(crate) raw: RawLock,
+    client: Client,
     pub(crate) kind: Arc<K>,
 }
 
@@ -55,6 +57,7 @@ impl<K: Kind> Clone for Lock<K> {
     fn clone(&self) -> Self {
         Lock {
             raw: self.raw.clone(),
+            client: self.client.clone(),
             kind: self.kind.clone(),
         }
     }
@@ -104,7 +107,8 @@ impl<K: Kind> Lock<K> {
         proto: Arc<dyn crate::engine::protocol::Protocol>,
     ) -> Lock<K> {
         Lock {
-            raw: RawLock::new(client, proto),
+            raw: RawLock::new(client.inner.clone(), proto),
+            client,
             kind,
         }
     }
@@ -116,7 +120,7 @@ impl<K: Kind> Lock<K> {
 
     /// The client this handle belongs to.
     pub fn client(&self) -> &Client {
-        &self.raw.client
+        &self.client
     }
 
     /// A handle whose acquisitions all use `owner`, like Redisson's
@@ -126,6 +130,7 @@ impl<K: Kind> Lock<K> {
     pub fn with_owner(&self, owner: Owner) -> Lock<K> {
         Lock {
             raw: self.raw.with_owner(owner),
+            client: self.client.clone(),
             kind: self.kind.clone(),
         }
     }
@@ -135,6 +140,7 @@ impl<K: Kind> Lock<K> {
     pub fn erase(self) -> Lock<AnyKind> {
         Lock {
             raw: self.raw,
+            client: self.client,
             kind: Arc::new(AnyKind::new()),
         }
     }

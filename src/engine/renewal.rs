@@ -14,9 +14,9 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::base::error::Error;
-use crate::client::holds::{HoldKey, Holds, Renewal};
 use crate::connection::redis::Redis;
 use crate::connection::script::{ScriptCall, HELD};
+use crate::engine::registry::{HoldKey, Holds, Renewal};
 
 /// What the watchdog task runs with.
 pub(crate) struct Watchdog {

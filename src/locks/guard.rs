@@ -9,7 +9,7 @@ use crate::base::error::Result;
 use crate::base::lost::LostReason;
 use crate::base::owner::Owner;
 use crate::engine::hold::RawHold;
-use crate::engine::kind::{AnyKind, Kind, ReentrantKind};
+use crate::locks::kind::{AnyKind, Kind, ReentrantKind};
 
 /// One hold of a lock of kind `K`. Release it with [`unlock`](Self::unlock)
 /// to learn whether that worked; a guard dropped without unlocking releases

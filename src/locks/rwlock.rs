@@ -20,17 +20,17 @@ use std::sync::Arc;
 use fred::types::{Key, Value};
 
 use crate::base::error::{Error, Result};
+use crate::base::keys::LockKeys;
 use crate::base::layout;
-use crate::base::names::LockKeys;
-use crate::client::holds::Renewal;
 use crate::client::Client;
 use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, Script, ScriptCall};
-use crate::engine::guard::LockGuard;
-use crate::engine::kind::{sealed, Kind, ReentrantKind};
-use crate::engine::lock::Lock;
 use crate::engine::protocol::{AttemptMode, Protocol};
-use crate::kinds::rlock::{force_unlock_call, lock_call, unlock_call};
+use crate::engine::registry::Renewal;
+use crate::locks::guard::LockGuard;
+use crate::locks::kind::{sealed, Kind, ReentrantKind};
+use crate::locks::lock::Lock;
+use crate::locks::rlock::{force_unlock_call, lock_call, unlock_call};
 
 /// The read half of a [`ReadWriteLock`] (Redisson's `readLock()`): shared
 /// among readers, excluded by a writer other than the reader itself.
@@ -173,8 +173,10 @@ impl LockGuard<Write> {
         let kind = Arc::new(Read {
             keys: self.kind().keys.clone(),
         });
-        let read = Lock::new(self.hold().raw().client.clone(), kind.clone(), kind)
-            .with_owner(self.owner());
+        let client = crate::client::Client {
+            inner: self.hold().raw().inner().clone(),
+        };
+        let read = Lock::new(client, kind.clone(), kind).with_owner(self.owner());
         if self.is_lost() {
             return Err(Error::NotHeld {
                 name: self.name().to_owned(),
@@ -346,7 +348,7 @@ fn write_field(field: &str) -> String {
 mod tests {
     use super::*;
     use crate::base::owner::Owner;
-    use crate::kinds::rlock::tests::{env, keys};
+    use crate::locks::rlock::tests::{env, keys};
 
     #[test]
     fn names_follow_the_brace_rule() {

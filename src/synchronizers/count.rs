@@ -9,9 +9,9 @@ use fred::interfaces::KeysInterface;
 use fred::types::Value;
 
 use crate::base::error::{Error, Result};
-use crate::client::Inner;
 use crate::connection::script::{self, millis, ScriptCall};
-use crate::sync::handle::Handle;
+use crate::engine::shared::Inner;
+use crate::synchronizers::handle::Handle;
 
 /// Refuse a permit count Java's `int` cannot hold.
 pub(crate) fn check_permits(permits: u32) -> Result<()> {

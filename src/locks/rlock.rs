@@ -6,13 +6,13 @@ use std::sync::Arc;
 use fred::types::{Key, Value};
 
 use crate::base::error::{Result, NON_REENTRANT};
-use crate::base::names::LockKeys;
+use crate::base::keys::LockKeys;
 use crate::client::Client;
 use crate::connection::script::ScriptEnv;
 use crate::connection::script::{self, Script, ScriptCall};
-use crate::engine::kind::{sealed, Kind, ReentrantKind};
-use crate::engine::lock::Lock;
 use crate::engine::protocol::{AttemptMode, Protocol};
+use crate::locks::kind::{sealed, Kind, ReentrantKind};
+use crate::locks::lock::Lock;
 
 /// Redisson's reentrant lock (`RLock`, `getLock(name)`).
 pub type RLock = Lock<Reentrant>;

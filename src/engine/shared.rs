@@ -1,0 +1,86 @@
+//! [`Inner`]: what every lock, guard and synchronizer of one
+//! [`Client`](crate::Client) shares: its connections, identity, settings,
+//! hold registry and background work.
+
+use std::sync::Arc;
+
+use fred::interfaces::ClientLike;
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use crate::base::detach::Cleanups;
+use crate::base::pending::PendingReleases;
+use crate::connection::config::Config;
+use crate::connection::pubsub::Hub;
+use crate::connection::redis::Redis;
+use crate::connection::script::ScriptEnv;
+use crate::engine::registry::Holds;
+
+/// The shared state of one client (behind its `Arc`).
+pub(crate) struct Inner {
+    pub(crate) id: Uuid,
+    pub(crate) config: Config,
+    pub(crate) redis: Redis,
+    pub(crate) hub: Hub,
+    /// What script calls take from this client.
+    pub(crate) env: ScriptEnv,
+    pub(crate) holds: Arc<Holds>,
+    pub(crate) runtime: Handle,
+    /// Background work finishing what callers started (releases, queue
+    /// leaves), which a shutdown waits for.
+    pub(crate) cleanups: Cleanups,
+    /// The give-backs of permits among them, which keep trying until they
+    /// land and which a shutdown abandons after waiting.
+    pub(crate) releases: Arc<PendingReleases>,
+    /// Set by [`Client::shutdown`](crate::Client::shutdown): no new
+    /// acquisition, waiters stop.
+    pub(crate) closing: watch::Sender<bool>,
+    /// The pub/sub connection (the hub's).
+    pub(crate) subscriber: fred::clients::Client,
+    /// The watchdog task ([`renewal`](crate::engine::renewal)).
+    pub(crate) watchdog: JoinHandle<()>,
+    /// The hub's and the command layer's background tasks.
+    pub(crate) tasks: Vec<JoinHandle<()>>,
+}
+
+impl Inner {
+    /// Delete an unlock latch once its unlock has answered (docs/PROTOCOL.md
+    /// §2.4): at once in the background while this client has waiters, else
+    /// with the next script if one comes soon (`unlock_latches.rs`).
+    pub(crate) fn delete_latch_later(&self, latch: String) {
+        self.redis.delete_later(latch, self.hub.has_waiters());
+    }
+
+    /// Whether the client is shutting down (or shut down).
+    pub(crate) fn is_closing(&self) -> bool {
+        *self.closing.borrow()
+    }
+
+    /// The database number in keyspace channel names
+    /// (`__keyspace@<db>__:<key>`): the configured one, 0 on a cluster.
+    pub(crate) fn keyspace_db(&self) -> u8 {
+        if self.config.redis.server.is_clustered() {
+            0
+        } else {
+            self.config.redis.database.unwrap_or(0)
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.watchdog.abort();
+        for task in &self.tasks {
+            task.abort();
+        }
+        let redis = self.redis.client.clone();
+        let subscriber = self.subscriber.clone();
+        // Closing is best effort: the runtime may already be gone.
+        drop(self.runtime.spawn(async move {
+            let _ = subscriber.quit().await;
+            let _ = redis.quit().await;
+        }));
+    }
+}
