@@ -11,10 +11,12 @@ use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::lost::LostReason;
 use crate::base::owner::Owner;
+use crate::connection::redis::Patience;
 use crate::engine::armed::{Armed, GiveBack};
-use crate::engine::raw::{release, until_expiry, Acquired, Patience, RawLock, Whose};
+use crate::engine::raw::{Acquired, RawLock};
 use crate::engine::registry::{self, HoldKey, HoldRef, Lease};
 use crate::engine::renewal;
+use crate::engine::unlock::{release, until_expiry, Whose};
 
 /// One hold: the lock, its owner field, its lease, and what the registry
 /// says of it. Unless unlocked or forgotten, dropping it releases the hold
@@ -155,7 +157,7 @@ impl RawHold {
     /// Release this hold; dropping the future part-way still completes it
     /// in the background.
     pub(crate) async fn unlock(self) -> Result<()> {
-        self.0.release().await
+        self.0.give_back().await
     }
 
     /// Keep the hold in Redis without unlocking it and stop renewing it:

@@ -2,6 +2,7 @@
 //! [`Lock`](crate::Lock) handle, the typed guard over the untyped hold, the
 //! acquire/release loop and the wait loop the synchronizers share.
 
+pub(crate) mod acquire;
 pub(crate) mod armed;
 pub(crate) mod hold;
 pub(crate) mod protocol;
@@ -9,5 +10,5 @@ pub(crate) mod raw;
 pub(crate) mod registry;
 pub(crate) mod renewal;
 pub(crate) mod shared;
-pub(crate) mod wait;
+pub(crate) mod unlock;
 pub(crate) mod watch;

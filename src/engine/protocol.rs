@@ -53,7 +53,7 @@ pub(crate) enum Waiting {
 pub(crate) trait Protocol: Send + Sync + 'static {
     /// The kind, as the `kind` field of spans and label of metrics: the
     /// name of the client method that makes it (`lock`, `fair_lock`, …).
-    fn kind(&self) -> &'static str;
+    fn label(&self) -> &'static str;
 
     /// The lock's keys and channel.
     fn keys(&self) -> &LockKeys;
@@ -69,12 +69,17 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     }
 
     /// The acquire script for `field` with a lease of `lease_ms`.
-    fn acquire(&self, env: &ScriptEnv, field: &str, lease_ms: i64, mode: AttemptMode)
-        -> ScriptCall;
+    fn acquire_call(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        mode: AttemptMode,
+    ) -> ScriptCall;
 
     /// Read the acquire script's reply (`{count}`: acquired; integer: busy
     /// TTL).
-    fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
+    fn read_acquire(&self, reply: Value) -> Result<Attempt> {
         match reply {
             Value::Integer(ttl) => Ok(Attempt::Busy(ttl)),
             Value::Array(items) => match items.as_slice() {
@@ -103,7 +108,7 @@ pub(crate) trait Protocol: Send + Sync + 'static {
 
     /// The unlock script: one hold of `field` away, latch at `latch` (its
     /// TTL sized for a hold whose lease is `lease_ms`).
-    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall;
+    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall;
 
     /// The prefix of this lock's unlock latch keys.
     fn latch_prefix(&self) -> &str {
@@ -113,7 +118,7 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     /// Cleanup when a waiter that waited `wait` (`None`: without a time
     /// limit) gives up (fair lock: leave the queue), and how long trying it
     /// is worth in the background.
-    fn gave_up(
+    fn give_up_call(
         &self,
         _env: &ScriptEnv,
         _field: &str,
@@ -123,7 +128,7 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     }
 
     /// Whether anyone holds the lock; replies 1 or 0.
-    fn is_locked(&self) -> ScriptCall {
+    fn is_locked_call(&self) -> ScriptCall {
         ScriptCall::new(
             &crate::connection::script::IS_LOCKED,
             &[self.name()],
@@ -132,7 +137,7 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     }
 
     /// The forced unlock script; replies 1 if something was unlocked.
-    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall;
+    fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall;
 
     /// How the watchdog renews a hold of this lock.
     fn renewal(&self) -> Renewal {

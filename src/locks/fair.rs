@@ -141,7 +141,7 @@ fn thread_wait(env: &ScriptEnv, wait: Option<Duration>) -> Duration {
 }
 
 impl Protocol for Fair {
-    fn kind(&self) -> &'static str {
+    fn label(&self) -> &'static str {
         if self.reentrant {
             "fair_lock"
         } else {
@@ -157,7 +157,7 @@ impl Protocol for Fair {
         None
     }
 
-    fn acquire(
+    fn acquire_call(
         &self,
         env: &ScriptEnv,
         field: &str,
@@ -188,7 +188,7 @@ impl Protocol for Fair {
         )
     }
 
-    fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
+    fn read_acquire(&self, reply: Value) -> Result<Attempt> {
         match reply {
             Value::Integer(ttl) => Ok(Attempt::Busy(ttl)),
             Value::Array(items) => match items.as_slice() {
@@ -207,7 +207,7 @@ impl Protocol for Fair {
         Waiting::Channel(format!("{}:{field}", self.lock.channel))
     }
 
-    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
             &script::FAIR_UNLOCK,
             &[
@@ -231,7 +231,7 @@ impl Protocol for Fair {
     /// waiter queued with; worth trying for as long as the entry can matter:
     /// that wait, at least `fair_lock_wait_timeout` (after it, other clients
     /// purge the entry once it reaches the head).
-    fn gave_up(
+    fn give_up_call(
         &self,
         env: &ScriptEnv,
         field: &str,
@@ -255,7 +255,7 @@ impl Protocol for Fair {
         Some((call, wait.max(env.fair_wait())))
     }
 
-    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
+    fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {
         ScriptCall::new(
             &script::FAIR_FORCE_UNLOCK,
             &[

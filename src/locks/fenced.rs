@@ -111,7 +111,7 @@ impl LockGuard<Fenced> {
 }
 
 impl Protocol for Fenced {
-    fn kind(&self) -> &'static str {
+    fn label(&self) -> &'static str {
         "fenced_lock"
     }
 
@@ -119,14 +119,20 @@ impl Protocol for Fenced {
         &self.rlock.keys
     }
 
-    fn acquire(&self, _: &ScriptEnv, field: &str, lease_ms: i64, _: AttemptMode) -> ScriptCall {
+    fn acquire_call(
+        &self,
+        _: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        _: AttemptMode,
+    ) -> ScriptCall {
         let keys = [self.rlock.name(), &self.token_key];
         lock_call(&script::FENCED_LOCK, &keys, field, lease_ms)
     }
 
     /// `{-1, token}` acquired, `{ttl, -1}` busy. Success is read from the
     /// token, so a foreign lock without TTL (PTTL -1) is never taken for ours.
-    fn parse_acquire(&self, reply: Value) -> Result<Attempt> {
+    fn read_acquire(&self, reply: Value) -> Result<Attempt> {
         match &reply {
             Value::Array(items) => {
                 if let [Value::Integer(count), Value::Integer(token)] = items.as_slice() {
@@ -144,11 +150,11 @@ impl Protocol for Fenced {
         Err(Error::Protocol(format!("fenced lock replied {reply:?}")))
     }
 
-    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        self.rlock.release(env, field, lease_ms, latch)
+    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+        self.rlock.unlock_call(env, field, lease_ms, latch)
     }
 
-    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
-        self.rlock.force_unlock(env)
+    fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {
+        self.rlock.force_unlock_call(env)
     }
 }

@@ -12,10 +12,12 @@ use crate::base::detach::FinishOnDrop;
 use crate::base::error::{Error, Result};
 use crate::base::owner::Owner;
 use crate::client::Client;
+use crate::connection::redis::Patience;
 use crate::engine::hold::RawHold;
-use crate::engine::raw::{release, Acquired, Patience, RawLock, Whose};
+use crate::engine::raw::{Acquired, RawLock};
 use crate::engine::registry::Lease;
 use crate::engine::shared::Inner;
+use crate::engine::unlock::{release, Whose};
 use crate::locks::guard::LockGuard;
 use crate::locks::kind::{AnyKind, Kind};
 
@@ -382,7 +384,7 @@ impl<K: Kind> Lock<K> {
         let reply = inner
             .redis
             .retrying(self.name(), || {
-                inner.redis.eval(|| self.raw.proto.is_locked())
+                inner.redis.eval(|| self.raw.proto.is_locked_call())
             })
             .await?;
         Ok(matches!(reply, Value::Integer(1)))

@@ -127,7 +127,7 @@ impl MultiLock {
             let reply = inner
                 .redis
                 .retrying(member.name(), || {
-                    inner.redis.eval(|| member.proto.is_locked())
+                    inner.redis.eval(|| member.proto.is_locked_call())
                 })
                 .await?;
             if matches!(reply, fred::types::Value::Integer(1)) {

@@ -107,7 +107,7 @@ impl RLock {
 }
 
 impl Protocol for Reentrant {
-    fn kind(&self) -> &'static str {
+    fn label(&self) -> &'static str {
         if self.reentrant {
             "lock"
         } else {
@@ -119,11 +119,17 @@ impl Protocol for Reentrant {
         &self.keys
     }
 
-    fn acquire(&self, _: &ScriptEnv, field: &str, lease_ms: i64, _: AttemptMode) -> ScriptCall {
+    fn acquire_call(
+        &self,
+        _: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        _: AttemptMode,
+    ) -> ScriptCall {
         self.lock_call(field, lease_ms)
     }
 
-    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         unlock_call(
             &script::UNLOCK,
             "0",
@@ -135,7 +141,7 @@ impl Protocol for Reentrant {
         )
     }
 
-    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
+    fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {
         force_unlock_call(&script::FORCE_UNLOCK, env, &self.keys, "0")
     }
 }
@@ -219,10 +225,10 @@ pub(crate) mod tests {
         let lock = Reentrant::new("orders")?;
         let field = lock.field(&env, Owner::new(7));
         assert_eq!(field, "c:7");
-        let acquire = lock.acquire(&env, &field, 30_000, AttemptMode::Once);
+        let acquire = lock.acquire_call(&env, &field, 30_000, AttemptMode::Once);
         assert_eq!(keys(&acquire), ["orders"]);
         assert_eq!(acquire.args, [Value::Integer(30_000), Value::from("c:7")]);
-        let release = lock.release(&env, &field, 30_000, "latch");
+        let release = lock.unlock_call(&env, &field, 30_000, "latch");
         assert_eq!(
             keys(&release),
             ["orders", "redisson_lock__channel:{orders}", "latch"]
@@ -237,7 +243,7 @@ pub(crate) mod tests {
                 Value::Integer(33_000),
             ]
         );
-        let force = lock.force_unlock(&env);
+        let force = lock.force_unlock_call(&env);
         assert_eq!(keys(&force), ["orders", "redisson_lock__channel:{orders}"]);
         assert_eq!(force.args, [Value::from("0"), Value::from("PUBLISH")]);
         assert_eq!(
@@ -250,7 +256,7 @@ pub(crate) mod tests {
             reentrant: false,
             ..lock
         };
-        let acquire = non_reentrant.acquire(&env, &field, 30_000, AttemptMode::Once);
+        let acquire = non_reentrant.acquire_call(&env, &field, 30_000, AttemptMode::Once);
         assert_eq!(
             acquire.args,
             [

@@ -232,7 +232,7 @@ impl RwKeys {
 }
 
 impl Protocol for Read {
-    fn kind(&self) -> &'static str {
+    fn label(&self) -> &'static str {
         "read_lock"
     }
 
@@ -240,7 +240,13 @@ impl Protocol for Read {
         &self.keys.lock
     }
 
-    fn acquire(&self, _: &ScriptEnv, field: &str, lease_ms: i64, _: AttemptMode) -> ScriptCall {
+    fn acquire_call(
+        &self,
+        _: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        _: AttemptMode,
+    ) -> ScriptCall {
         ScriptCall::new(
             &script::RW_READ_LOCK,
             &[&self.keys.lock.name, &self.keys.timeout_prefix(field)],
@@ -252,7 +258,7 @@ impl Protocol for Read {
         )
     }
 
-    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
             &script::RW_READ_UNLOCK,
             &[
@@ -271,11 +277,11 @@ impl Protocol for Read {
         )
     }
 
-    fn is_locked(&self) -> ScriptCall {
+    fn is_locked_call(&self) -> ScriptCall {
         self.keys.is_locked(&script::RW_READ_IS_LOCKED)
     }
 
-    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
+    fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {
         force_unlock_call(&script::RW_READ_FORCE_UNLOCK, env, &self.keys.lock, "0")
     }
 
@@ -296,7 +302,7 @@ impl Protocol for Read {
 }
 
 impl Protocol for Write {
-    fn kind(&self) -> &'static str {
+    fn label(&self) -> &'static str {
         "write_lock"
     }
 
@@ -308,7 +314,13 @@ impl Protocol for Write {
         write_field(&env.field(owner))
     }
 
-    fn acquire(&self, _: &ScriptEnv, field: &str, lease_ms: i64, _: AttemptMode) -> ScriptCall {
+    fn acquire_call(
+        &self,
+        _: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        _: AttemptMode,
+    ) -> ScriptCall {
         lock_call(
             &script::RW_WRITE_LOCK,
             &[&self.keys.lock.name],
@@ -317,7 +329,7 @@ impl Protocol for Write {
         )
     }
 
-    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         let keys = &self.keys.lock;
         unlock_call(
             &script::RW_WRITE_UNLOCK,
@@ -330,11 +342,11 @@ impl Protocol for Write {
         )
     }
 
-    fn is_locked(&self) -> ScriptCall {
+    fn is_locked_call(&self) -> ScriptCall {
         self.keys.is_locked(&script::RW_WRITE_IS_LOCKED)
     }
 
-    fn force_unlock(&self, env: &ScriptEnv) -> ScriptCall {
+    fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {
         force_unlock_call(&script::RW_WRITE_FORCE_UNLOCK, env, &self.keys.lock, "1")
     }
 }
@@ -386,7 +398,7 @@ mod tests {
         let owner = Owner::new(3);
         assert_eq!(read.field(&env, owner), "c:3");
         assert_eq!(write.field(&env, owner), "c:3:write");
-        let release = read.release(&env, "c:3", 30_000, "latch");
+        let release = read.unlock_call(&env, "c:3", 30_000, "latch");
         assert_eq!(
             keys(&release),
             [
@@ -401,7 +413,7 @@ mod tests {
             release.args[..3],
             [Value::from("0"), Value::from("c:3"), Value::from("PUBLISH")]
         );
-        let release = write.release(&env, "c:3:write", 30_000, "latch");
+        let release = write.unlock_call(&env, "c:3:write", 30_000, "latch");
         assert_eq!(keys(&release), ["doc", "redisson_rwlock:{doc}", "latch"]);
         assert_eq!(release.args[0], Value::from("1"));
         assert_eq!(read.release_channel(), Some("redisson_rwlock:{doc}"));

@@ -58,7 +58,7 @@ impl Client {
 }
 
 impl Protocol for Spin {
-    fn kind(&self) -> &'static str {
+    fn label(&self) -> &'static str {
         "spin_lock"
     }
 
@@ -66,7 +66,13 @@ impl Protocol for Spin {
         &self.rlock.keys
     }
 
-    fn acquire(&self, _: &ScriptEnv, field: &str, lease_ms: i64, _: AttemptMode) -> ScriptCall {
+    fn acquire_call(
+        &self,
+        _: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        _: AttemptMode,
+    ) -> ScriptCall {
         self.rlock.lock_call(field, lease_ms)
     }
 
@@ -78,7 +84,7 @@ impl Protocol for Spin {
         None
     }
 
-    fn release(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
             &script::SPIN_UNLOCK,
             &[self.name(), latch],
@@ -86,7 +92,7 @@ impl Protocol for Spin {
         )
     }
 
-    fn force_unlock(&self, _env: &ScriptEnv) -> ScriptCall {
+    fn force_unlock_call(&self, _env: &ScriptEnv) -> ScriptCall {
         ScriptCall::new(&script::DELETE, &[self.name()], Vec::new())
     }
 }

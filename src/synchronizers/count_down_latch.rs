@@ -20,8 +20,8 @@ use crate::base::telemetry::Acquisition;
 use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::script::{self, ScriptCall};
+use crate::engine::acquire::waiter::{self, Outcome};
 use crate::engine::shared::Inner;
-use crate::engine::wait::{wait_until, Outcome};
 use crate::synchronizers::count::{get_count, integer, parse_count};
 use crate::synchronizers::handle::{handle_accessors, Handle};
 
@@ -239,7 +239,7 @@ impl CountDownLatch {
         // within the caller's deadline.
         let name = &self.shared.handle.name;
         let channel = &self.shared.handle.channel;
-        let done = wait_until(&inner, name, channel, Wake::All, wait, || async {
+        let done = waiter::run_with(&inner, name, channel, Wake::All, wait, || async {
             // Boxed: fred's command future (about 5 KB) would otherwise be
             // part of every awaiter's future, several times over.
             let value: Option<String> = Box::pin(inner.redis.client.get(name.as_str()))

@@ -31,8 +31,9 @@ use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::redis::Late;
 use crate::connection::script::{self, millis, ScriptCall};
-use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
-use crate::engine::wait::{wait_until, Outcome};
+use crate::engine::acquire::attempt::{unlosable_call, Leftover};
+use crate::engine::acquire::waiter::{self, Outcome};
+use crate::engine::armed::{Armed, GiveBack};
 use crate::synchronizers::count::integer;
 use crate::synchronizers::give_back::{until_landed, Ended, Try};
 use crate::synchronizers::handle::{handle_accessors, Handle};
@@ -244,7 +245,7 @@ impl PermitExpirableSemaphore {
         let report = Acquisition::start(self.name(), KIND, wait, Instant::now());
         let inner = self.inner().clone();
         let (name, channel) = (&self.shared.handle.name, &self.shared.handle.channel);
-        let done = wait_until(&inner, name, channel, Wake::Count, wait, || {
+        let done = waiter::run_with(&inner, name, channel, Wake::Count, wait, || {
             self.attempt(lease)
         })
         .instrument(report.span().clone())
@@ -293,23 +294,25 @@ impl PermitExpirableSemaphore {
                 // Busy: it took nothing.
                 Leftover::Done(Some(_)) => None,
                 // Released by its id, which is harmless if it took nothing.
-                Leftover::Done(None) | Leftover::Unknown => {
+                Leftover::Done(None) | Leftover::Unknown { .. } => {
                     Some(semaphore.give_back_later(id, expires_at))
                 }
             }
         };
-        Ok(match unlosable(&inner.cleanups, fut, undo).await? {
-            None => Outcome::Ready(PermitGuard::new(self.clone(), id, lease, expires_at)),
-            Some(earliest) => {
-                // Sleep until the earliest permit expires (its score is on
-                // the acquiring client's clock; ours is the best guess).
-                let bound = (earliest >= 0).then(|| {
-                    let ms = earliest.saturating_sub(now).saturating_add(1).max(1);
-                    Duration::from_millis(u64::try_from(ms).unwrap_or(1))
-                });
-                Outcome::Busy(bound)
-            }
-        })
+        Ok(
+            match unlosable_call(&inner.cleanups, Box::pin(fut), undo).await? {
+                None => Outcome::Ready(PermitGuard::new(self.clone(), id, lease, expires_at)),
+                Some(earliest) => {
+                    // Sleep until the earliest permit expires (its score is on
+                    // the acquiring client's clock; ours is the best guess).
+                    let bound = (earliest >= 0).then(|| {
+                        let ms = earliest.saturating_sub(now).saturating_add(1).max(1);
+                        Duration::from_millis(u64::try_from(ms).unwrap_or(1))
+                    });
+                    Outcome::Busy(bound)
+                }
+            },
+        )
     }
 
     /// The background release of `id` ([`give_back`](Self::give_back)),
@@ -507,7 +510,7 @@ impl PermitGuard {
     /// Dropping the future part-way still completes the release in the
     /// background.
     pub async fn release(self) -> Result<bool> {
-        self.0.release().await
+        self.0.give_back().await
     }
 
     /// Keep the permit taken without releasing it: it comes back when its

@@ -30,9 +30,10 @@ use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::redis::Late;
 use crate::connection::script::{self, millis, ScriptCall};
-use crate::engine::armed::{unlosable, Armed, GiveBack, Leftover};
+use crate::engine::acquire::attempt::{unlosable_call, Leftover};
+use crate::engine::acquire::waiter::{self, Outcome};
+use crate::engine::armed::{Armed, GiveBack};
 use crate::engine::shared::Inner;
-use crate::engine::wait::{wait_until, Outcome};
 use crate::synchronizers::count::{check_permits, integer};
 use crate::synchronizers::give_back::{until_landed, Ended, Try};
 use crate::synchronizers::handle::{handle_accessors, Handle};
@@ -209,7 +210,7 @@ impl Semaphore {
         report.span().record("permits", permits);
         let inner = self.inner().clone();
         let (name, channel) = (&self.shared.handle.name, &self.shared.handle.channel);
-        let done = wait_until(&inner, name, channel, Wake::Count, wait, || {
+        let done = waiter::run_with(&inner, name, channel, Wake::Count, wait, || {
             self.attempt(permits)
         })
         .instrument(report.span().clone())
@@ -250,7 +251,7 @@ impl Semaphore {
                     Leftover::Done(false) => return None,
                     // Had the attempt taken its permits, its latch would
                     // say so at least until then.
-                    Leftover::Unknown => (
+                    Leftover::Unknown { .. } => (
                         Mode::Undo,
                         sent_at.checked_add(latch_ttl(semaphore.inner())),
                     ),
@@ -258,10 +259,12 @@ impl Semaphore {
                 Some(semaphore.give_back_later(permits, latch, mode, exact_until, None))
             }
         };
-        Ok(match unlosable(&inner.cleanups, fut, undo).await? {
-            true => Outcome::Ready(SemaphorePermit::new(self.clone(), permits, Some(latch))),
-            false => Outcome::Busy(None),
-        })
+        Ok(
+            match unlosable_call(&inner.cleanups, Box::pin(fut), undo).await? {
+                true => Outcome::Ready(SemaphorePermit::new(self.clone(), permits, Some(latch))),
+                false => Outcome::Busy(None),
+            },
+        )
     }
 
     /// The span of one release of `permits` (`undo`: of an acquisition;
@@ -592,7 +595,7 @@ impl SemaphorePermit {
     /// Dropping the future part-way still completes the release in the
     /// background.
     pub async fn release(self) -> Result<()> {
-        self.0.release().await
+        self.0.give_back().await
     }
 
     /// Keep the permits taken, like `forget` on tokio's permits: they stay

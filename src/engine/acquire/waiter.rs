@@ -125,7 +125,7 @@ impl Deadline {
 /// `lock_watchdog_timeout`, so a lost message (reconnect gap,
 /// PUBLISH/SPUBLISH mismatch) costs at most that much. At shutdown the
 /// waiter is woken and ends with [`Error::Closed`].
-pub(crate) async fn wait<A: Attempts>(
+pub(crate) async fn run<A: Attempts>(
     inner: &Arc<Inner>,
     name: &str,
     deadline: Deadline,
@@ -275,9 +275,9 @@ impl Failures {
     }
 }
 
-/// [`wait`] for a synchronizer: `attempt` is a closure whose transient
+/// [`run`] for a synchronizer: `attempt` is a closure whose transient
 /// errors are tried again, woken by `channel` per `wake`.
-pub(crate) async fn wait_until<T, F, Fut>(
+pub(crate) async fn run_with<T, F, Fut>(
     inner: &Arc<Inner>,
     name: &str,
     channel: &str,
@@ -320,5 +320,5 @@ where
         channel,
         wake,
     };
-    self::wait(inner, name, deadline, &mut attempts).await
+    self::run(inner, name, deadline, &mut attempts).await
 }

@@ -1,0 +1,203 @@
+//! Taking one hold of a lock away (docs/PROTOCOL.md §2.3, §2.4, §2.9), for
+//! every lock kind: the unlock script with a fresh latch id, resent with
+//! that id while the latch makes the resend a replay, its reply applied to
+//! the hold registry; nothing sent for a guard whose tenure has ended.
+
+use std::sync::Arc;
+
+use fred::types::Value;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::base::error::{Error, Result};
+use crate::connection::redis::{Late, Patience};
+use crate::engine::protocol::Protocol;
+use crate::engine::registry::{HoldRef, Lease, Releasing, UnlockReply};
+use crate::engine::shared::Inner;
+
+/// Outcome of an unlock.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Unlocked {
+    /// The count went down but the owner still holds the lock.
+    StillHeld,
+    /// The lock was released and waiters notified.
+    Released,
+}
+
+/// Which hold an unlock takes away.
+pub(crate) enum Whose<'a> {
+    /// A guard's: nothing is sent if its tenure has ended (the hold is no
+    /// longer this client's to release).
+    Guard(&'a HoldRef),
+    /// One of the owner field's, without a guard (`Lock::unlock`): one no
+    /// guard has if there is one, else the newest guard's.
+    Owner,
+}
+
+/// Take one hold of `field` away (docs/PROTOCOL.md §2.9): the unlock
+/// script with a fresh latch id, retried with that same
+/// id after transient errors, then the latch deleted, and the reply applied
+/// to the registry. `lease` (the hold's) sizes the latch's TTL.
+pub(crate) async fn release(
+    inner: &Arc<Inner>,
+    proto: &dyn Protocol,
+    field: &str,
+    lease: Lease,
+    whose: Whose<'_>,
+    patience: Patience,
+) -> Result<Unlocked> {
+    let name = proto.name();
+    // Not in the field's turn: a release's reply, in whatever order it is
+    // applied, can only end a tenure it was sent for (docs/PROTOCOL.md §2.9).
+    let target = match whose {
+        Whose::Guard(hold) => match inner.holds.releasing(name, field, hold) {
+            Releasing::Send => Target::Tenure(hold.tenure),
+            Releasing::Stale => Target::Stale,
+        },
+        Whose::Owner => inner
+            .holds
+            .releasing_any(name, field)
+            .map_or(Target::Unknown, Target::Tenure),
+    };
+    release_unlocked(inner, proto, field, lease, target, patience).await
+}
+
+/// Which tenure an unlock applies to.
+#[derive(Clone, Copy)]
+enum Target {
+    /// This one, the field's current tenure.
+    Tenure(u64),
+    /// One the registry does not know (an undo of an unknown outcome, an
+    /// unlock without a guard of a field the registry has no tenure for).
+    Unknown,
+    /// None: the guard's tenure ended, the hold is not this client's to
+    /// release. Nothing is sent; the outcome is `NotHeld`.
+    Stale,
+}
+
+/// Release in the field's turn, already held by the caller: the undo of an
+/// attempt, or the release of the hold a cancelled attempt took (`hold`,
+/// recorded in the registry; `None`: an attempt whose outcome is unknown).
+pub(crate) async fn release_in_turn(
+    inner: &Arc<Inner>,
+    proto: &dyn Protocol,
+    field: &str,
+    lease: Lease,
+    hold: Option<&HoldRef>,
+    patience: Patience,
+) -> Result<Unlocked> {
+    let target = match hold {
+        Some(hold) => match inner.holds.releasing(proto.name(), field, hold) {
+            Releasing::Send => Target::Tenure(hold.tenure),
+            // Found gone meanwhile: the unlock finds nothing, harmlessly.
+            Releasing::Stale => Target::Unknown,
+        },
+        None => Target::Unknown,
+    };
+    release_unlocked(inner, proto, field, lease, target, patience).await
+}
+
+/// Send the unlock of one hold of `field` of `target`, in a
+/// `redisson_lock.release` span, and apply its reply to the registry.
+async fn release_unlocked(
+    inner: &Arc<Inner>,
+    proto: &dyn Protocol,
+    field: &str,
+    lease: Lease,
+    target: Target,
+    patience: Patience,
+) -> Result<Unlocked> {
+    let span = tracing::debug_span!(
+        "redisson_lock.release",
+        lock = proto.name(),
+        kind = proto.label(),
+        owner = field,
+        background = patience != Patience::Attempts,
+        outcome = tracing::field::Empty,
+        error = tracing::field::Empty,
+    );
+    let outcome = if let Target::Stale = target {
+        Err(Error::NotHeld {
+            name: proto.name().to_owned(),
+            owner: field.to_owned(),
+        })
+    } else {
+        // Pinned in place, as in `acquire`.
+        let releasing = std::pin::pin!(unlock(inner, proto, field, lease, patience));
+        releasing.instrument(span.clone()).await
+    };
+    let reply = match &outcome {
+        Ok(Unlocked::Released) => Some(UnlockReply::Released),
+        Ok(Unlocked::StillHeld) => Some(UnlockReply::StillHeld),
+        Err(Error::NotHeld { .. }) => Some(UnlockReply::NotHeld),
+        Err(_) => None,
+    };
+    if let (Target::Tenure(tenure), Some(reply)) = (target, reply) {
+        inner.holds.released(proto.name(), field, tenure, reply);
+    }
+    match &outcome {
+        Ok(Unlocked::Released) => span.record("outcome", "released"),
+        Ok(Unlocked::StillHeld) => span.record("outcome", "still_held"),
+        Err(Error::NotHeld { .. }) => span.record("outcome", "not_held"),
+        Err(e) => span
+            .record("outcome", "error")
+            .record("error", tracing::field::display(e)),
+    };
+    outcome
+}
+
+/// The unlock script for one hold of `field`, with its latch.
+async fn unlock(
+    inner: &Arc<Inner>,
+    proto: &dyn Protocol,
+    field: &str,
+    lease: Lease,
+    patience: Patience,
+) -> Result<Unlocked> {
+    let latch = crate::base::keys::latch_key(proto.latch_prefix());
+    let lease = lease.duration(inner.config.lock_watchdog_timeout);
+    let lease_ms = crate::connection::script::millis(lease);
+    // Every resend carries the first try's latch, which makes it a replay
+    // only while that latch lives: a resend is never written after then
+    // (less a timeout for its trip), or an earlier try that ran, its reply
+    // lost, could be followed by a second decrement (docs/PROTOCOL.md §2.4).
+    let timeout = inner.config.timeout;
+    let latest = Instant::now() + inner.env.latch_ttl(lease).saturating_sub(timeout);
+    let tried = std::sync::atomic::AtomicBool::new(false);
+    let unlock = || {
+        let first = !tried.swap(true, std::sync::atomic::Ordering::Relaxed);
+        let left = latest.saturating_duration_since(Instant::now());
+        let build = || proto.unlock_call(&inner.env, field, lease_ms, &latch);
+        async move {
+            if first {
+                inner.redis.eval_as(build, Late::Deliver).await
+            } else if left.is_zero() {
+                Err(Error::Timeout(timeout))
+            } else {
+                inner
+                    .redis
+                    .eval_as(build, Late::SkipAfter(left.min(timeout)))
+                    .await
+            }
+        }
+    };
+    let name = proto.name();
+    let reply = inner.redis.patiently(name, patience, unlock).await?;
+    inner.delete_latch_later(latch);
+    match reply {
+        Value::Null => Err(Error::NotHeld {
+            name: proto.name().to_owned(),
+            owner: field.to_owned(),
+        }),
+        Value::Integer(0) => Ok(Unlocked::StillHeld),
+        Value::Integer(1) => Ok(Unlocked::Released),
+        other => Err(Error::Protocol(format!("unlock replied {other:?}"))),
+    }
+}
+
+/// How long a release nobody awaits keeps trying: until a hold with
+/// `lease`, taken or renewed now at the latest, has run out, when Redis
+/// releases it anyway.
+pub(crate) fn until_expiry(inner: &Inner, lease: Lease) -> Patience {
+    Patience::Until(Instant::now() + lease.duration(inner.config.lock_watchdog_timeout))
+}
