@@ -4,6 +4,8 @@
 //! before the registry kept holds by tenure.
 mod common;
 
+#[path = "integrity/force.rs"]
+mod force;
 #[path = "integrity/hearing.rs"]
 mod hearing;
 #[path = "integrity/latency.rs"]

@@ -1,9 +1,14 @@
-//! Model-based tests (issue 20): a plain-Rust reference model of Redisson's
-//! semantics for every kind, and random operation sequences (proptest) run
-//! against both the real crate on a private `redis-server` and the model.
-//! After every step the reply and the Redis state (read with plain commands
-//! through a raw client, per docs/PROTOCOL.md's key layout) must equal the
-//! model's; a failure prints the shrunk sequence as a script.
+//! Model-based tests (issues 20, 27): a plain-Rust reference model of the
+//! semantics docs/PROTOCOL.md states for every kind (the Redis commands each
+//! script runs, with time: leases, renewals, expiry; and what a guard may
+//! believe, §2.9), and random operation sequences (proptest) run against
+//! both the real crate on a private `redis-server` and the model. After
+//! every step the reply, the Redis state (read with plain commands through
+//! a raw client, per the key layout) and every live guard's `is_lost()`,
+//! `lost_reason()`, `expires_at()`, `lease()` and `lost()` must agree with
+//! the model; a failure prints the shrunk sequence as a script. The Java
+//! families let the real Redisson (the peer of `tests/java.rs`) be two of
+//! the owners of RLock and read-write cases.
 //!
 //! `cargo test --test model` runs a bounded number of cases per family; the
 //! long run is
@@ -14,9 +19,12 @@ mod model;
 
 use fred::prelude::*;
 use model::{cases, locks, pes, run, rw, sync, Env};
+use proptest::prelude::*;
 
 /// Cases per family in plain `cargo test` (each family on its own server).
 const SHORT: u32 = 100;
+/// Cases per Java family (one JVM per test) in plain `cargo test`.
+const JAVA_SHORT: u32 = 24;
 
 /// Each family's name and runner: `n` cases of its random sequences.
 type Family = (&'static str, fn(&Env, &str, u32));
@@ -69,27 +77,72 @@ model_tests! {
     count_down_latch_matches_the_model: "latch", SHORT;
 }
 
+/// A case of a Java family: an RLock or a read-write lock, with the Java
+/// owners among the Rust ones.
+#[derive(Clone, Debug)]
+enum JavaCase {
+    Lock(Vec<locks::Op>),
+    Rw(Vec<rw::Op>),
+}
+
+/// `n` cases (`MODEL_CASES / 10` in the long run) of RLock and read-write
+/// sequences in which the real Redisson `version` is two of the owners;
+/// skipped (printed) without Java or that version's jars, as
+/// `tests/java.rs` is.
+fn check_java(version: &str, n: u32) {
+    let Some(env) = Env::with_java(version) else {
+        return;
+    };
+    let owners = env.owners();
+    let strategy = prop_oneof![
+        locks::strategy_for(vec![locks::Kind::RLock], owners)
+            .prop_map(|(_, ops)| JavaCase::Lock(ops)),
+        rw::strategy_for(owners).prop_map(JavaCase::Rw),
+    ];
+    let what = format!("java {version}");
+    run(&env, &what, n, strategy, |e, c| match c {
+        JavaCase::Lock(ops) => locks::case(e, &(locks::Kind::RLock, ops.clone())),
+        JavaCase::Rw(ops) => rw::case(e, ops),
+    });
+}
+
+#[test]
+fn java_4_7_0_and_rust_match_the_model() {
+    check_java("4.7.0", cases(JAVA_SHORT));
+}
+
+#[test]
+fn java_3_23_0_and_rust_match_the_model() {
+    check_java("3.23.0", cases(JAVA_SHORT));
+}
+
 /// The long run: every family at once, each on its own server, with
 /// `MODEL_CASES` cases per family (the exclusive locks, six kinds, get
-/// three times as many). Failures are collected and reported together.
+/// three times as many), and the Java families of every Redisson version
+/// built with a tenth as many (one JVM each). Failures are collected and
+/// reported together.
 #[test]
 #[ignore = "long run: MODEL_CASES=2000 cargo test --release --test model -- --ignored long_run --nocapture"]
 fn long_run() {
     let n: u32 = cases(2000);
-    let threads: Vec<_> = FAMILIES
+    let mut threads: Vec<(String, std::thread::JoinHandle<()>)> = FAMILIES
         .into_iter()
         .map(|(what, run)| {
             let n = if what == "locks" { n * 3 } else { n };
-            std::thread::spawn(move || {
+            let thread = std::thread::spawn(move || {
                 let env = Env::new();
                 run(&env, what, n);
-            })
+            });
+            (what.to_owned(), thread)
         })
         .collect();
-    let failed: Vec<usize> = threads
+    for version in common::java::VERSIONS {
+        let thread = std::thread::spawn(move || check_java(version, (n / 10).max(1)));
+        threads.push((format!("java {version}"), thread));
+    }
+    let failed: Vec<String> = threads
         .into_iter()
-        .enumerate()
-        .filter_map(|(i, t)| t.join().is_err().then_some(i))
+        .filter_map(|(what, t)| t.join().is_err().then_some(what))
         .collect();
     assert!(
         failed.is_empty(),

@@ -284,6 +284,7 @@ impl RawLock {
     /// for writing unlocks nothing, and the writer keeps its hold.)
     pub(crate) async fn force_unlock(&self) -> Result<bool> {
         let inner = &self.inner;
+        let forcing = inner.holds.forcing(self.name());
         let reply = inner
             .redis
             .retrying(self.name(), || {
@@ -293,8 +294,23 @@ impl RawLock {
             })
             .await?;
         let unlocked = matches!(reply, Value::Integer(1));
-        if unlocked {
-            inner.holds.lose_all(self.name());
+        let unsure = forcing.done(unlocked);
+        if !unsure.is_empty() {
+            // Holds of this client taken while the unlock was under way:
+            // before it ran (then it removed them) or after. One `HEXISTS`
+            // each says, in the background so a cancelled call still checks.
+            let (inner, name) = (inner.clone(), self.name().to_owned());
+            drop(inner.runtime.clone().spawn(async move {
+                for (field, tenure) in unsure {
+                    if let Ok(false) =
+                        crate::engine::watch::holds_field(&inner, &name, &field).await
+                    {
+                        inner
+                            .holds
+                            .found_gone(&name, &field, tenure, "forced unlock");
+                    }
+                }
+            }));
         }
         Ok(unlocked)
     }

@@ -7,21 +7,22 @@ use std::time::{Duration, Instant};
 use fred::prelude::*;
 use redisson_lock::{AnyKind, LockGuard};
 
-use super::locks::{Guard, Handles, Kind, Model, Out};
+use super::guards::{Half, Real, Reals};
+use super::locks::{confirmed, Handles, Kind, Model, Out};
 use super::{Env, Step, StepResult};
 
 pub(super) type Waiter = tokio::task::JoinHandle<redisson_lock::Result<Option<LockGuard<AnyKind>>>>;
 
-/// The lock is free and waiters wait: the head of the queue (fair kinds) or
-/// any one of them (the others) must take it, and nobody else.
+/// The lock is free (since `freed`) and waiters wait: the head of the
+/// queue (fair kinds) or any one of them (the others) must take it, and
+/// nobody else.
 pub(super) async fn handover(
-    env: &Env,
     step: &mut Step<'_>,
     m: &mut Model,
     tasks: &mut Vec<(usize, Waiter)>,
-    guards: &mut [Vec<Guard>],
+    reals: &mut Reals,
+    freed: Instant,
 ) -> StepResult<()> {
-    let _ = env;
     let finished = tokio::time::timeout(
         Duration::from_secs(3),
         futures::future::select_all(tasks.iter_mut().map(|(_, t)| t)),
@@ -40,7 +41,6 @@ pub(super) async fn handover(
         }
     };
     step.record(&format!("  owner{o}'s waiter"), "Acquired");
-    guards[o].push(Guard::Any(guard, None));
     if m.kind.fair() && m.waiting.first() != Some(&o) {
         return step.mismatch(format!(
             "owner{o} took the fair lock, but the head of the queue is owner{:?}",
@@ -49,21 +49,50 @@ pub(super) async fn handover(
     }
     m.waiting.retain(|&w| w != o);
     let now = Instant::now();
-    let out = m.acquire(o, None, now, now);
-    step.expect(
-        "waiter's acquisition",
-        out,
-        Out::Acquired(if m.kind == Kind::Fenced {
-            Some(m.token)
+    match m.acquire(o, None, freed, now) {
+        Ok(count) => {
+            let g =
+                m.g.acquired((o, Half::Lock), count, None, confirmed(None, freed, now));
+            reals.set(g, Real::Any(guard));
+            Ok(())
+        }
+        Err(out) => step.mismatch(format!("owner{o}'s waiter acquired; model: {out:?}")),
+    }
+}
+
+/// Wait until owner `o`'s waiter, just spawned, waits: queued (fair
+/// kinds) or subscribed (a subscription of its client may already be
+/// there, a `lost()` watcher's: then it is simply there, as for the spin
+/// lock, which shows nothing).
+pub(super) async fn waiting(env: &Env, kind: Kind, name: &str, o: usize) -> Result<(), String> {
+    let queue = format!("redisson_lock_queue:{{{name}}}");
+    let field = env.field(o);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let waiting = if kind.fair() {
+            let q: Vec<String> = env.raw.lrange(&queue, 0, -1).await.unwrap_or_default();
+            q.contains(&field)
+        } else if kind == Kind::Spin {
+            true
         } else {
-            None
-        }),
-    )
+            crate::common::numsub(&env.raw, &format!("redisson_lock__channel:{{{name}}}")).await
+                >= 1
+        };
+        if waiting {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("owner{o}'s waiter never started waiting"));
+        }
+        tokio::task::yield_now().await;
+    }
 }
 
 /// Start a 2 s wait on a lock another owner holds, let it subscribe (or, for
 /// the spin lock, be polled a few times), drop it, and wait until what it
-/// left in Redis is gone: its subscription and (fair kinds) its queue entry.
+/// left in Redis is gone: its subscription (the channel keeps the
+/// `watchers` clients whose guards' `lost()` listen on it) and (fair kinds)
+/// its queue entry.
 pub(super) async fn cancel_waiter(
     env: &Env,
     h: &Handles,
@@ -71,6 +100,7 @@ pub(super) async fn cancel_waiter(
     name: &str,
     o: usize,
     polls: u8,
+    watchers: i64,
 ) -> Out {
     let field = env.field(o);
     let channel = if kind.fair() {
@@ -120,12 +150,12 @@ pub(super) async fn cancel_waiter(
             .exists(vec![queue.clone(), timeouts.clone()])
             .await
             .unwrap_or(-1);
-        if subs == 0 && queued == 0 {
+        if subs == watchers && queued == 0 {
             return Out::Busy;
         }
         if Instant::now() > deadline {
             return Out::Other(format!(
-                "after the drop: {subs} subscribers, queue/timeout keys {queued}"
+                "after the drop: {subs} subscribers ({watchers} watching clients), queue/timeout keys {queued}"
             ));
         }
         tokio::task::yield_now().await;
@@ -133,9 +163,9 @@ pub(super) async fn cancel_waiter(
 }
 
 pub(super) struct State {
-    hash: std::collections::HashMap<String, String>,
-    pttl: i64,
-    r: (Instant, Instant),
+    pub(super) hash: std::collections::HashMap<String, String>,
+    pub(super) pttl: i64,
+    pub(super) r: (Instant, Instant),
     queue: Vec<String>,
     timeouts: Vec<String>,
     token: Option<String>,
@@ -187,22 +217,29 @@ pub(super) fn check_state(
     m: &Model,
     name: &str,
     state: Result<State, String>,
-) -> StepResult<()> {
+) -> StepResult<State> {
     let s = match state {
         Ok(s) => s,
-        Err(e) => return step.mismatch(format!("reading state of {name}: {e}")),
+        Err(e) => {
+            step.mismatch(format!("reading state of {name}: {e}"))?;
+            unreachable!("a mismatch stops the case")
+        }
     };
     let expected: std::collections::HashMap<String, String> = m
         .holder
         .map(|(o, c)| (env.field(o), c.to_string()))
         .into_iter()
         .collect();
-    step.expect("HGETALL N", s.hash, expected)?;
+    step.expect("HGETALL N", s.hash.clone(), expected)?;
     match m.holder {
         None => step.expect("PTTL N", s.pttl, -2)?,
         Some(_) => {
-            if !m.exp.fits(s.pttl, s.r.0, s.r.1) {
-                step.mismatch(format!("PTTL N: real {}, model {:?}", s.pttl, m.exp))?;
+            if !m.n.fits(m.renewing(), s.pttl, s.r.0, s.r.1) {
+                step.mismatch(format!(
+                    "PTTL N: real {}, model {}",
+                    s.pttl,
+                    super::window_str(m.n.at(m.renewing(), s.r.1), s.r.0)
+                ))?;
             }
         }
     }
@@ -211,11 +248,11 @@ pub(super) fn check_state(
     } else {
         Vec::new()
     };
-    step.expect("LRANGE queue", s.queue, queued.clone())?;
-    step.expect("ZRANGE timeouts (by deadline)", s.timeouts, queued)?;
+    step.expect("LRANGE queue", s.queue.clone(), queued.clone())?;
+    step.expect("ZRANGE timeouts (by deadline)", s.timeouts.clone(), queued)?;
     if m.kind == Kind::Fenced {
         let t = (m.token > 0).then(|| m.token.to_string());
-        step.expect("GET token", s.token, t)?;
+        step.expect("GET token", s.token.clone(), t)?;
     }
-    Ok(())
+    Ok(s)
 }

@@ -1,16 +1,24 @@
 //! The exclusive lock kinds (RLock, non-reentrant, fair, non-reentrant fair,
-//! spin, fenced): a model of who holds, how often, until when, the fencing
-//! token and the (always drained) fair queue, run against the real crate.
+//! spin, fenced): a model of who holds the hash `N`, how often, until when
+//! (the Redis commands of docs/PROTOCOL.md §2.2–§2.5, §4.3–§4.7, §6), the
+//! fencing token and the fair queue, and of what every guard believes
+//! ([`guards`](super::guards), §2.9), run against the real crate; with the
+//! Java peer, the real Redisson is an owner too (RLock: re-entry resets the
+//! TTL to the lease, an unlock that leaves holds sets its watchdog timeout).
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use fred::prelude::*;
 use proptest::prelude::*;
-use redisson_lock::{AnyKind, Error, Fenced, Lock, LockGuard};
+use redisson_lock::{AnyKind, Error, Fenced, Lock};
 
-use super::lock_waits::{cancel_waiter, check_state, handover, read_state, Waiter};
-use super::{lease_str, ms, Env, Exp, Step, StepResult, LEASE, OWNERS, WAIT};
+use super::guards::{GState, Guards, Half, Real, Reals, Reply};
+use super::java::{self, Java};
+use super::keys::Ttl;
+use super::lock_waits::{cancel_waiter, check_state, handover, read_state, State, Waiter};
+use super::{
+    ms, Env, Exp, Step, StepResult, JAVA_WATCHDOG, LEASE, LONG_LEASE, OWNERS, WAIT, WATCHDOG,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -29,30 +37,94 @@ impl Kind {
     pub(super) fn fair(self) -> bool {
         matches!(self, Kind::Fair | Kind::NonReentrantFair)
     }
+    /// Whether its releases publish on one channel a guard's `lost()`
+    /// watcher listens on (§2.6).
+    pub(super) fn channel(self) -> bool {
+        !matches!(self, Kind::Fair | Kind::NonReentrantFair | Kind::Spin)
+    }
+}
+
+/// The lease an acquisition or `extend` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lease {
+    Watchdog,
+    Short,
+    Long,
+}
+
+impl Lease {
+    pub fn get(self) -> Option<Duration> {
+        match self {
+            Lease::Watchdog => None,
+            Lease::Short => Some(LEASE),
+            Lease::Long => Some(LONG_LEASE),
+        }
+    }
+
+    pub fn strategy() -> impl Strategy<Value = Lease> + Clone {
+        prop_oneof![
+            3 => Just(Lease::Watchdog),
+            3 => Just(Lease::Short),
+            1 => Just(Lease::Long),
+        ]
+    }
+
+    pub fn explicit() -> impl Strategy<Value = Lease> + Clone {
+        prop_oneof![Just(Lease::Short), Just(Lease::Long)]
+    }
+}
+
+impl fmt::Display for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.get() {
+            None => f.write_str("watchdog"),
+            Some(d) => f.write_str(&ms(d)),
+        }
+    }
+}
+
+/// The sleeps a case may take: short, past a short lease, past the
+/// watchdog (renewals must keep watchdog holds alive).
+pub fn sleep() -> impl Strategy<Value = u64> + Clone {
+    prop_oneof![
+        3 => Just(20u64),
+        3 => Just(130u64),
+        1 => Just(WATCHDOG.as_millis() as u64 + 150),
+    ]
 }
 
 #[derive(Clone)]
 pub enum Op {
     /// `with_owner(o).try_lock_for(wait, lease)`; a zero wait is `try_lock`.
+    /// A Java owner: `tryLock(0, lease)`.
     Acquire {
         o: usize,
         wait: bool,
-        lease: bool,
+        lease: Lease,
     },
-    /// `guard.reenter()` on the owner's newest guard.
+    /// `reenter()` of a guard: the `g`-th newest of those that exist.
     Reenter {
-        o: usize,
+        g: usize,
     },
-    /// The newest guard's `unlock()`; without a guard, `with_owner(o).unlock()`
-    /// (an unlock by an owner that holds nothing: a foreign unlock).
+    /// `unlock()` of a guard.
     Unlock {
+        g: usize,
+    },
+    /// `with_owner(o).unlock()`, the unlock without a guard (Java's style;
+    /// a Java owner: `unlock()`).
+    OwnerUnlock {
         o: usize,
     },
-    /// Java's style: `forget()` the newest guard, then `with_owner(o).unlock()`.
-    ForgetThenUnlock {
-        o: usize,
+    /// `forget()` of a guard.
+    Forget {
+        g: usize,
     },
-    /// `force_unlock()` through owner `by`'s client.
+    /// `extend(lease)` of a guard.
+    Extend {
+        g: usize,
+        lease: Lease,
+    },
+    /// `force_unlock()` through owner `by`'s client (or Java's).
     ForceUnlock {
         by: usize,
     },
@@ -63,8 +135,9 @@ pub enum Op {
         polls: u8,
     },
     /// A waiter left waiting in a task (`try_lock_for(10 s)`, watchdog) on
-    /// a busy lock: fair kinds queue it; a release hands the lock over to
-    /// the head of the queue (fair) or to one of the waiters.
+    /// a busy lock: fair kinds queue it; when the lock is freed (released,
+    /// force-unlocked, or its lease ends) the head of the queue (fair) or
+    /// one of the waiters takes it.
     SpawnWaiter {
         o: usize,
     },
@@ -73,79 +146,102 @@ pub enum Op {
 
 impl fmt::Debug for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let lease = |l: bool| lease_str(l.then_some(LEASE));
+        let who = |o: &usize| java::who(*o);
         match self {
             Op::Acquire {
                 o,
                 wait: false,
-                lease: l,
-            } => {
-                write!(f, "owner{o}.try_lock(lease={})", lease(*l))
+                lease,
+            } => write!(f, "{}.try_lock(lease={lease})", who(o)),
+            Op::Acquire { o, lease, .. } if java::slot(*o).is_some() => {
+                write!(f, "{}.lock(lease={lease}) if free, else try_lock", who(o))
             }
-            Op::Acquire {
-                o,
-                wait: true,
-                lease: l,
-            } => write!(
+            Op::Acquire { o, lease, .. } => write!(
                 f,
-                "owner{o}.try_lock_for(wait={}, lease={})",
-                ms(WAIT),
-                lease(*l)
+                "{}.try_lock_for(wait={}, lease={lease})",
+                who(o),
+                ms(WAIT)
             ),
-            Op::Reenter { o } => write!(f, "owner{o}.newest_guard.reenter()"),
-            Op::Unlock { o } => write!(f, "owner{o}.unlock()"),
-            Op::ForgetThenUnlock { o } => {
-                write!(f, "owner{o}.newest_guard.forget(); owner{o}.unlock()")
-            }
-            Op::ForceUnlock { by } => write!(f, "client_of_owner{by}.force_unlock()"),
-            Op::CancelWaiter { o, polls } => {
-                write!(
-                    f,
-                    "owner{o}.try_lock_for(2s) dropped (subscribed, +{polls} polls)"
-                )
-            }
-            Op::SpawnWaiter { o } => write!(f, "spawn owner{o}.try_lock_for(10s)"),
+            Op::Reenter { g } => write!(f, "guard[-{}].reenter()", g + 1),
+            Op::Unlock { g } => write!(f, "guard[-{}].unlock()", g + 1),
+            Op::OwnerUnlock { o } => write!(f, "{}.unlock()", who(o)),
+            Op::Forget { g } => write!(f, "guard[-{}].forget()", g + 1),
+            Op::Extend { g, lease } => write!(f, "guard[-{}].extend({lease})", g + 1),
+            Op::ForceUnlock { by } => write!(f, "client_of({}).force_unlock()", who(by)),
+            Op::CancelWaiter { o, polls } => write!(
+                f,
+                "{}.try_lock_for(2s) dropped (subscribed, +{polls} polls)",
+                who(o)
+            ),
+            Op::SpawnWaiter { o } => write!(f, "spawn {}.try_lock_for(10s)", who(o)),
             Op::Sleep(d) => write!(f, "sleep({d}ms)"),
         }
     }
 }
 
-pub fn strategy() -> impl Strategy<Value = (Kind, Vec<Op>)> {
-    let kind = prop_oneof![
-        Just(Kind::RLock),
-        Just(Kind::NonReentrant),
-        Just(Kind::Fair),
-        Just(Kind::NonReentrantFair),
-        Just(Kind::Spin),
-        Just(Kind::Fenced),
-    ];
-    let o = 0..OWNERS;
-    let op = prop_oneof![
-        6 => (o.clone(), any::<bool>(), any::<bool>())
-            .prop_map(|(o, wait, lease)| Op::Acquire { o, wait, lease }),
-        2 => o.clone().prop_map(|o| Op::Reenter { o }),
-        5 => o.clone().prop_map(|o| Op::Unlock { o }),
-        1 => o.clone().prop_map(|o| Op::ForgetThenUnlock { o }),
-        1 => o.clone().prop_map(|by| Op::ForceUnlock { by }),
-        1 => (o.clone(), 0u8..20).prop_map(|(o, polls)| Op::CancelWaiter { o, polls }),
-        2 => o.prop_map(|o| Op::SpawnWaiter { o }),
-        1 => prop_oneof![Just(20u64), Just(130u64)].prop_map(Op::Sleep),
-    ];
-    (kind, proptest::collection::vec(op, 1..30))
+/// The owners of a case: Rust owners 0 and 1 (one per client) more often
+/// than owner 2, so that owners re-take locks they held; the Java owners
+/// (if any) likewise.
+pub fn owner(owners: usize) -> impl Strategy<Value = usize> + Clone {
+    let mut weighted = vec![(2, 0), (2, 1), (1, 2)];
+    if owners > OWNERS {
+        weighted.extend([(2, OWNERS), (1, OWNERS + 1)]);
+    }
+    proptest::strategy::Union::new_weighted(
+        weighted.into_iter().map(|(w, o)| (w, Just(o))).collect(),
+    )
 }
 
-/// The model: Redis's view (holder, count, expiry, token) and each client's
-/// registry of holds (count and latest lease per owner), which decides the
-/// TTL an unlock leaves.
-#[derive(Clone, Debug)]
+/// Sequences over `kinds`, with `owners` owners (Rust ones first).
+pub fn strategy_for(kinds: Vec<Kind>, owners: usize) -> impl Strategy<Value = (Kind, Vec<Op>)> {
+    let kind = proptest::sample::select(kinds);
+    let o = owner(owners);
+    let rust = owner(OWNERS);
+    let g = 0..4usize;
+    let op = prop_oneof![
+        6 => (o.clone(), any::<bool>(), Lease::strategy())
+            .prop_map(|(o, wait, lease)| Op::Acquire { o, wait, lease }),
+        2 => g.clone().prop_map(|g| Op::Reenter { g }),
+        4 => g.clone().prop_map(|g| Op::Unlock { g }),
+        2 => o.clone().prop_map(|o| Op::OwnerUnlock { o }),
+        1 => g.clone().prop_map(|g| Op::Forget { g }),
+        2 => (g, Lease::explicit()).prop_map(|(g, lease)| Op::Extend { g, lease }),
+        1 => o.prop_map(|by| Op::ForceUnlock { by }),
+        1 => (rust.clone(), 0u8..20).prop_map(|(o, polls)| Op::CancelWaiter { o, polls }),
+        1 => rust.prop_map(|o| Op::SpawnWaiter { o }),
+        1 => sleep().prop_map(Op::Sleep),
+    ];
+    (kind, proptest::collection::vec(op, 1..25))
+}
+
+/// Every exclusive kind, Rust owners only.
+pub fn strategy() -> impl Strategy<Value = (Kind, Vec<Op>)> {
+    strategy_for(
+        vec![
+            Kind::RLock,
+            Kind::NonReentrant,
+            Kind::Fair,
+            Kind::NonReentrantFair,
+            Kind::Spin,
+            Kind::Fenced,
+        ],
+        OWNERS,
+    )
+}
+
+/// The model: Redis's view (holder, count, expiry of `N`, token, queue)
+/// and the guards' view.
 pub(super) struct Model {
     pub(super) kind: Kind,
     pub(super) holder: Option<(usize, u32)>,
-    pub(super) exp: Exp,
+    pub(super) n: Ttl,
     pub(super) token: i64,
-    pub(super) registry: [Option<(u32, Option<Duration>)>; OWNERS],
     /// Waiters left waiting, in the order they queued.
     pub(super) waiting: Vec<usize>,
+    /// Since when the lock may have been free (a waiter may have taken it
+    /// since then).
+    pub(super) freed: Instant,
+    pub(super) g: Guards,
 }
 
 #[derive(Debug, PartialEq)]
@@ -156,77 +252,134 @@ pub(super) enum Out {
     NotHeld,
     NotReentrant,
     Bool(bool),
+    Done,
     Other(String),
 }
 
+/// What decides renewals, taken before a step.
+pub(super) struct Before {
+    tenures: Vec<bool>,
+    n: Option<usize>,
+}
+
 impl Model {
+    /// Whether a renewal keeps `N` alive: its holder's tenure is renewed.
+    pub(super) fn renewing(&self) -> bool {
+        matches!(self.holder, Some((o, _)) if o < OWNERS && self.g.field_renewing((o, Half::Lock)))
+    }
+
+    pub(super) fn in_redis(&self, (o, _): (usize, Half)) -> bool {
+        matches!(self.holder, Some((h, _)) if h == o)
+    }
+
     fn expire(&mut self, now: Instant) {
-        if self.exp.over(now) {
+        self.g.flip(now);
+        if self.holder.is_some() && self.n.over(self.renewing(), now) {
             self.holder = None;
+            self.freed = self.n.lo;
         }
+        let g = &mut self.g;
+        let holder = self.holder;
+        g.hear_removals(|(o, _)| matches!(holder, Some((h, _)) if h == o));
     }
 
-    fn windows(&self) -> Vec<Exp> {
+    pub(super) fn windows(&self) -> Vec<Exp> {
+        let mut w = self.g.windows();
         if self.holder.is_some() {
-            vec![self.exp]
-        } else {
-            Vec::new()
+            w.extend(self.n.window(self.renewing()));
+        }
+        w
+    }
+
+    pub(super) fn before(&self) -> Before {
+        Before {
+            tenures: self.g.renewing_now(),
+            n: self
+                .renewing()
+                .then(|| self.holder.map(|(h, _)| h))
+                .flatten(),
         }
     }
 
+    /// After a step answered at `at`: renewals that stopped, and removals
+    /// the guards hear of.
+    pub(super) fn after(&mut self, before: &Before, at: Instant) {
+        let holder = self.holder;
+        self.g
+            .hear_removals(|(o, _)| matches!(holder, Some((h, _)) if h == o));
+        self.g.renewals_stopped(&before.tenures, at);
+        if let (Some(was), Some((h, _))) = (before.n, self.holder) {
+            if was == h && !self.renewing() {
+                self.n = self.n.renewal_stopped(at);
+            }
+        }
+    }
+
+    /// An acquisition by owner `o` (`java`: by Redisson) with `lease`
+    /// (`None`: its watchdog timeout), sent at `t0`, answered at `t1`: the
+    /// hold count after it, or why not.
     pub(super) fn acquire(
         &mut self,
         o: usize,
         lease: Option<Duration>,
         t0: Instant,
         t1: Instant,
-    ) -> Out {
-        match self.holder {
-            Some((h, _)) if h != o => return Out::Busy,
-            Some(_) if !self.kind.reentrant() => return Out::NotReentrant,
-            Some((_, ref mut c)) => *c += 1,
-            None => self.holder = Some((o, 1)),
-        }
-        self.exp = Exp::lease(lease, t0, t1);
-        let r = self.registry[o].get_or_insert((0, None));
-        r.0 += 1;
-        r.1 = lease;
+    ) -> Result<u32, Out> {
+        let java = java::slot(o).is_some();
+        let l = lease.unwrap_or(if java { JAVA_WATCHDOG } else { WATCHDOG });
+        let set = Ttl::set(l, t0, t1);
+        let count = match self.holder {
+            Some((h, _)) if h != o => return Err(Out::Busy),
+            Some(_) if !self.kind.reentrant() => return Err(Out::NotReentrant),
+            Some((_, c)) => {
+                // §2.2 step 2: `max(PTTL, lease)`; Redisson: `PEXPIRE lease`.
+                self.n = if java { set } else { self.n.max(set) };
+                c + 1
+            }
+            None => {
+                self.n = set;
+                1
+            }
+        };
+        self.holder = Some((o, count));
         if self.kind == Kind::Fenced {
             self.token += 1;
-            Out::Acquired(Some(self.token))
-        } else {
-            Out::Acquired(None)
+        }
+        Ok(count)
+    }
+
+    /// What an acquisition replies, from [`acquire`](Self::acquire).
+    fn acquired(&self, r: &Result<u32, Out>) -> Out {
+        match r {
+            Ok(_) => Out::Acquired((self.kind == Kind::Fenced).then_some(self.token)),
+            Err(Out::Busy) => Out::Busy,
+            Err(Out::NotReentrant) => Out::NotReentrant,
+            Err(_) => Out::Other("?".into()),
         }
     }
 
-    /// The registry's `released`: the lease an unlock keeps.
-    fn registry_release(&mut self, o: usize) -> Option<Duration> {
-        match self.registry[o] {
-            None => None,
-            Some((c, lease)) => {
-                self.registry[o] = (c > 1).then_some((c - 1, lease));
-                lease
-            }
-        }
-    }
-
-    fn unlock(&mut self, o: usize, keep: Option<Duration>, t0: Instant, t1: Instant) -> Out {
+    /// An unlock by owner `o`'s field (§2.3, §4.6, §6.1; Redisson's sets
+    /// `internalLockLeaseTime`, its watchdog timeout, when holds are left).
+    pub(super) fn unlock(&mut self, o: usize, t0: Instant, t1: Instant) -> Reply {
         match self.holder {
             Some((h, c)) if h == o => {
                 if c > 1 {
                     self.holder = Some((o, c - 1));
-                    self.exp = Exp::lease(keep, t0, t1);
+                    if java::slot(o).is_some() {
+                        self.n = Ttl::set(JAVA_WATCHDOG, t0, t1);
+                    }
+                    Reply::StillHeld
                 } else {
                     self.holder = None;
+                    Reply::Released
                 }
-                Out::Released
             }
-            _ => Out::NotHeld,
+            _ => Reply::NotHeld,
         }
     }
 }
 
-fn out_of<T>(r: Result<T, Error>, ok: impl FnOnce(T) -> Out) -> Out {
+pub(super) fn out_of<T>(r: Result<T, Error>, ok: impl FnOnce(T) -> Out) -> Out {
     match r {
         Ok(v) => ok(v),
         Err(Error::NotHeld { .. }) => Out::NotHeld,
@@ -235,12 +388,14 @@ fn out_of<T>(r: Result<T, Error>, ok: impl FnOnce(T) -> Out) -> Out {
     }
 }
 
-pub(super) enum Guard {
-    Any(LockGuard<AnyKind>, Option<Duration>),
-    Fenced(LockGuard<Fenced>, Option<Duration>),
+fn unlocked(r: Reply) -> Out {
+    match r {
+        Reply::NotHeld => Out::NotHeld,
+        _ => Out::Released,
+    }
 }
 
-/// The lock as each owner sees it (through its client).
+/// The lock as each Rust owner sees it (through its client).
 pub(super) struct Handles {
     pub(super) any: Vec<Lock<AnyKind>>,
     pub(super) fenced: Vec<Lock<Fenced>>,
@@ -276,224 +431,136 @@ impl Handles {
 
 pub fn case(env: &Env, input: &(Kind, Vec<Op>)) -> Result<(), String> {
     let (kind, ops) = input;
-    super::one_case(
-        env,
-        "model-lock",
-        &format!("{kind:?}"),
-        async |step, name| run(env, step, *kind, name, ops).await,
-    )
+    let what = match &env.java {
+        Some(j) => format!("{kind:?} with Java {}", j.version),
+        None => format!("{kind:?}"),
+    };
+    super::one_case(env, "model-lock", &what, async |step, name| {
+        run(env, step, *kind, name, ops).await
+    })
+}
+
+/// Everything a case runs with.
+struct Case<'a> {
+    env: &'a Env,
+    kind: Kind,
+    name: &'a str,
+    h: Handles,
+    m: Model,
+    reals: Reals,
+    /// Real guards the model did not expect (kept until the case ends:
+    /// dropping one would unlock it in the background).
+    strays: Vec<Real>,
+    tasks: Vec<(usize, Waiter)>,
+    /// Which guard the running step picked, for the transcript.
+    resolved: String,
 }
 
 async fn run(env: &Env, step: &mut Step<'_>, kind: Kind, name: &str, ops: &[Op]) -> StepResult<()> {
-    let h = Handles::new(env, kind, name);
-    let mut guards: Vec<Vec<Guard>> = (0..OWNERS).map(|_| Vec::new()).collect();
-    let mut m = Model {
+    let mut c = Case {
+        env,
         kind,
-        holder: None,
-        exp: Exp::Long,
-        token: 0,
-        registry: [None; OWNERS],
-        waiting: Vec::new(),
+        name,
+        h: Handles::new(env, kind, name),
+        m: Model {
+            kind,
+            holder: None,
+            n: Ttl::set(Duration::ZERO, Instant::now(), Instant::now()),
+            token: 0,
+            waiting: Vec::new(),
+            freed: Instant::now(),
+            g: Guards::new(kind.channel()),
+        },
+        reals: Reals::default(),
+        strays: Vec::new(),
+        tasks: Vec::new(),
+        resolved: String::new(),
     };
-    let mut tasks: Vec<(usize, Waiter)> = Vec::new();
-    for op in ops {
-        let now = step.settle(&m.windows()).await;
-        m.expire(now);
-        if m.holder.is_none() && !m.waiting.is_empty() {
-            step.record(&"(the lease ended)", "a waiter takes over");
-            handover(env, step, &mut m, &mut tasks, &mut guards).await?;
-            check_state(env, step, &m, name, read_state(env, kind, name).await)?;
-        }
-        if op_owner(op).is_some_and(|o| m.waiting.contains(&o)) {
-            step.record(op, "n/a (this owner is waiting)");
-            continue;
-        }
-        // A lease that ends unannounced wakes nobody: waiters re-check only
-        // at the TTL they were told (§13.2 Q9), up to the 30 s watchdog. So
-        // while waiters wait, the holder takes no explicit lease.
-        let fixed = match *op {
-            Op::Acquire { lease, .. } => lease,
-            Op::Reenter { o } => matches!(
-                guards[o].last(),
-                Some(Guard::Any(_, Some(_)) | Guard::Fenced(_, Some(_)))
-            ),
-            _ => false,
-        };
-        if fixed && !m.waiting.is_empty() {
-            step.record(op, "n/a (an explicit lease while waiters wait)");
-            continue;
-        }
-        let t0 = Instant::now();
-        let (real, model) = match *op {
-            Op::Acquire { o, wait, lease } => {
-                let lease = lease.then_some(LEASE);
-                let wait = if wait { WAIT } else { Duration::ZERO };
-                let real = if kind == Kind::Fenced {
-                    let r = h.fenced[o].try_lock_for(wait, lease).await;
-                    out_of(r, |g| match g {
-                        Some(g) => {
-                            let t = g.fencing_token();
-                            guards[o].push(Guard::Fenced(g, lease));
-                            Out::Acquired(Some(t))
-                        }
-                        None => Out::Busy,
-                    })
-                } else {
-                    let r = h.any[o].try_lock_for(wait, lease).await;
-                    out_of(r, |g| match g {
-                        Some(g) => {
-                            guards[o].push(Guard::Any(g, lease));
-                            Out::Acquired(None)
-                        }
-                        None => Out::Busy,
-                    })
-                };
-                (real, m.acquire(o, lease, t0, Instant::now()))
+    let result = c.steps(step, ops).await;
+    for (_, task) in &c.tasks {
+        task.abort();
+    }
+    result
+}
+
+impl Case<'_> {
+    async fn steps(&mut self, step: &mut Step<'_>, ops: &[Op]) -> StepResult<()> {
+        for op in ops {
+            let now = step.settle(&self.m.windows()).await;
+            self.m.expire(now);
+            if self.m.holder.is_none() && !self.m.waiting.is_empty() {
+                step.record(&"(the lock is free)", "a waiter takes over");
+                let before = self.m.before();
+                let freed = self.m.freed;
+                handover(step, &mut self.m, &mut self.tasks, &mut self.reals, freed).await?;
+                self.m.after(&before, Instant::now());
+                self.finish(step, None).await?;
             }
-            Op::Reenter { o } => {
-                if !kind.reentrant() || guards[o].is_empty() {
-                    step.record(op, "n/a (no guard, or not reentrant)");
-                    continue;
-                }
-                let (real, lease) = match guards[o].last() {
-                    Some(Guard::Any(g, l)) => (
-                        g.reenter().await.map(|g| Guard::Any(g, *l)).map_err(Some),
-                        *l,
-                    ),
-                    Some(Guard::Fenced(g, l)) => (
-                        g.reenter()
-                            .await
-                            .map(|g| Guard::Fenced(g, *l))
-                            .map_err(Some),
-                        *l,
-                    ),
-                    None => (Err(None), None),
-                };
-                let real = match real {
-                    Ok(g) => {
-                        let t = match &g {
-                            Guard::Fenced(g, _) => Some(g.fencing_token()),
-                            Guard::Any(..) => None,
-                        };
-                        guards[o].push(g);
-                        Out::Acquired(t)
-                    }
-                    Err(e) => out_of(Err(e.unwrap_or(Error::Closed)), |()| Out::Busy),
-                };
-                let typed = matches!(guards[o].last(), Some(Guard::Fenced(..)));
-                let model = if matches!(m.holder, Some((h, _)) if h == o) {
-                    match m.acquire(o, lease, t0, Instant::now()) {
-                        // A waiter's guard is untyped: its token is checked
-                        // in Redis (GET token) only.
-                        Out::Acquired(Some(_)) if !typed => Out::Acquired(None),
-                        out => out,
-                    }
-                } else {
-                    Out::NotHeld
-                };
-                (real, model)
-            }
-            Op::Unlock { o } => {
-                let real = match guards[o].pop() {
-                    Some(Guard::Any(g, _)) => g.unlock().await,
-                    Some(Guard::Fenced(g, _)) => g.unlock().await,
-                    None => h.any[o].unlock().await,
-                };
-                let keep = m.registry_release(o);
-                (
-                    out_of(real, |()| Out::Released),
-                    m.unlock(o, keep, t0, Instant::now()),
-                )
-            }
-            Op::ForgetThenUnlock { o } => {
-                match guards[o].pop() {
-                    Some(Guard::Any(g, _)) => g.forget(),
-                    Some(Guard::Fenced(g, _)) => g.forget(),
-                    None => {
-                        step.record(op, "n/a (no guard)");
-                        continue;
-                    }
-                }
-                m.registry_release(o);
-                let real = h.any[o].unlock().await;
-                let keep = m.registry_release(o);
-                (
-                    out_of(real, |()| Out::Released),
-                    m.unlock(o, keep, t0, Instant::now()),
-                )
-            }
-            Op::ForceUnlock { by } => {
-                let real = out_of(h.any[by].force_unlock().await, Out::Bool);
-                let held = m.holder.take().is_some();
-                (real, Out::Bool(held))
-            }
-            Op::CancelWaiter { o, polls } => {
-                let busy = matches!(m.holder, Some((h, _)) if h != o);
-                if !busy || m.registry[o].is_some() || !m.waiting.is_empty() {
-                    step.record(op, "n/a (lock not busy for this owner)");
-                    continue;
-                }
-                let real = cancel_waiter(env, &h, kind, name, o, polls).await;
-                (real, Out::Busy)
-            }
-            Op::SpawnWaiter { o } => {
-                let busy = matches!(m.holder, Some((h, _)) if h != o);
-                if !busy || m.registry[o].is_some() || !matches!(m.exp, Exp::Long) {
-                    step.record(op, "n/a (lock not held by another with the watchdog)");
-                    continue;
-                }
-                let lock = h.any[o].clone();
-                let task =
-                    tokio::spawn(
-                        async move { lock.try_lock_for(Duration::from_secs(10), None).await },
-                    );
-                tasks.push((o, task));
-                m.waiting.push(o);
-                // Waiting means queued (fair) or subscribed; the spin lock
-                // shows nothing, its waiter is simply there.
-                let queue = format!("redisson_lock_queue:{{{name}}}");
-                let field = env.field(o);
-                let deadline = Instant::now() + Duration::from_secs(3);
-                loop {
-                    let waiting = if kind.fair() {
-                        let q: Vec<String> =
-                            env.raw.lrange(&queue, 0, -1).await.unwrap_or_default();
-                        q.contains(&field)
-                    } else if kind == Kind::Spin {
-                        true
-                    } else {
-                        crate::common::numsub(
-                            &env.raw,
-                            &format!("redisson_lock__channel:{{{name}}}"),
-                        )
-                        .await
-                            >= 1
-                    };
-                    if waiting {
-                        break;
-                    }
-                    if Instant::now() > deadline {
-                        return step.mismatch(format!("owner{o}'s waiter never started waiting"));
-                    }
-                    tokio::task::yield_now().await;
-                }
-                (Out::Busy, Out::Busy)
-            }
-            Op::Sleep(d) => {
-                step.slept(op, d).await;
+            if op_owner(op).is_some_and(|o| self.m.waiting.contains(&o)) {
+                step.record(op, "n/a (this owner is waiting)");
                 continue;
             }
-        };
-        step.record(op, &format!("{real:?}"));
-        if m.holder.is_none() && !m.waiting.is_empty() {
-            step.expect("reply", &real, &model)?;
-            handover(env, step, &mut m, &mut tasks, &mut guards).await?;
+            if let Op::Sleep(d) = *op {
+                tokio::time::sleep(Duration::from_millis(d)).await;
+                step.record(op, "");
+                let now = step.settle(&self.m.windows()).await;
+                self.m.expire(now);
+                if self.m.holder.is_none() && !self.m.waiting.is_empty() {
+                    step.record(&"(the lock is free)", "a waiter takes over");
+                    let before = self.m.before();
+                    let freed = self.m.freed;
+                    handover(step, &mut self.m, &mut self.tasks, &mut self.reals, freed).await?;
+                    self.m.after(&before, Instant::now());
+                }
+                self.finish(step, None).await?;
+                continue;
+            }
+            let before = self.m.before();
+            let t0 = Instant::now();
+            self.resolved.clear();
+            let Some((real, model)) = self.apply(step, op).await? else {
+                continue;
+            };
+            self.m.after(&before, Instant::now());
+            step.record(
+                &format_args!("{op:?}{}", self.resolved),
+                &format!("{real:?}"),
+            );
+            if self.m.holder.is_none() && !self.m.waiting.is_empty() {
+                step.expect("reply", &real, &model)?;
+                let before = self.m.before();
+                let freed = t0;
+                handover(step, &mut self.m, &mut self.tasks, &mut self.reals, freed).await?;
+                self.m.after(&before, Instant::now());
+            }
+            self.finish(step, Some((real, model))).await?;
         }
-        let state = read_state(env, kind, name).await;
-        step.check_time(&m.windows())?;
-        step.expect("reply", real, model)?;
-        check_state(env, step, &m, name, state)?;
-        for (o, task) in &tasks {
+        Ok(())
+    }
+
+    /// After a step: the losses the guards hear of, the Redis state and
+    /// every guard, compared with the model.
+    async fn finish(&mut self, step: &mut Step<'_>, reply: Option<(Out, Out)>) -> StepResult<()> {
+        self.reals.await_heard(step, &mut self.m.g).await?;
+        let state = read_state(self.env, self.kind, self.name).await;
+        let seen = self.reals.snapshot(&self.m.g);
+        if let Ok(s) = &state {
+            let renewing = self.m.renewing();
+            if self.m.holder.is_some() && self.m.n.fits(renewing, s.pttl, s.r.0, s.r.1) {
+                self.m.n.observed(s.pttl, s.r.0);
+            }
+        }
+        self.reals.learn(&mut self.m.g, &seen);
+        step.check_time(&self.m.windows())?;
+        if let Some((real, model)) = reply {
+            step.expect("reply", real, model)?;
+        }
+        let state = check_state(self.env, step, &self.m, self.name, state)?;
+        let bound = |(o, _): (usize, Half)| state.bound(&self.env.field(o));
+        self.reals
+            .compare(step, &mut self.m.g, &seen, bound)
+            .await?;
+        for (o, task) in &self.tasks {
             if task.is_finished() {
                 return step.mismatch(format!(
                     "owner{o}'s waiter ended while the model has it wait"
@@ -501,21 +568,375 @@ async fn run(env: &Env, step: &mut Step<'_>, kind: Kind, name: &str, ops: &[Op])
             }
         }
         step.compared();
+        Ok(())
     }
-    for (_, task) in &tasks {
-        task.abort();
+
+    /// Run `op` on both sides: the real reply and the model's, or `None`
+    /// when it does not apply (recorded as such).
+    async fn apply(&mut self, step: &mut Step<'_>, op: &Op) -> StepResult<Option<(Out, Out)>> {
+        let t0 = Instant::now();
+        let obj = format!("lock:{}", self.name);
+        let out = match *op {
+            Op::Acquire { o, wait, lease } if java::slot(o).is_some() => {
+                let j = self.env.java.as_ref().expect("the Java peer");
+                // `lock()` where it cannot block (the model has the lock
+                // free or held by this thread), else `tryLock(0, lease)`.
+                let free = self.m.holder.is_none_or(|(h, _)| h == o);
+                let real = if wait && free {
+                    j.lock(o, &obj, lease.get()).await
+                } else {
+                    j.try_lock(o, &obj, lease.get()).await
+                };
+                let r = self.m.acquire(o, lease.get(), t0, Instant::now());
+                (real, self.m.acquired(&r))
+            }
+            Op::Acquire { o, wait, lease } => {
+                let l = lease.get();
+                let wait = if wait { WAIT } else { Duration::ZERO };
+                let (real, guard) = if self.kind == Kind::Fenced {
+                    match self.h.fenced[o].try_lock_for(wait, l).await {
+                        Ok(Some(g)) => (
+                            Out::Acquired(Some(g.fencing_token())),
+                            Some(Real::Fenced(g)),
+                        ),
+                        r => (out_of(r, |_| Out::Busy), None),
+                    }
+                } else {
+                    match self.h.any[o].try_lock_for(wait, l).await {
+                        Ok(Some(g)) => (Out::Acquired(None), Some(Real::Any(g))),
+                        r => (out_of(r, |_| Out::Busy), None),
+                    }
+                };
+                let t1 = Instant::now();
+                let r = self.m.acquire(o, l, t0, t1);
+                let model = self.m.acquired(&r);
+                self.record_acquired(o, r.ok(), l, t0, t1, guard);
+                (real, model)
+            }
+            Op::Reenter { g } => {
+                let g = match self.m.g.pick(g, |guard| guard.state == GState::Live) {
+                    Some(g) if self.kind.reentrant() => g,
+                    _ => {
+                        step.record(op, "n/a (no guard, or not reentrant)");
+                        return Ok(None);
+                    }
+                };
+                let o = self.m.g.guards[g].field.0;
+                self.resolved = format!(" (#{g} of owner{o})");
+                let real = match self.reals.get(g) {
+                    Some(guard) => guard.reenter().await,
+                    None => Err(Error::Closed),
+                };
+                let t1 = Instant::now();
+                let lease = self.m.g.guards[g].lease;
+                let typed = matches!(self.reals.get(g), Some(Real::Fenced(_)));
+                let model = if self.m.g.refused(g) {
+                    Out::NotHeld
+                } else {
+                    match self.m.acquire(o, lease, t0, t1) {
+                        Ok(1) => {
+                            // Taken afresh: not this guard's hold; released
+                            // again (§2.9: a new tenure, the old one gone).
+                            let conf = confirmed(lease, t0, t1);
+                            let fresh = self.m.g.acquired((o, Half::Lock), 1, lease, conf);
+                            self.reals.reserve(fresh);
+                            let t = self.m.g.releasing(fresh);
+                            let reply = self.m.unlock(o, t0, t1);
+                            self.m.g.replied(t, reply);
+                            Out::NotHeld
+                        }
+                        Ok(c) => {
+                            let conf = confirmed(lease, t0, t1);
+                            let g2 = self.m.g.acquired((o, Half::Lock), c, lease, conf);
+                            self.reals.reserve(g2);
+                            let token =
+                                (self.kind == Kind::Fenced && typed).then_some(self.m.token);
+                            Out::Acquired(token)
+                        }
+                        Err(_) => Out::NotHeld,
+                    }
+                };
+                let real = match real {
+                    Ok(guard) => {
+                        let token = match &guard {
+                            Real::Fenced(f) => Some(f.fencing_token()),
+                            _ => None,
+                        };
+                        if matches!(model, Out::Acquired(_)) {
+                            let last = self.m.g.guards.len() - 1;
+                            self.reals.set(last, guard);
+                        } else {
+                            self.strays.push(guard);
+                        }
+                        Out::Acquired(token)
+                    }
+                    Err(e) => out_of(Err::<(), _>(e), |()| Out::Busy),
+                };
+                (real, model)
+            }
+            Op::Unlock { g } => match self.m.g.pick(g, |_| true) {
+                None => {
+                    step.record(op, "n/a (no guard)");
+                    return Ok(None);
+                }
+                Some(g) => {
+                    let o = self.m.g.guards[g].field.0;
+                    self.resolved = format!(" (#{g} of owner{o})");
+                    let real = match self.reals.take(g) {
+                        Some(guard) => guard.unlock().await,
+                        None => Err(Error::Closed),
+                    };
+                    let t1 = Instant::now();
+                    let model = match self.m.g.releasing(g) {
+                        None => Out::NotHeld,
+                        t => {
+                            let reply = self.m.unlock(o, t0, t1);
+                            self.m.g.replied(t, reply);
+                            unlocked(reply)
+                        }
+                    };
+                    (out_of(real, |()| Out::Released), model)
+                }
+            },
+            Op::OwnerUnlock { o } => self.owner_unlock(o, t0).await,
+            Op::Forget { g } => {
+                let Some(g) = self.m.g.pick(g, |guard| guard.state == GState::Live) else {
+                    step.record(op, "n/a (no guard)");
+                    return Ok(None);
+                };
+                self.resolved = format!(" (#{g} of owner{})", self.m.g.guards[g].field.0);
+                if let Some(guard) = self.reals.take(g) {
+                    guard.forget();
+                }
+                self.m.g.forget(g);
+                (Out::Done, Out::Done)
+            }
+            Op::Extend { g, lease } => {
+                let Some(g) = self.m.g.pick(g, |guard| guard.state == GState::Live) else {
+                    step.record(op, "n/a (no guard)");
+                    return Ok(None);
+                };
+                let o = self.m.g.guards[g].field.0;
+                self.resolved = format!(" (#{g} of owner{o})");
+                let l = lease.get().expect("an explicit lease");
+                let real = match self.reals.get_mut(g) {
+                    Some(guard) => guard.extend(l).await,
+                    None => Err(Error::Closed),
+                };
+                let t1 = Instant::now();
+                let guard = &self.m.g.guards[g];
+                let sent = guard.state == GState::Live
+                    && !self.m.g.refused(g)
+                    && self.m.g.current(guard.field) == Some(guard.tenure);
+                let model = if sent {
+                    // `lua/renew.lua` for this hold: `max(PTTL, lease)`.
+                    let found = self.m.in_redis((o, Half::Lock));
+                    if found {
+                        self.m.n = self.m.n.max(Ttl::set(l, t0, t1));
+                    }
+                    self.m.g.extended(g, l, t0, t1, found);
+                    if found {
+                        Out::Done
+                    } else {
+                        Out::NotHeld
+                    }
+                } else {
+                    Out::NotHeld
+                };
+                (out_of(real, |()| Out::Done), model)
+            }
+            Op::ForceUnlock { by } => {
+                let real = match java::slot(by) {
+                    Some(_) => {
+                        let j = self.env.java.as_ref().expect("the Java peer");
+                        j.force_unlock(by, &obj).await
+                    }
+                    None => out_of(self.h.any[by].force_unlock().await, Out::Bool),
+                };
+                let held = self.m.holder.take().is_some();
+                if held && java::slot(by).is_none() {
+                    let client = Env::client_of(by);
+                    self.m
+                        .g
+                        .force_unlocked_here(|o| o < OWNERS && Env::client_of(o) == client);
+                }
+                (real, Out::Bool(held))
+            }
+            Op::CancelWaiter { o, polls } => {
+                let busy = matches!(self.m.holder, Some((h, _)) if h != o);
+                if !busy || !self.m.waiting.is_empty() {
+                    step.record(op, "n/a (lock not busy for this owner)");
+                    return Ok(None);
+                }
+                let watchers = self.watchers();
+                let real =
+                    cancel_waiter(self.env, &self.h, self.kind, self.name, o, polls, watchers)
+                        .await;
+                (real, Out::Busy)
+            }
+            Op::SpawnWaiter { o } => {
+                let busy = matches!(self.m.holder, Some((h, _)) if h != o);
+                if !busy {
+                    step.record(op, "n/a (lock not busy for this owner)");
+                    return Ok(None);
+                }
+                let lock = self.h.any[o].clone();
+                let task =
+                    tokio::spawn(
+                        async move { lock.try_lock_for(Duration::from_secs(10), None).await },
+                    );
+                self.tasks.push((o, task));
+                self.m.waiting.push(o);
+                if let Err(why) =
+                    super::lock_waits::waiting(self.env, self.kind, self.name, o).await
+                {
+                    step.mismatch(why)?;
+                }
+                (Out::Busy, Out::Busy)
+            }
+            Op::Sleep(_) => unreachable!("handled by the caller"),
+        };
+        Ok(Some(out))
     }
-    Ok(())
+
+    /// A Rust acquisition that the model counted `count` (none: refused),
+    /// and the real guard it got (if any).
+    fn record_acquired(
+        &mut self,
+        o: usize,
+        count: Option<u32>,
+        lease: Option<Duration>,
+        t0: Instant,
+        t1: Instant,
+        guard: Option<Real>,
+    ) {
+        match count {
+            Some(c) => {
+                let g = self
+                    .m
+                    .g
+                    .acquired((o, Half::Lock), c, lease, confirmed(lease, t0, t1));
+                match guard {
+                    Some(guard) => self.reals.set(g, guard),
+                    None => self.reals.reserve(g),
+                }
+            }
+            None => self.strays.extend(guard),
+        }
+    }
+
+    /// `with_owner(o).unlock()` (Rust) or Java's `unlock()`.
+    async fn owner_unlock(&mut self, o: usize, t0: Instant) -> (Out, Out) {
+        let real = match java::slot(o) {
+            Some(_) => {
+                let j = self.env.java.as_ref().expect("the Java peer");
+                j.unlock(o, &format!("lock:{}", self.name)).await
+            }
+            None => out_of(self.h.any[o].unlock().await, |()| Out::Released),
+        };
+        let t1 = Instant::now();
+        let t = if java::slot(o).is_none() {
+            self.m.g.releasing_any((o, Half::Lock))
+        } else {
+            None
+        };
+        let reply = self.m.unlock(o, t0, t1);
+        self.m.g.replied(t, reply);
+        (real, unlocked(reply))
+    }
+
+    /// How many clients have a guard's `lost()` watcher on the lock's
+    /// release channel (kinds with one): clients of live guards not lost.
+    fn watchers(&self) -> i64 {
+        if !self.kind.channel() {
+            return 0;
+        }
+        let g = &self.m.g;
+        let mut clients = [false; 2];
+        for guard in &g.guards {
+            if guard.state == GState::Live && guard.lost.is_none() {
+                clients[Env::client_of(guard.field.0)] = true;
+            }
+        }
+        clients.iter().filter(|&&c| c).count() as i64
+    }
+}
+
+/// What an acquisition with `lease` (`None`: the watchdog) sent at `t0`
+/// and answered at `t1` proves: the key lives until `send time + TTL`.
+pub(super) fn confirmed(lease: Option<Duration>, t0: Instant, t1: Instant) -> Ttl {
+    Ttl::set(lease.unwrap_or(WATCHDOG), t0, t1)
 }
 
 fn op_owner(op: &Op) -> Option<usize> {
     match *op {
         Op::Acquire { o, .. }
-        | Op::Reenter { o }
-        | Op::Unlock { o }
-        | Op::ForgetThenUnlock { o }
+        | Op::OwnerUnlock { o }
         | Op::CancelWaiter { o, .. }
         | Op::SpawnWaiter { o } => Some(o),
-        Op::ForceUnlock { .. } | Op::Sleep(_) => None,
+        Op::Reenter { .. }
+        | Op::Unlock { .. }
+        | Op::Forget { .. }
+        | Op::Extend { .. }
+        | Op::ForceUnlock { .. }
+        | Op::Sleep(_) => None,
+    }
+}
+
+impl State {
+    /// The latest instant the key can expire per the `PTTL` read, if `N`
+    /// held `field`.
+    pub(super) fn bound(&self, field: &str) -> Option<Instant> {
+        if self.hash.contains_key(field) {
+            Ttl::real_bound(self.pttl, self.r.1)
+        } else {
+            None
+        }
+    }
+}
+
+/// Java's side of the exclusive locks.
+impl Java {
+    /// `tryLock(0, lease)` of `obj` on owner `o`'s thread.
+    pub(super) async fn try_lock(&self, o: usize, obj: &str, lease: Option<Duration>) -> Out {
+        match self
+            .call(o, &format!("trylock {obj} 0 {}", java::lease_arg(lease)))
+            .await
+        {
+            Ok(v) if v == "true" => Out::Acquired(None),
+            Ok(v) if v == "false" => Out::Busy,
+            Ok(v) => Out::Other(v),
+            Err(e) => Out::Other(e),
+        }
+    }
+
+    /// `lock()` (`lock(lease)`) of `obj` on owner `o`'s thread: only where
+    /// it cannot block.
+    pub(super) async fn lock(&self, o: usize, obj: &str, lease: Option<Duration>) -> Out {
+        let op = match lease {
+            Some(l) => format!("lock {obj} {}", l.as_millis()),
+            None => format!("lock {obj}"),
+        };
+        match self.call(o, &op).await {
+            Ok(_) => Out::Acquired(None),
+            Err(e) => Out::Other(e),
+        }
+    }
+
+    /// `unlock()` of `obj` on owner `o`'s thread.
+    pub(super) async fn unlock(&self, o: usize, obj: &str) -> Out {
+        match self.call(o, &format!("unlock {obj}")).await {
+            Ok(_) => Out::Released,
+            Err(e) if e.contains("IllegalMonitorStateException") => Out::NotHeld,
+            Err(e) => Out::Other(e),
+        }
+    }
+
+    /// `forceUnlock()` of `obj`.
+    pub(super) async fn force_unlock(&self, o: usize, obj: &str) -> Out {
+        match self.call(o, &format!("forceunlock {obj}")).await {
+            Ok(v) => Out::Bool(v == "true"),
+            Err(e) => Out::Other(e),
+        }
     }
 }

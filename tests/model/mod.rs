@@ -1,17 +1,21 @@
 //! The shared machinery of the model-based tests: one private `redis-server`
-//! and two clients per test, a tokio runtime the cases share, lease-expiry
-//! windows, the transcript a failing case prints, the counters the long run
-//! reports, and the proptest runner that turns a shrunk failure into a
-//! readable script.
+//! and two clients per test (and, for the Java families, one JVM running
+//! the real Redisson), a tokio runtime the cases share, expiry windows, the
+//! transcript a failing case prints, the counters the runs report, and the
+//! proptest runner that turns a shrunk failure into a readable script.
 //!
 //! Time: every TTL the model predicts is a window `[lo, hi]` of real
 //! instants (the send and reply times of the command that set it, plus the
-//! lease). Before each step, [`Step::settle`] waits until no window is open
-//! or about to open (so no lease can end while the step runs); a step that
-//! still overlaps a window (a stalled machine) is recorded as skipped, its
+//! lease), and so is the moment a guard's certainty ends (§2.9). Before
+//! each step, [`Step::settle`] waits until no window is open or about to
+//! open (so no lease can end while the step runs); a step that still
+//! overlaps a window (a stalled machine) is recorded as skipped, its
 //! comparison not made, and the rest of its case dropped, never compared
 //! loosely.
 
+pub mod guards;
+pub mod java;
+pub mod keys;
 pub mod lock_waits;
 pub mod locks;
 pub mod pes;
@@ -22,6 +26,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use fred::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestError, TestRunner};
 use redisson_lock::{Client, Config, Owner};
 
@@ -30,22 +35,46 @@ use crate::common::Server;
 /// A short explicit lease: long enough for a few steps, short enough that a
 /// `sleep` outlives it.
 pub const LEASE: Duration = Duration::from_millis(100);
+/// A longer explicit lease, above the watchdog's: re-entries and `extend`
+/// mix it with the others (`max(PTTL, lease)` keeps the longest).
+pub const LONG_LEASE: Duration = Duration::from_millis(800);
 /// A short wait deadline (busy acquisitions and latch waits).
 pub const WAIT: Duration = Duration::from_millis(15);
-/// No step starts while a lease window begins within this much time.
+/// No step starts while a window begins within this much time.
 pub const GUARD: Duration = Duration::from_millis(60);
 /// Slack added to a window's end before it counts as certainly over, and to
 /// PTTL comparisons (Redis rounds to whole milliseconds).
 pub const MARGIN: Duration = Duration::from_millis(5);
-/// `lock_watchdog_timeout` of the clients under test: holds without an
-/// explicit lease never expire within a case, and no renewal runs within a
-/// test (its period is a third of this: 20 min). The model does not model
-/// renewals: one renews every timeout key of a reader, explicit leases too
-/// (as Redisson's does), which a 30 s watchdog let happen mid-test on a slow
-/// machine (CI saw it after 10 s).
-pub const WATCHDOG: Duration = Duration::from_secs(3600);
-/// The owners of a case: owner `i` lives on client `i % 2`.
+/// `lock_watchdog_timeout` of the clients under test: short, so that
+/// renewals (every third of it) run within a case and a `sleep` outlives
+/// it. A hold the watchdog renews must survive any sleep; a renewal run
+/// late by more than two thirds of this (a stalled machine) makes the hold
+/// lost (`NotRenewed`), which the model counts as a skipped step.
+pub const WATCHDOG: Duration = Duration::from_millis(500);
+/// A renewal run picked before a step stopped the renewal may still land
+/// after it: a key whose renewal stopped at `t` lives at most until
+/// `t + WATCHDOG + RENEW_SLACK`.
+pub const RENEW_SLACK: Duration = Duration::from_millis(40);
+/// How long a guard may take to hear of a loss that it hears by an event
+/// (its lock's release channel, keyspace notifications) or by a renewal
+/// (then plus a renewal period): generous for a busy machine. Awaited as
+/// an event, so it costs time only when the crate fails.
+pub const HEAR: Duration = Duration::from_secs(2);
+/// The drift margin of the longest lease in use (docs/PROTOCOL.md §2.6:
+/// 1 % of the lease + 2 ms), plus 1 ms of rounding: a guard's certainty
+/// ends at most this long before its `expires_at()`.
+pub const DRIFT: Duration = Duration::from_millis(8 + 2 + 1);
+/// `lockWatchdogTimeout` of the Java peer: long, so that no Java renewal
+/// runs within a test (Redisson 3.17–4.4's read renewal resets every
+/// reader's timeout keys, §11.3), and a Java hold without a lease outlives
+/// every case.
+pub const JAVA_WATCHDOG: Duration = Duration::from_secs(600);
+/// The Rust owners of a case: owner `i` lives on client `i % 2` (client 0
+/// listens to keyspace notifications, client 1 does not).
 pub const OWNERS: usize = 3;
+/// Java owners of a case with the Java peer: owner `OWNERS + j` is the
+/// peer's thread `t{j + 1}`.
+pub const JAVA_OWNERS: usize = 2;
 
 /// Cases per test in plain `cargo test`, or `MODEL_CASES` for the long run.
 pub fn cases(default: u32) -> u32 {
@@ -55,40 +84,75 @@ pub fn cases(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
-/// The server, the clients under test and a raw client to read state.
+/// The server, the clients under test, a raw client to read state, and,
+/// for the Java families, the Java peer.
 pub struct Env {
     pub rt: tokio::runtime::Runtime,
     pub clients: Vec<Client>,
     pub raw: fred::clients::Client,
     pub stats: Stats,
-    // Last: the server outlives the clients.
+    /// The real Java Redisson, one JVM for the whole test.
+    pub java: Option<java::Java>,
+    // Last: the server outlives the clients and the JVM.
     _server: Server,
 }
 
 impl Env {
+    /// A server with keyspace notifications on (`Kgxe`) and two clients
+    /// with a [`WATCHDOG`] lease: client 0 listens to keyspace
+    /// notifications, client 1 does not (the default).
     pub fn new() -> Env {
+        Env::start(None)
+    }
+
+    /// [`Env::new`] with the Java peer of Redisson `version`, or `None`
+    /// (after printing why) when that version is not to be tested here
+    /// (`tests/java.rs`'s policy: skipped without Java or the jars, unless
+    /// `CI=true` or `REDISSON_VERSIONS` asks for it).
+    pub fn with_java(version: &str) -> Option<Env> {
+        let redisson = crate::common::java::redisson(version)?;
+        Some(Env::start(Some(redisson)))
+    }
+
+    fn start(redisson: Option<crate::common::java::Redisson>) -> Env {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("runtime");
         let server = Server::start();
-        let (clients, raw) = rt.block_on(async {
+        let (clients, raw, java) = rt.block_on(async {
+            let raw = server.raw().await;
+            let _: Value = raw
+                .custom(
+                    fred::cmd!("CONFIG"),
+                    vec!["SET", "notify-keyspace-events", "Kgxe"],
+                )
+                .await
+                .expect("CONFIG SET notify-keyspace-events");
             let mut clients = Vec::new();
-            for _ in 0..2 {
+            for keyspace in [true, false] {
                 clients.push(
                     server
-                        .client_with(|c: Config| c.lock_watchdog_timeout(WATCHDOG))
+                        .client_with(|c: Config| {
+                            c.lock_watchdog_timeout(WATCHDOG)
+                                .keyspace_notifications(keyspace)
+                        })
                         .await,
                 );
             }
-            (clients, server.raw().await)
+            let java = match redisson {
+                Some(r) => Some(java::Java::start(&r, &server.url).await),
+                None => None,
+            };
+            (clients, raw, java)
         });
         Env {
             rt,
             clients,
             raw,
             stats: Stats::default(),
+            java,
             _server: server,
         }
     }
@@ -102,19 +166,40 @@ impl Env {
         self.clients.iter().map(|c| make(c).expect(what)).collect()
     }
 
-    /// The client of owner `i`.
+    /// The client of Rust owner `i`.
     pub fn client(&self, owner: usize) -> &Client {
         &self.clients[owner % self.clients.len()]
     }
 
-    /// Owner `i`'s explicit id (small, like a Java thread id).
+    /// Which client Rust owner `i` is on.
+    pub fn client_of(owner: usize) -> usize {
+        owner % 2
+    }
+
+    /// Whether the client of Rust owner `i` listens to keyspace
+    /// notifications.
+    pub fn keyspace(owner: usize) -> bool {
+        Env::client_of(owner) == 0
+    }
+
+    /// Rust owner `i`'s explicit id (small, like a Java thread id).
     pub fn owner(owner: usize) -> Owner {
         Owner::new(owner as i64 + 1)
     }
 
-    /// Owner `i`'s field `<clientId>:<ownerId>`.
+    /// The owners of a case: the Rust ones, and the Java ones if the peer
+    /// runs.
+    pub fn owners(&self) -> usize {
+        OWNERS + if self.java.is_some() { JAVA_OWNERS } else { 0 }
+    }
+
+    /// Owner `i`'s field: `<clientId>:<ownerId>` for a Rust owner,
+    /// `<javaClientId>:<threadId>` for a Java one.
     pub fn field(&self, owner: usize) -> String {
-        format!("{}:{}", self.client(owner).id(), owner + 1)
+        match java::slot(owner) {
+            Some(j) => self.java.as_ref().expect("the Java peer").fields[j].clone(),
+            None => format!("{}:{}", self.client(owner).id(), owner + 1),
+        }
     }
 }
 
@@ -125,6 +210,11 @@ pub struct Stats {
     pub steps: AtomicU64,
     pub skipped: AtomicU64,
     pub settle_waits: AtomicU64,
+    /// Guard observations compared (`is_lost`, `lost_reason`, `expires_at`,
+    /// `lease`, whether `lost()` fired), one per live guard per step.
+    pub guards: AtomicU64,
+    /// Of those, guards the model had lost (and the crate too).
+    pub lost: AtomicU64,
     /// Per kind: sequences, steps compared, steps skipped.
     pub per_kind: std::sync::Mutex<std::collections::BTreeMap<String, [u64; 3]>>,
 }
@@ -132,11 +222,13 @@ pub struct Stats {
 impl Stats {
     pub fn report(&self, what: &str, took: Duration) {
         eprintln!(
-            "model {what}: {} sequences, {} steps compared, {} steps skipped (timing), {} lease settles, {:.1} s",
+            "model {what}: {} sequences, {} steps compared, {} steps skipped (timing), {} settles, {} guard observations ({} lost), {:.1} s",
             self.cases.load(Ordering::Relaxed),
             self.steps.load(Ordering::Relaxed),
             self.skipped.load(Ordering::Relaxed),
             self.settle_waits.load(Ordering::Relaxed),
+            self.guards.load(Ordering::Relaxed),
+            self.lost.load(Ordering::Relaxed),
             took.as_secs_f64()
         );
         if let Ok(per_kind) = self.per_kind.lock() {
@@ -173,28 +265,6 @@ impl Exp {
         }
     }
 
-    /// The later of two expiries (`max(PTTL, lease)`).
-    pub fn max(self, other: Exp) -> Exp {
-        match (self, other) {
-            (Exp::At { lo: a, hi: b }, Exp::At { lo: c, hi: d }) => Exp::At {
-                lo: a.max(c),
-                hi: b.max(d),
-            },
-            _ => Exp::Long,
-        }
-    }
-
-    /// Extended by `d` (`PTTL + lease`).
-    pub fn plus(self, d: Option<Duration>) -> Exp {
-        match (self, d) {
-            (Exp::At { lo, hi }, Some(d)) => Exp::At {
-                lo: lo + d,
-                hi: hi + d,
-            },
-            _ => Exp::Long,
-        }
-    }
-
     /// Certainly over at `now`.
     pub fn over(self, now: Instant) -> bool {
         matches!(self, Exp::At { hi, .. } if hi + MARGIN <= now)
@@ -222,6 +292,8 @@ pub struct Step<'a> {
     open: Vec<Exp>,
     /// When the running step's windows were settled.
     settled: Instant,
+    /// When the case started (transcript times are from then).
+    start: Instant,
 }
 
 /// A case stopped early: a mismatch (a failure) or a step made uncertain
@@ -244,6 +316,7 @@ impl<'a> Step<'a> {
             log: header,
             open: Vec::new(),
             settled: Instant::now(),
+            start: Instant::now(),
         }
     }
 
@@ -324,7 +397,8 @@ impl<'a> Step<'a> {
 
     /// Record `op -> result`.
     pub fn record(&mut self, op: &dyn std::fmt::Debug, result: &str) {
-        let _ = write!(self.log, "\n  {op:?} -> {result}");
+        let at = self.start.elapsed().as_millis();
+        let _ = write!(self.log, "\n  {at:>5}ms  {op:?} -> {result}");
     }
 
     /// Compare one observed value with the model's.
@@ -395,7 +469,11 @@ pub fn one_case<'e>(
     env.rt.block_on(async {
         let name = name(prefix);
         let mut step = Step::new(env, kind, format!("{kind} {name:?}:"));
-        match run(&mut step, &name).await {
+        let outcome = run(&mut step, &name).await;
+        if std::env::var_os("MODEL_VERBOSE").is_some() {
+            eprintln!("{}\n", step.log);
+        }
+        match outcome {
             Ok(()) | Err(Stop::Stalled) => Ok(()),
             Err(Stop::Mismatch(log)) => Err(log),
         }
@@ -410,6 +488,18 @@ pub fn name(prefix: &str) -> String {
 /// `ms` for a transcript.
 pub fn ms(d: Duration) -> String {
     format!("{}ms", d.as_millis())
+}
+
+/// A window `[lo, hi]` as offsets from `at`, for a transcript.
+pub fn window_str(w: keys::Ttl, at: Instant) -> String {
+    let off = |t: Instant| {
+        if t >= at {
+            format!("+{}ms", (t - at).as_millis())
+        } else {
+            format!("-{}ms", (at - t).as_millis())
+        }
+    };
+    format!("[{}, {}]", off(w.lo), off(w.hi))
 }
 
 /// A lease for a transcript.

@@ -1,7 +1,15 @@
-//! The read-write lock: mode, readers with hold counts per owner, the writer,
-//! each reader's timeout keys with their TTLs, the hash's TTL rules (read:
-//! `max(PTTL, lease)`, write re-entry: `PTTL + lease`, read unlock: the
-//! longest-lived remaining timeout key), and downgrade.
+//! The read-write lock: mode, readers with hold counts per owner, the
+//! writer, each reader's timeout keys, and the TTLs of all of them derived
+//! from the commands of docs/PROTOCOL.md §5.2–§5.7: read acquire
+//! `max(PTTL, lease)`, write re-entry `PTTL + lease`, read unlock (the
+//! leaving timeout key's time handed to the owner's new last key, then, in
+//! read mode, `N` set to the longest remaining timeout key of any reader;
+//! in write mode `N` kept), renewal and `extend` `max(PTTL, lease)` on `N`
+//! and the owner's keys; and what every guard believes (§2.9). With the
+//! Java peer, Redisson is an owner too: its read unlock hands nothing over
+//! and recomputes `N` in both modes, its write unlock that leaves holds
+//! sets its watchdog timeout, an unlock of a hash without `mode` succeeds
+//! before 3.44 (§11.3).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -9,36 +17,46 @@ use std::time::{Duration, Instant};
 
 use fred::prelude::*;
 use proptest::prelude::*;
-use redisson_lock::{Error, LockGuard, Read, ReadLock, Write, WriteLock};
+use redisson_lock::{Error, ReadLock, WriteLock};
 
-use super::{lease_str, ms, Env, Exp, Step, StepResult, LEASE, OWNERS, WAIT};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Half {
-    Read,
-    Write,
-}
+use super::guards::{GState, Guards, Half, Real, Reals, Reply};
+use super::java;
+use super::keys::Ttl;
+use super::locks::{confirmed, out_of, owner, sleep, Lease, Out};
+use super::{ms, window_str, Env, Exp, Step, StepResult, JAVA_WATCHDOG, OWNERS, WAIT, WATCHDOG};
 
 #[derive(Clone)]
 pub enum Op {
+    /// A Java owner: `tryLock(0, lease)`.
     Acquire {
         o: usize,
         half: Half,
         wait: bool,
-        lease: bool,
+        lease: Lease,
     },
+    /// `reenter()` of a guard (either half): the `g`-th newest of those
+    /// that exist.
     Reenter {
-        o: usize,
-        half: Half,
+        g: usize,
     },
-    /// The newest guard of that half; without one, `with_owner(o).unlock()`.
     Unlock {
+        g: usize,
+    },
+    /// `with_owner(o).unlock()` of `half` (a Java owner: `unlock()`).
+    OwnerUnlock {
         o: usize,
         half: Half,
     },
-    /// The owner's newest write guard's `downgrade()`.
+    Forget {
+        g: usize,
+    },
+    Extend {
+        g: usize,
+        lease: Lease,
+    },
+    /// `downgrade()` of a write guard.
     Downgrade {
-        o: usize,
+        g: usize,
     },
     ForceUnlock {
         by: usize,
@@ -47,9 +65,17 @@ pub enum Op {
     Sleep(u64),
 }
 
+fn h(half: &Half) -> &'static str {
+    if *half == Half::Read {
+        "read"
+    } else {
+        "write"
+    }
+}
+
 impl fmt::Debug for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let h = |h: &Half| if *h == Half::Read { "read" } else { "write" };
+        let who = |o: &usize| java::who(*o);
         match self {
             Op::Acquire {
                 o,
@@ -57,42 +83,67 @@ impl fmt::Debug for Op {
                 wait,
                 lease,
             } => {
-                let lease = lease_str(lease.then_some(LEASE));
-                if *wait {
+                if java::slot(*o).is_some() {
                     write!(
                         f,
-                        "owner{o}.{}.try_lock_for(wait={}, lease={lease})",
+                        "{}.{}.{}(lease={lease})",
+                        who(o),
+                        h(half),
+                        if *wait {
+                            "lock if free, else try_lock"
+                        } else {
+                            "try_lock"
+                        }
+                    )
+                } else if *wait {
+                    write!(
+                        f,
+                        "{}.{}.try_lock_for(wait={}, lease={lease})",
+                        who(o),
                         h(half),
                         ms(WAIT)
                     )
                 } else {
-                    write!(f, "owner{o}.{}.try_lock(lease={lease})", h(half))
+                    write!(f, "{}.{}.try_lock(lease={lease})", who(o), h(half))
                 }
             }
-            Op::Reenter { o, half } => write!(f, "owner{o}.newest_{}_guard.reenter()", h(half)),
-            Op::Unlock { o, half } => write!(f, "owner{o}.{}.unlock()", h(half)),
-            Op::Downgrade { o } => write!(f, "owner{o}.newest_write_guard.downgrade()"),
+            Op::Reenter { g } => write!(f, "guard[-{}].reenter()", g + 1),
+            Op::Unlock { g } => write!(f, "guard[-{}].unlock()", g + 1),
+            Op::OwnerUnlock { o, half } => write!(f, "{}.{}.unlock()", who(o), h(half)),
+            Op::Forget { g } => write!(f, "guard[-{}].forget()", g + 1),
+            Op::Extend { g, lease } => write!(f, "guard[-{}].extend({lease})", g + 1),
+            Op::Downgrade { g } => write!(f, "write_guard[-{}].downgrade()", g + 1),
             Op::ForceUnlock { by, half } => {
-                write!(f, "client_of_owner{by}.{}.force_unlock()", h(half))
+                write!(f, "client_of({}).{}.force_unlock()", who(by), h(half))
             }
             Op::Sleep(d) => write!(f, "sleep({d}ms)"),
         }
     }
 }
 
-pub fn strategy() -> impl Strategy<Value = Vec<Op>> {
-    let o = 0..OWNERS;
+/// Sequences with `owners` owners (Rust ones first).
+pub fn strategy_for(owners: usize) -> impl Strategy<Value = Vec<Op>> {
+    let o = owner(owners);
     let half = prop_oneof![Just(Half::Read), Just(Half::Write)];
+    let g = 0..4usize;
     let op = prop_oneof![
-        6 => (o.clone(), half.clone(), any::<bool>(), any::<bool>())
+        6 => (o.clone(), half.clone(), any::<bool>(), Lease::strategy())
             .prop_map(|(o, half, wait, lease)| Op::Acquire { o, half, wait, lease }),
-        2 => (o.clone(), half.clone()).prop_map(|(o, half)| Op::Reenter { o, half }),
-        5 => (o.clone(), half.clone()).prop_map(|(o, half)| Op::Unlock { o, half }),
-        2 => o.clone().prop_map(|o| Op::Downgrade { o }),
+        2 => g.clone().prop_map(|g| Op::Reenter { g }),
+        4 => g.clone().prop_map(|g| Op::Unlock { g }),
+        2 => (o.clone(), half.clone()).prop_map(|(o, half)| Op::OwnerUnlock { o, half }),
+        1 => g.clone().prop_map(|g| Op::Forget { g }),
+        2 => (g.clone(), Lease::explicit()).prop_map(|(g, lease)| Op::Extend { g, lease }),
+        2 => g.prop_map(|g| Op::Downgrade { g }),
         1 => (o, half).prop_map(|(by, half)| Op::ForceUnlock { by, half }),
-        1 => prop_oneof![Just(20u64), Just(130u64)].prop_map(Op::Sleep),
+        1 => sleep().prop_map(Op::Sleep),
     ];
-    proptest::collection::vec(op, 1..30)
+    proptest::collection::vec(op, 1..25)
+}
+
+/// Rust owners only.
+pub fn strategy() -> impl Strategy<Value = Vec<Op>> {
+    strategy_for(OWNERS)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,116 +152,143 @@ enum Mode {
     Write,
 }
 
-type Registry = [Option<(u32, Option<Duration>)>; OWNERS];
+/// An unlock found no `mode` (the hash is gone).
+struct NoMode;
 
-#[derive(Clone, Debug)]
 struct Model {
     mode: Option<Mode>,
     writer: Option<(usize, u32)>,
-    readers: [u32; OWNERS],
+    /// Each owner's read hold count.
+    readers: Vec<u32>,
     /// Owner `o`'s timeout key `k` is `tkeys[o][k - 1]` (`None`: gone).
-    tkeys: [Vec<Option<Exp>>; OWNERS],
-    exp: Exp,
-    reg_r: Registry,
-    reg_w: Registry,
-    /// The client's status of each owner's read and write hold: the expiry
-    /// of its latest acquisition (`Long` for the watchdog). A guard whose
-    /// latest lease has ended counts as lost locally (`reenter` and
-    /// `downgrade` refuse), even while older holds keep the owner in Redis.
-    status: [[Option<Exp>; 2]; OWNERS],
+    tkeys: Vec<Vec<Option<Ttl>>>,
+    n: Ttl,
+    g: Guards,
 }
 
-#[derive(Debug, PartialEq)]
-enum Out {
-    Acquired,
-    Busy,
-    Unlocked,
-    NotHeld,
-    Bool(bool),
-    Other(String),
-}
-
-fn out_of<T>(r: Result<T, Error>, ok: impl FnOnce(T) -> Out) -> Out {
-    match r {
-        Ok(v) => ok(v),
-        Err(Error::NotHeld { .. }) => Out::NotHeld,
-        Err(e) => Out::Other(e.to_string()),
-    }
-}
-
-fn reg_acquire(reg: &mut Registry, o: usize, lease: Option<Duration>) {
-    let r = reg[o].get_or_insert((0, None));
-    r.0 += 1;
-    r.1 = lease;
-}
-
-/// The registry's `released`; a hold still counted with an explicit lease
-/// gets its status renewed to `now + lease` (sent at `t0`, model time `t1`).
-fn reg_release(
-    reg: &mut Registry,
-    status: &mut Option<Exp>,
-    o: usize,
-    t0: Instant,
-    t1: Instant,
-) -> Option<Duration> {
-    match reg[o] {
-        None => None,
-        Some((c, lease)) => {
-            reg[o] = (c > 1).then_some((c - 1, lease));
-            if c > 1 && lease.is_some() {
-                *status = Some(Exp::lease(lease, t0, t1));
-            }
-            lease
-        }
-    }
+struct Before {
+    tenures: Vec<bool>,
+    n: bool,
+    keys: Vec<bool>,
 }
 
 impl Model {
     fn clear(&mut self) {
         self.mode = None;
         self.writer = None;
-        self.readers = [0; OWNERS];
+        self.readers.iter_mut().for_each(|c| *c = 0);
+    }
+
+    fn in_redis(&self, (o, half): (usize, Half)) -> bool {
+        match half {
+            Half::Read => self.readers[o] > 0,
+            _ => matches!(self.writer, Some((w, _)) if w == o),
+        }
+    }
+
+    /// Whether a renewal keeps owner `o`'s timeout keys alive (§5.6).
+    fn renewing_keys(&self, o: usize) -> bool {
+        o < OWNERS && self.readers[o] > 0 && self.g.field_renewing((o, Half::Read))
+    }
+
+    /// Whether a renewal keeps `N` alive: a renewed read or write tenure
+    /// whose field is in `N`.
+    fn renewing_n(&self) -> bool {
+        (0..OWNERS).any(|o| {
+            self.renewing_keys(o)
+                || (self.in_redis((o, Half::Write)) && self.g.field_renewing((o, Half::Write)))
+        })
     }
 
     fn expire(&mut self, now: Instant) {
-        for keys in &mut self.tkeys {
-            for k in keys.iter_mut() {
-                if k.is_some_and(|e| e.over(now)) {
+        self.g.flip(now);
+        for o in 0..self.tkeys.len() {
+            let renewing = self.renewing_keys(o);
+            for k in self.tkeys[o].iter_mut() {
+                if k.is_some_and(|e| e.over(renewing, now)) {
                     *k = None;
                 }
             }
         }
-        if self.mode.is_some() && self.exp.over(now) {
+        if self.mode.is_some() && self.n.over(self.renewing_n(), now) {
             self.clear();
         }
+        self.hear();
+    }
+
+    fn hear(&mut self) {
+        let readers = self.readers.clone();
+        let writer = self.writer;
+        self.g.hear_removals(|(o, half)| match half {
+            Half::Read => readers[o] > 0,
+            _ => matches!(writer, Some((w, _)) if w == o),
+        });
     }
 
     fn windows(&self) -> Vec<Exp> {
-        let mut w: Vec<Exp> = self.tkeys.iter().flatten().flatten().copied().collect();
-        if self.mode.is_some() {
-            w.push(self.exp);
+        let mut w = self.g.windows();
+        for (o, keys) in self.tkeys.iter().enumerate() {
+            let renewing = self.renewing_keys(o);
+            w.extend(keys.iter().flatten().filter_map(|k| k.window(renewing)));
         }
-        w.extend(self.status.iter().flatten().flatten().copied());
+        if self.mode.is_some() {
+            w.extend(self.n.window(self.renewing_n()));
+        }
         w
     }
 
-    /// Whether the client counts owner `o`'s hold of `half` as lost.
-    fn lost(&self, o: usize, half: Half, now: Instant) -> bool {
-        matches!(self.status[o][half as usize], Some(Exp::At { lo, .. }) if lo <= now + Duration::from_millis(3))
+    fn before(&self) -> Before {
+        Before {
+            tenures: self.g.renewing_now(),
+            n: self.renewing_n(),
+            keys: (0..self.tkeys.len())
+                .map(|o| self.renewing_keys(o))
+                .collect(),
+        }
     }
 
-    fn read_acquire(&mut self, o: usize, lease: Option<Duration>, t0: Instant, t1: Instant) -> Out {
-        let e = Exp::lease(lease, t0, t1);
+    fn after(&mut self, before: &Before, at: Instant) {
+        self.hear();
+        self.g.renewals_stopped(&before.tenures, at);
+        if before.n && self.mode.is_some() && !self.renewing_n() {
+            self.n = self.n.renewal_stopped(at);
+        }
+        for o in 0..self.tkeys.len() {
+            if before.keys[o] && !self.renewing_keys(o) {
+                for k in self.tkeys[o].iter_mut().flatten() {
+                    *k = k.renewal_stopped(at);
+                }
+            }
+        }
+    }
+
+    fn lease(o: usize, lease: Option<Duration>) -> Duration {
+        lease.unwrap_or(if java::slot(o).is_some() {
+            JAVA_WATCHDOG
+        } else {
+            WATCHDOG
+        })
+    }
+
+    /// §5.2: the owner's read count after it.
+    fn read_acquire(
+        &mut self,
+        o: usize,
+        lease: Option<Duration>,
+        t0: Instant,
+        t1: Instant,
+    ) -> Result<u32, Out> {
+        let e = Ttl::set(Model::lease(o, lease), t0, t1);
         match self.mode {
             None => {
                 self.mode = Some(Mode::Read);
-                self.exp = e;
+                self.n = e;
             }
-            Some(Mode::Read) => self.exp = self.exp.max(e),
-            Some(Mode::Write) if self.writer.is_some_and(|(w, _)| w == o) => {
-                self.exp = self.exp.max(e)
+            Some(Mode::Read) => self.n = self.n.max(e),
+            Some(Mode::Write) if matches!(self.writer, Some((w, _)) if w == o) => {
+                self.n = self.n.max(e)
             }
-            Some(Mode::Write) => return Out::Busy,
+            Some(Mode::Write) => return Err(Out::Busy),
         }
         self.readers[o] += 1;
         let k = self.readers[o] as usize;
@@ -218,113 +296,160 @@ impl Model {
             self.tkeys[o].resize(k, None);
         }
         self.tkeys[o][k - 1] = Some(e);
-        reg_acquire(&mut self.reg_r, o, lease);
-        self.status[o][Half::Read as usize] = Some(e);
-        Out::Acquired
+        Ok(self.readers[o])
     }
 
+    /// §5.4: the write count after it, and what the command proves of the
+    /// key's TTL (a re-entry adds the lease to the remaining TTL).
     fn write_acquire(
         &mut self,
         o: usize,
         lease: Option<Duration>,
         t0: Instant,
         t1: Instant,
-    ) -> Out {
+    ) -> Result<(u32, Ttl), Out> {
+        let l = Model::lease(o, lease);
+        let e = Ttl::set(l, t0, t1);
         match (self.mode, self.writer) {
             (None, _) => {
                 self.mode = Some(Mode::Write);
                 self.writer = Some((o, 1));
-                self.exp = Exp::lease(lease, t0, t1);
+                self.n = e;
+                Ok((1, e))
             }
             (Some(Mode::Write), Some((w, c))) if w == o => {
+                self.n = self.n.at(self.renewing_n(), t1).plus(l);
                 self.writer = Some((o, c + 1));
-                self.exp = self.exp.plus(lease);
+                Ok((
+                    c + 1,
+                    Ttl {
+                        lo: e.lo,
+                        hi: self.n.hi.max(e.hi),
+                    },
+                ))
             }
-            _ => return Out::Busy,
+            _ => Err(Out::Busy),
         }
-        reg_acquire(&mut self.reg_w, o, lease);
-        self.status[o][Half::Write as usize] = Some(Exp::lease(lease, t0, t1));
-        Out::Acquired
     }
 
-    fn read_unlock(&mut self, o: usize, t0: Instant, t1: Instant) -> Out {
-        reg_release(&mut self.reg_r, &mut self.status[o][0], o, t0, t1);
-        if self.mode.is_none() || self.readers[o] == 0 {
-            return Out::NotHeld;
+    /// The longest remaining timeout key of any reader (§5.3 step 5).
+    fn longest_reader_key(&self, at: Instant) -> Option<Ttl> {
+        (0..self.readers.len())
+            .flat_map(|p| {
+                let renewing = self.renewing_keys(p);
+                self.tkeys[p]
+                    .iter()
+                    .take(self.readers[p] as usize)
+                    .flatten()
+                    .map(move |k| k.at(renewing, at))
+            })
+            .reduce(Ttl::max)
+    }
+
+    /// §5.3 (and Redisson's read unlock for a Java owner).
+    fn read_unlock(&mut self, o: usize, t1: Instant) -> Result<Reply, NoMode> {
+        let Some(mode) = self.mode else {
+            return Err(NoMode);
+        };
+        if self.readers[o] == 0 {
+            return Ok(Reply::NotHeld);
         }
-        self.tkeys[o][self.readers[o] as usize - 1] = None;
+        let java = java::slot(o).is_some();
+        let renewing = self.renewing_keys(o);
+        let k = self.readers[o] as usize;
+        let gone = self.tkeys[o][k - 1].take().map(|t| t.at(renewing, t1));
         self.readers[o] -= 1;
+        let c = self.readers[o] as usize;
+        if !java && c > 0 {
+            // The owner's new last key takes over the leaving one's time.
+            if let Some(r) = gone {
+                let last = &mut self.tkeys[o][c - 1];
+                *last = Some(last.map_or(r, |k| k.max(r)));
+            }
+        }
         let others = self.writer.is_some() || self.readers.iter().any(|&c| c > 0);
         if others {
-            let longest = self
-                .tkeys
-                .iter()
-                .zip(self.readers)
-                .flat_map(|(keys, c)| keys.iter().take(c as usize).flatten().copied())
-                .reduce(Exp::max);
-            if let Some(e) = longest {
-                self.exp = e;
-                return Out::Unlocked;
+            if mode == Mode::Write && !java {
+                return Ok(Reply::StillHeld);
             }
-            if self.mode == Some(Mode::Write) {
-                return Out::Unlocked;
+            if let Some(longest) = self.longest_reader_key(t1) {
+                self.n = longest;
+                return Ok(Reply::StillHeld);
+            }
+            if mode == Mode::Write {
+                return Ok(Reply::StillHeld);
             }
         }
         self.clear();
-        Out::Unlocked
+        Ok(Reply::Released)
     }
 
-    fn write_unlock(&mut self, o: usize, t0: Instant, t1: Instant) -> Out {
-        let keep = reg_release(&mut self.reg_w, &mut self.status[o][1], o, t0, t1);
+    /// §5.5 (and Redisson's write unlock for a Java owner).
+    fn write_unlock(&mut self, o: usize, t0: Instant, t1: Instant) -> Result<Reply, NoMode> {
         match (self.mode, self.writer) {
+            (None, _) => Err(NoMode),
             (Some(Mode::Write), Some((w, c))) if w == o => {
                 if c > 1 {
                     self.writer = Some((o, c - 1));
-                    self.exp = Exp::lease(keep, t0, t1);
+                    if java::slot(o).is_some() {
+                        self.n = Ttl::set(JAVA_WATCHDOG, t0, t1);
+                    }
                 } else if self.readers.iter().any(|&c| c > 0) {
                     self.writer = None;
                     self.mode = Some(Mode::Read);
                 } else {
                     self.clear();
                 }
-                Out::Unlocked
+                Ok(if c > 1 {
+                    Reply::StillHeld
+                } else {
+                    Reply::Released
+                })
             }
-            _ => Out::NotHeld,
+            _ => Ok(Reply::NotHeld),
         }
     }
-}
 
-/// Tries `lock` for `wait` with `lease`; a guard it gets goes on `held`.
-async fn try_hold<K: redisson_lock::Kind>(
-    lock: &redisson_lock::Lock<K>,
-    held: &mut Vec<(LockGuard<K>, Option<Duration>)>,
-    wait: Duration,
-    lease: Option<Duration>,
-) -> Out {
-    let r = lock.try_lock_for(wait, lease).await;
-    out_of(r, |g| match g {
-        Some(g) => {
-            held.push((g, lease));
-            Out::Acquired
+    /// An unlock by owner `o` of `half`: the reply for the guards' model,
+    /// and what the caller sees.
+    fn unlock(
+        &mut self,
+        o: usize,
+        half: Half,
+        t0: Instant,
+        t1: Instant,
+        java_legacy: bool,
+    ) -> (Reply, Out) {
+        let r = match half {
+            Half::Read => self.read_unlock(o, t1),
+            _ => self.write_unlock(o, t0, t1),
+        };
+        match r {
+            Ok(Reply::NotHeld) => (Reply::NotHeld, Out::NotHeld),
+            Ok(reply) => (reply, Out::Released),
+            // Redisson before 3.44 replies success (§11.3).
+            Err(NoMode) if java_legacy => (Reply::NotHeld, Out::Released),
+            Err(NoMode) => (Reply::NotHeld, Out::NotHeld),
         }
-        None => Out::Busy,
-    })
-}
+    }
 
-/// Re-enters the last guard on `held` (`None` without one), its lease with
-/// it; a new guard goes on `held` too.
-async fn reenter_last<K: redisson_lock::ReentrantKind>(
-    held: &mut Vec<(LockGuard<K>, Option<Duration>)>,
-) -> (Option<Out>, Option<Duration>) {
-    let Some((g, l)) = held.last() else {
-        return (None, None);
-    };
-    let (r, l) = (g.reenter().await, *l);
-    let real = out_of(r, |g| {
-        held.push((g, l));
-        Out::Acquired
-    });
-    (Some(real), l)
+    /// `extend(lease)` of owner `o`'s `half` hold: the renewal script for
+    /// it (§5.6), `max(PTTL, lease)` on `N` and, for a read hold, on the
+    /// owner's timeout keys. Whether the field was there.
+    fn extend(&mut self, o: usize, half: Half, l: Duration, t0: Instant, t1: Instant) -> bool {
+        if !self.in_redis((o, half)) {
+            return false;
+        }
+        let e = Ttl::set(l, t0, t1);
+        if half == Half::Read {
+            let c = self.readers[o] as usize;
+            for k in self.tkeys[o].iter_mut().take(c).flatten() {
+                *k = k.max(e);
+            }
+        }
+        self.n = self.n.max(e);
+        true
+    }
 }
 
 struct Handles {
@@ -333,149 +458,520 @@ struct Handles {
 }
 
 pub fn case(env: &Env, ops: &[Op]) -> Result<(), String> {
-    super::one_case(env, "model-rw", "ReadWriteLock", async |step, name| {
-        run(env, step, name, ops).await
+    let what = match &env.java {
+        Some(j) => format!("ReadWriteLock with Java {}", j.version),
+        None => "ReadWriteLock".to_owned(),
+    };
+    super::one_case(env, "model-rw", &what, async |step, name| {
+        let mut c = Case::new(env, name);
+        c.steps(step, ops).await
     })
 }
 
-async fn run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[Op]) -> StepResult<()> {
-    let mut h = Handles {
-        read: Vec::new(),
-        write: Vec::new(),
-    };
-    for o in 0..OWNERS {
-        let rw = env.client(o).read_write_lock(name).expect("rw handle");
-        h.read.push(rw.read().with_owner(Env::owner(o)));
-        h.write.push(rw.write().with_owner(Env::owner(o)));
+struct Case<'a> {
+    env: &'a Env,
+    name: &'a str,
+    h: Handles,
+    m: Model,
+    reals: Reals,
+    strays: Vec<Real>,
+    /// Which guard the running step picked, for the transcript.
+    resolved: String,
+}
+
+impl<'a> Case<'a> {
+    fn new(env: &'a Env, name: &'a str) -> Case<'a> {
+        let mut h = Handles {
+            read: Vec::new(),
+            write: Vec::new(),
+        };
+        for o in 0..OWNERS {
+            let rw = env.client(o).read_write_lock(name).expect("rw handle");
+            h.read.push(rw.read().with_owner(Env::owner(o)));
+            h.write.push(rw.write().with_owner(Env::owner(o)));
+        }
+        let owners = env.owners();
+        let now = Instant::now();
+        Case {
+            env,
+            name,
+            h,
+            m: Model {
+                mode: None,
+                writer: None,
+                readers: vec![0; owners],
+                tkeys: vec![Vec::new(); owners],
+                n: Ttl::set(Duration::ZERO, now, now),
+                g: Guards::new(true),
+            },
+            reals: Reals::default(),
+            strays: Vec::new(),
+            resolved: String::new(),
+        }
     }
-    let mut reads: Vec<Vec<(LockGuard<Read>, Option<Duration>)>> =
-        (0..OWNERS).map(|_| Vec::new()).collect();
-    let mut writes: Vec<Vec<(LockGuard<Write>, Option<Duration>)>> =
-        (0..OWNERS).map(|_| Vec::new()).collect();
-    let mut m = Model {
-        mode: None,
-        writer: None,
-        readers: [0; OWNERS],
-        tkeys: Default::default(),
-        exp: Exp::Long,
-        reg_r: [None; OWNERS],
-        reg_w: [None; OWNERS],
-        status: [[None; 2]; OWNERS],
-    };
-    for op in ops {
-        let now = step.settle(&m.windows()).await;
-        m.expire(now);
+
+    async fn steps(&mut self, step: &mut Step<'_>, ops: &[Op]) -> StepResult<()> {
+        for op in ops {
+            let now = step.settle(&self.m.windows()).await;
+            self.m.expire(now);
+            if let Op::Sleep(d) = *op {
+                tokio::time::sleep(Duration::from_millis(d)).await;
+                step.record(op, "");
+                let now = step.settle(&self.m.windows()).await;
+                self.m.expire(now);
+                self.finish(step, None).await?;
+                continue;
+            }
+            let before = self.m.before();
+            self.resolved.clear();
+            let Some((real, model)) = self.apply(step, op).await? else {
+                continue;
+            };
+            self.m.after(&before, Instant::now());
+            step.record(
+                &format_args!("{op:?}{}", self.resolved),
+                &format!("{real:?}"),
+            );
+            self.finish(step, Some((real, model))).await?;
+        }
+        Ok(())
+    }
+
+    async fn finish(&mut self, step: &mut Step<'_>, reply: Option<(Out, Out)>) -> StepResult<()> {
+        self.reals.await_heard(step, &mut self.m.g).await?;
+        let state = read_state(self.env, self.name).await;
+        let seen = self.reals.snapshot(&self.m.g);
+        if let Ok(s) = &state {
+            self.learn(s);
+        }
+        self.reals.learn(&mut self.m.g, &seen);
+        step.check_time(&self.m.windows())?;
+        if let Some((real, model)) = reply {
+            step.expect("reply", real, model)?;
+        }
+        let s = match state {
+            Ok(s) => s,
+            Err(e) => return step.mismatch(format!("reading state: {e}")),
+        };
+        self.check_state(step, &s)?;
+        let (env, name) = (self.env, self.name);
+        let bound = |(o, half): (usize, Half)| s.bound(env, name, o, half);
+        self.reals
+            .compare(step, &mut self.m.g, &seen, bound)
+            .await?;
+        step.compared();
+        Ok(())
+    }
+
+    /// What the `PTTL`s read prove of the keys' expiries. A timeout key
+    /// whose own TTL may have run out (`lo` passed) may be gone: a renewal
+    /// extends only keys alive when it runs (`PEXPIRE` of a missing key
+    /// does nothing), so a short-leased key of a renewed owner lives on
+    /// only if a run came before its lease ended; which it was, the read
+    /// tells. (The owner's longest key always carries the renewal, so `N`
+    /// and the guards do not depend on it.)
+    fn learn(&mut self, s: &State) {
+        let m = &mut self.m;
+        if m.mode.is_some() && m.n.fits(m.renewing_n(), s.pttl, s.r.0, s.r.1) {
+            m.n.observed(s.pttl, s.r.0);
+        }
+        for o in 0..m.tkeys.len() {
+            let renewing = m.renewing_keys(o);
+            for (i, k) in m.tkeys[o].iter_mut().enumerate() {
+                let key = timeout_key(self.env, self.name, o, i + 1);
+                match (k.as_mut(), s.tkeys.get(&key)) {
+                    (Some(t), Some(&p)) if t.fits(renewing, p, s.r.0, s.r.1) => {
+                        t.observed(p, s.r.0);
+                    }
+                    (Some(t), None) if t.lo <= s.r.1 => *k = None,
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    async fn apply(&mut self, step: &mut Step<'_>, op: &Op) -> StepResult<Option<(Out, Out)>> {
         let t0 = Instant::now();
-        let (real, model) = match *op {
+        let java_obj = |half: Half| format!("{}:{}", h(&half), self.name);
+        let out = match *op {
+            Op::Acquire {
+                o,
+                half,
+                wait,
+                lease,
+            } if java::slot(o).is_some() => {
+                let j = self.env.java.as_ref().expect("the Java peer");
+                // `lock()` where it cannot block, else `tryLock(0, lease)`.
+                let writer = self.m.writer.is_none_or(|(w, _)| w == o);
+                let free = match (half, self.m.mode) {
+                    (_, None) => true,
+                    (Half::Read, Some(Mode::Read)) => true,
+                    (_, Some(Mode::Write)) => writer,
+                    _ => false,
+                };
+                let real = if wait && free {
+                    j.lock(o, &java_obj(half), lease.get()).await
+                } else {
+                    j.try_lock(o, &java_obj(half), lease.get()).await
+                };
+                let t1 = Instant::now();
+                let r = match half {
+                    Half::Read => self.m.read_acquire(o, lease.get(), t0, t1),
+                    _ => self.m.write_acquire(o, lease.get(), t0, t1).map(|(c, _)| c),
+                };
+                (real, r.map_or_else(|e| e, |_| Out::Acquired(None)))
+            }
             Op::Acquire {
                 o,
                 half,
                 wait,
                 lease,
             } => {
-                let lease = lease.then_some(LEASE);
+                let l = lease.get();
                 let wait = if wait { WAIT } else { Duration::ZERO };
-                if half == Half::Read {
-                    let real = try_hold(&h.read[o], &mut reads[o], wait, lease).await;
-                    (real, m.read_acquire(o, lease, t0, Instant::now()))
-                } else {
-                    let real = try_hold(&h.write[o], &mut writes[o], wait, lease).await;
-                    (real, m.write_acquire(o, lease, t0, Instant::now()))
-                }
-            }
-            Op::Reenter { o, half } => {
-                let (real, lease) = match half {
-                    Half::Read => reenter_last(&mut reads[o]).await,
-                    Half::Write => reenter_last(&mut writes[o]).await,
+                let got = match half {
+                    Half::Read => self.h.read[o]
+                        .try_lock_for(wait, l)
+                        .await
+                        .map(|g| g.map(Real::Read)),
+                    _ => self.h.write[o]
+                        .try_lock_for(wait, l)
+                        .await
+                        .map(|g| g.map(Real::Write)),
                 };
-                let Some(real) = real else {
-                    step.record(op, "n/a (no guard)");
-                    continue;
+                let (real, guard) = match got {
+                    Ok(Some(g)) => (Out::Acquired(None), Some(g)),
+                    r => (out_of(r, |_| Out::Busy), None),
                 };
                 let t1 = Instant::now();
-                let model = match half {
-                    _ if m.lost(o, half, t0) => Out::NotHeld,
-                    Half::Read if m.readers[o] > 0 && m.mode.is_some() => {
-                        m.read_acquire(o, lease, t0, t1)
+                let model = self.acquire(o, half, l, t0, t1, guard);
+                (real, model)
+            }
+            Op::Reenter { g } => {
+                let Some(g) = self.m.g.pick(g, |guard| guard.state == GState::Live) else {
+                    step.record(op, "n/a (no guard)");
+                    return Ok(None);
+                };
+                let (o, half) = self.m.g.guards[g].field;
+                self.resolved = format!(" (#{g} of owner{o}, {})", h(&half));
+                let real = match self.reals.get(g) {
+                    Some(guard) => guard.reenter().await,
+                    None => Err(Error::Closed),
+                };
+                let t1 = Instant::now();
+                let lease = self.m.g.guards[g].lease;
+                let model = if self.m.g.refused(g) {
+                    Out::NotHeld
+                } else {
+                    let count = match half {
+                        Half::Read => self
+                            .m
+                            .read_acquire(o, lease, t0, t1)
+                            .map(|c| (c, confirmed(lease, t0, t1))),
+                        _ => self.m.write_acquire(o, lease, t0, t1),
+                    };
+                    match count {
+                        Ok((1, conf)) => {
+                            // Taken afresh: released again (§2.9).
+                            let fresh = self.m.g.acquired((o, half), 1, lease, conf);
+                            self.reals.reserve(fresh);
+                            let t = self.m.g.releasing(fresh);
+                            let (reply, _) = self.m.unlock(o, half, t0, t1, false);
+                            self.m.g.replied(t, reply);
+                            Out::NotHeld
+                        }
+                        Ok((c, conf)) => {
+                            let g2 = self.m.g.acquired((o, half), c, lease, conf);
+                            self.reals.reserve(g2);
+                            Out::Acquired(None)
+                        }
+                        Err(_) => Out::NotHeld,
                     }
-                    Half::Write if m.writer.is_some_and(|(w, _)| w == o) => {
-                        m.write_acquire(o, lease, t0, t1)
+                };
+                let real = match real {
+                    Ok(guard) => {
+                        if model == Out::Acquired(None) {
+                            let last = self.m.g.guards.len() - 1;
+                            self.reals.set(last, guard);
+                        } else {
+                            self.strays.push(guard);
+                        }
+                        Out::Acquired(None)
                     }
-                    _ => Out::NotHeld,
+                    Err(e) => out_of(Err::<(), _>(e), |()| Out::Busy),
                 };
                 (real, model)
             }
-            Op::Unlock { o, half } => {
-                let real = match half {
-                    Half::Read => match reads[o].pop() {
-                        Some((g, _)) => g.unlock().await,
-                        None => h.read[o].unlock().await,
-                    },
-                    Half::Write => match writes[o].pop() {
-                        Some((g, _)) => g.unlock().await,
-                        None => h.write[o].unlock().await,
-                    },
+            Op::Unlock { g } => match self.m.g.pick(g, |_| true) {
+                None => {
+                    step.record(op, "n/a (no guard)");
+                    return Ok(None);
+                }
+                Some(g) => {
+                    let (o, half) = self.m.g.guards[g].field;
+                    self.resolved = format!(" (#{g} of owner{o}, {})", h(&half));
+                    let real = match self.reals.take(g) {
+                        Some(guard) => guard.unlock().await,
+                        None => Err(Error::Closed),
+                    };
+                    let t1 = Instant::now();
+                    let model = match self.m.g.releasing(g) {
+                        None => Out::NotHeld,
+                        t => {
+                            let (reply, out) = self.m.unlock(o, half, t0, t1, false);
+                            self.m.g.replied(t, reply);
+                            out
+                        }
+                    };
+                    (out_of(real, |()| Out::Released), model)
+                }
+            },
+            Op::OwnerUnlock { o, half } => self.owner_unlock(o, half, t0).await,
+            Op::Forget { g } => {
+                let Some(g) = self.m.g.pick(g, |guard| guard.state == GState::Live) else {
+                    step.record(op, "n/a (no guard)");
+                    return Ok(None);
                 };
-                let real = out_of(real, |()| Out::Unlocked);
-                let model = match half {
-                    Half::Read => m.read_unlock(o, t0, Instant::now()),
-                    Half::Write => m.write_unlock(o, t0, Instant::now()),
-                };
-                (real, model)
+                let (o, half) = self.m.g.guards[g].field;
+                self.resolved = format!(" (#{g} of owner{o}, {})", h(&half));
+                if let Some(guard) = self.reals.take(g) {
+                    guard.forget();
+                }
+                self.m.g.forget(g);
+                (Out::Done, Out::Done)
             }
-            Op::Downgrade { o } => {
-                if m.writer.is_none_or(|(w, _)| w != o)
-                    || writes[o].is_empty()
-                    || m.lost(o, Half::Write, t0)
-                {
+            Op::Extend { g, lease } => {
+                let Some(g) = self.m.g.pick(g, |guard| guard.state == GState::Live) else {
+                    step.record(op, "n/a (no guard)");
+                    return Ok(None);
+                };
+                let (o, half) = self.m.g.guards[g].field;
+                self.resolved = format!(" (#{g} of owner{o}, {})", h(&half));
+                let l = lease.get().expect("an explicit lease");
+                let real = match self.reals.get_mut(g) {
+                    Some(guard) => guard.extend(l).await,
+                    None => Err(Error::Closed),
+                };
+                let t1 = Instant::now();
+                let guard = &self.m.g.guards[g];
+                let sent = guard.state == GState::Live
+                    && !self.m.g.refused(g)
+                    && self.m.g.current(guard.field) == Some(guard.tenure);
+                let model = if sent {
+                    let found = self.m.extend(o, half, l, t0, t1);
+                    self.m.g.extended(g, l, t0, t1, found);
+                    if found {
+                        Out::Done
+                    } else {
+                        Out::NotHeld
+                    }
+                } else {
+                    Out::NotHeld
+                };
+                (out_of(real, |()| Out::Done), model)
+            }
+            Op::Downgrade { g } => {
+                let g = self.m.g.pick(g, |guard| {
+                    guard.field.1 == Half::Write && guard.state == GState::Live
+                });
+                let o = g.map_or(0, |g| self.m.g.guards[g].field.0);
+                if let Some(g) = g {
+                    self.resolved = format!(" (#{g} of owner{o})");
+                }
+                let ok = g.is_some_and(|g| {
+                    let guard = &self.m.g.guards[g];
+                    java::slot(o).is_none()
+                        && guard.state == GState::Live
+                        && !self.m.g.refused(g)
+                        && self.m.g.current(guard.field) == Some(guard.tenure)
+                        && self.m.in_redis((o, Half::Write))
+                });
+                let (Some(g), true) = (g, ok) else {
                     // A refused downgrade releases the write hold in the
                     // background: not a step whose state can be compared.
-                    step.record(op, "n/a (not the writer, or its hold counts as lost)");
-                    continue;
-                }
-                let Some((g, lease)) = writes[o].pop() else {
-                    continue;
+                    step.record(op, "n/a (not a live write guard of the writer)");
+                    return Ok(None);
                 };
-                let r = g.downgrade().await;
-                let real = out_of(r, |g| {
-                    reads[o].push((g, lease));
-                    Out::Acquired
-                });
-                let model = m.read_acquire(o, lease, t0, Instant::now());
+                let real = match self.reals.take(g) {
+                    Some(Real::Write(w)) => w.downgrade().await.map(Real::Read),
+                    _ => Err(Error::Closed),
+                };
                 let t1 = Instant::now();
-                let unlocked = m.write_unlock(o, t0, t1);
-                (
-                    real,
-                    if unlocked == Out::Unlocked {
-                        model
-                    } else {
-                        unlocked
-                    },
-                )
+                let lease = self.m.g.guards[g].lease;
+                let model = match self.m.read_acquire(o, lease, t0, t1) {
+                    Ok(c) => {
+                        let r =
+                            self.m
+                                .g
+                                .acquired((o, Half::Read), c, lease, confirmed(lease, t0, t1));
+                        self.reals.reserve(r);
+                        let t = self.m.g.releasing(g);
+                        let (reply, _) = self.m.unlock(o, Half::Write, t0, t1, false);
+                        self.m.g.replied(t, reply);
+                        Out::Acquired(None)
+                    }
+                    Err(e) => e,
+                };
+                let real = match real {
+                    Ok(guard) => {
+                        if model == Out::Acquired(None) {
+                            let last = self.m.g.guards.len() - 1;
+                            self.reals.set(last, guard);
+                        } else {
+                            self.strays.push(guard);
+                        }
+                        Out::Acquired(None)
+                    }
+                    Err(e) => out_of(Err::<(), _>(e), |()| Out::Busy),
+                };
+                (real, model)
             }
             Op::ForceUnlock { by, half } => {
-                let (r, mode) = match half {
-                    Half::Read => (h.read[by].force_unlock().await, Mode::Read),
-                    Half::Write => (h.write[by].force_unlock().await, Mode::Write),
+                let real = match java::slot(by) {
+                    Some(_) => {
+                        let j = self.env.java.as_ref().expect("the Java peer");
+                        j.force_unlock(by, &java_obj(half)).await
+                    }
+                    None => {
+                        let r = match half {
+                            Half::Read => self.h.read[by].force_unlock().await,
+                            _ => self.h.write[by].force_unlock().await,
+                        };
+                        out_of(r, Out::Bool)
+                    }
                 };
-                let held = m.mode == Some(mode);
+                let mode = if half == Half::Read {
+                    Mode::Read
+                } else {
+                    Mode::Write
+                };
+                let held = self.m.mode == Some(mode);
                 if held {
-                    m.clear();
+                    self.m.clear();
+                    if java::slot(by).is_none() {
+                        let client = Env::client_of(by);
+                        self.m
+                            .g
+                            .force_unlocked_here(|o| o < OWNERS && Env::client_of(o) == client);
+                    }
                 }
-                (out_of(r, Out::Bool), Out::Bool(held))
+                (real, Out::Bool(held))
             }
-            Op::Sleep(d) => {
-                step.slept(op, d).await;
-                continue;
-            }
+            Op::Sleep(_) => unreachable!("handled by the caller"),
         };
-        let read = read_state(env, name);
-        let state = step.observed(op, &real, read, &m.windows()).await?;
-        step.expect("reply", real, model)?;
-        check_state(env, step, &m, name, state)?;
-        step.compared();
+        Ok(Some(out))
     }
-    Ok(())
+
+    /// A Rust acquisition of `half` by `o`, answered at `t1`, which got
+    /// `guard`: the model's reply.
+    fn acquire(
+        &mut self,
+        o: usize,
+        half: Half,
+        lease: Option<Duration>,
+        t0: Instant,
+        t1: Instant,
+        guard: Option<Real>,
+    ) -> Out {
+        let r = match half {
+            Half::Read => self
+                .m
+                .read_acquire(o, lease, t0, t1)
+                .map(|c| (c, confirmed(lease, t0, t1))),
+            _ => self.m.write_acquire(o, lease, t0, t1),
+        };
+        match r {
+            Ok((c, conf)) => {
+                let g = self.m.g.acquired((o, half), c, lease, conf);
+                match guard {
+                    Some(guard) => self.reals.set(g, guard),
+                    None => self.reals.reserve(g),
+                }
+                Out::Acquired(None)
+            }
+            Err(e) => {
+                self.strays.extend(guard);
+                e
+            }
+        }
+    }
+
+    /// `with_owner(o).unlock()` of `half` (Rust) or Java's `unlock()`.
+    async fn owner_unlock(&mut self, o: usize, half: Half, t0: Instant) -> (Out, Out) {
+        let java = java::slot(o).is_some();
+        let real = if java {
+            let j = self.env.java.as_ref().expect("the Java peer");
+            j.unlock(o, &format!("{}:{}", h(&half), self.name)).await
+        } else {
+            let r = match half {
+                Half::Read => self.h.read[o].unlock().await,
+                _ => self.h.write[o].unlock().await,
+            };
+            out_of(r, |()| Out::Released)
+        };
+        let t1 = Instant::now();
+        let t = if java {
+            None
+        } else {
+            self.m.g.releasing_any((o, half))
+        };
+        let legacy = java && !self.env.java.as_ref().is_some_and(|j| j.since_3_44);
+        let (reply, out) = self.m.unlock(o, half, t0, t1, legacy);
+        self.m.g.replied(t, reply);
+        (real, out)
+    }
+
+    fn check_state(&self, step: &mut Step<'_>, s: &State) -> StepResult<()> {
+        let (env, name, m) = (self.env, self.name, &self.m);
+        let mut hash = BTreeMap::new();
+        if let Some(mode) = m.mode {
+            let mode = if mode == Mode::Read { "read" } else { "write" };
+            hash.insert("mode".to_owned(), mode.to_owned());
+            for (o, &c) in m.readers.iter().enumerate() {
+                if c > 0 {
+                    hash.insert(env.field(o), c.to_string());
+                }
+            }
+            if let Some((w, c)) = m.writer {
+                hash.insert(format!("{}:write", env.field(w)), c.to_string());
+            }
+        }
+        step.expect("HGETALL N", s.hash.clone(), hash)?;
+        if m.mode.is_none() {
+            step.expect("PTTL N", s.pttl, -2)?;
+        } else if !m.n.fits(m.renewing_n(), s.pttl, s.r.0, s.r.1) {
+            step.mismatch(format!(
+                "PTTL N: real {}, model {}",
+                s.pttl,
+                window_str(m.n.at(m.renewing_n(), s.r.1), s.r.0)
+            ))?;
+        }
+        let mut expected = BTreeMap::new();
+        for (o, keys) in m.tkeys.iter().enumerate() {
+            for (i, k) in keys.iter().enumerate() {
+                if let Some(e) = k {
+                    expected.insert(timeout_key(env, name, o, i + 1), (*e, m.renewing_keys(o)));
+                }
+            }
+        }
+        let real: Vec<&String> = s.tkeys.keys().collect();
+        let want: Vec<&String> = expected.keys().collect();
+        step.expect("reader timeout keys", real, want)?;
+        for (k, (e, renewing)) in &expected {
+            let pttl = s.tkeys[k];
+            if !e.fits(*renewing, pttl, s.r.0, s.r.1) {
+                step.mismatch(format!(
+                    "PTTL {k}: real {pttl}, model {}",
+                    window_str(e.at(*renewing, s.r.1), s.r.0)
+                ))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn timeout_key(env: &Env, name: &str, o: usize, k: usize) -> String {
+    format!("{{{name}}}:{}:rwlock_timeout:{k}", env.field(o))
 }
 
 struct State {
@@ -483,6 +979,33 @@ struct State {
     pttl: i64,
     tkeys: BTreeMap<String, i64>,
     r: (Instant, Instant),
+}
+
+impl State {
+    /// The latest instant owner `o`'s `half` hold can last per the `PTTL`s
+    /// read: `N`'s, and for a read hold also the longest of the owner's
+    /// timeout keys (a read unlock by anyone sets `N` from them).
+    fn bound(&self, env: &Env, name: &str, o: usize, half: Half) -> Option<Instant> {
+        let field = env.field(o);
+        let field = if half == Half::Write {
+            format!("{field}:write")
+        } else {
+            field
+        };
+        if !self.hash.contains_key(&field) {
+            return None;
+        }
+        let n = Ttl::real_bound(self.pttl, self.r.1)?;
+        if half == Half::Write {
+            return Some(n);
+        }
+        let count: usize = self.hash[&field].parse().unwrap_or(0);
+        let keys = (1..=count)
+            .filter_map(|k| self.tkeys.get(&timeout_key(env, name, o, k)))
+            .filter_map(|&p| Ttl::real_bound(p, self.r.1))
+            .max()?;
+        Some(n.min(keys))
+    }
 }
 
 async fn read_state(env: &Env, name: &str) -> Result<State, fred::error::Error> {
@@ -507,55 +1030,4 @@ async fn read_state(env: &Env, name: &str) -> Result<State, fred::error::Error> 
         tkeys,
         r: (r0, Instant::now()),
     })
-}
-
-fn check_state(
-    env: &Env,
-    step: &mut Step<'_>,
-    m: &Model,
-    name: &str,
-    state: Result<State, fred::error::Error>,
-) -> StepResult<()> {
-    let s = match state {
-        Ok(s) => s,
-        Err(e) => return step.mismatch(format!("reading state: {e}")),
-    };
-    let mut hash = BTreeMap::new();
-    if let Some(mode) = m.mode {
-        let mode = if mode == Mode::Read { "read" } else { "write" };
-        hash.insert("mode".to_owned(), mode.to_owned());
-        for (o, &c) in m.readers.iter().enumerate() {
-            if c > 0 {
-                hash.insert(env.field(o), c.to_string());
-            }
-        }
-        if let Some((w, c)) = m.writer {
-            hash.insert(format!("{}:write", env.field(w)), c.to_string());
-        }
-    }
-    step.expect("HGETALL N", s.hash, hash)?;
-    if m.mode.is_none() {
-        step.expect("PTTL N", s.pttl, -2)?;
-    } else if !m.exp.fits(s.pttl, s.r.0, s.r.1) {
-        step.mismatch(format!("PTTL N: real {}, model {:?}", s.pttl, m.exp))?;
-    }
-    let mut expected = BTreeMap::new();
-    for (o, keys) in m.tkeys.iter().enumerate() {
-        for (i, k) in keys.iter().enumerate() {
-            if let Some(e) = k {
-                let key = format!("{{{name}}}:{}:rwlock_timeout:{}", env.field(o), i + 1);
-                expected.insert(key, *e);
-            }
-        }
-    }
-    let real: Vec<&String> = s.tkeys.keys().collect();
-    let want: Vec<&String> = expected.keys().collect();
-    step.expect("reader timeout keys", real, want)?;
-    for (k, e) in &expected {
-        let pttl = s.tkeys[k];
-        if !e.fits(pttl, s.r.0, s.r.1) {
-            step.mismatch(format!("PTTL {k}: real {pttl}, model {e:?}"))?;
-        }
-    }
-    Ok(())
 }

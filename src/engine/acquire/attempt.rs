@@ -125,6 +125,7 @@ mod tests {
 
     /// A call that answers what the test sends it, and an undo that reports
     /// what it was asked to give back (and drops the turn it was given).
+    #[allow(clippy::type_complexity)]
     fn scripted(
         turn: oneshot::Sender<()>,
     ) -> (

@@ -30,6 +30,7 @@
 //! * The watchdog renews a tenure while one of its live holds was taken
 //!   without a lease and its status is not lost.
 
+mod forcing;
 mod fxhash;
 mod lease;
 mod runs;
@@ -118,6 +119,9 @@ pub(crate) struct Holds {
     /// Whether each tenure is watched (keyspace notifications): new tenures
     /// then hand out a receiver that closes when they end.
     watch_tenures: bool,
+    /// The names of the forced unlocks through this client under way (one
+    /// entry each; locked after `map` when both are).
+    forcing: Mutex<Vec<String>>,
 }
 
 /// What a release of one guard's hold is to do.
@@ -220,6 +224,7 @@ impl Holds {
             ids: AtomicU64::new(1),
             watchdog,
             watch_tenures,
+            forcing: Mutex::default(),
         }
     }
 
@@ -377,6 +382,7 @@ impl Holds {
             kind,
             renewal,
             forgotten: 0,
+            gone: false,
             live: vec![live],
             expiry,
             certain,
@@ -408,7 +414,9 @@ impl Holds {
         let Some(i) = tenure.live.iter().position(|l| l.id == hold.hold) else {
             return Releasing::Stale;
         };
-        tenure.live.swap_remove(i);
+        // `remove`, not `swap_remove`: the live holds stay in the order they
+        // were taken, newest last (see `releasing_any`).
+        tenure.live.remove(i);
         tenure.publish();
         Releasing::Send
     }
@@ -471,7 +479,7 @@ impl Holds {
         let mut map = self.map.lock();
         if let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) {
             if let Some(i) = tenure.live.iter().position(|l| l.id == hold.hold) {
-                tenure.live.swap_remove(i);
+                tenure.live.remove(i);
                 tenure.forgotten = tenure.forgotten.saturating_add(1);
                 tenure.publish();
             }
@@ -491,32 +499,6 @@ impl Holds {
             .is_some_and(|t| t.live.iter().any(|l| l.id == hold.hold))
     }
 
-    /// Mark every tenure of `name` lost and ended: a forced unlock through
-    /// this client removed the key.
-    pub(crate) fn lose_all(&self, name: &str) {
-        let mut map = self.map.lock();
-        let fields: Vec<String> = match map.get_mut(name) {
-            Some(entries) => entries
-                .iter_mut()
-                .filter_map(|e| {
-                    let tenure = e.tenure.as_mut()?;
-                    if !tenure.live.is_empty() && tenure.lose(LostReason::ForceUnlocked) {
-                        tracing::warn!(
-                            lock = name,
-                            owner = e.field.as_str(),
-                            "lock lost: force-unlocked through this client"
-                        );
-                    }
-                    Some(e.field.clone())
-                })
-                .collect(),
-            None => return,
-        };
-        for field in fields {
-            end_tenure(&mut map, name, &field);
-        }
-    }
-
     /// A check sent while tenure `id` was current found `(name, field)`
     /// absent from Redis (`reason`: how it was learnt). If the tenure is
     /// still current and has live holds, their guards are told, and it ends.
@@ -528,6 +510,11 @@ impl Holds {
             return;
         };
         if tenure.live.is_empty() {
+            return;
+        }
+        if self.is_forcing(name) {
+            // Perhaps by that forced unlock: its reply says (`Forcing`).
+            tenure.gone = true;
             return;
         }
         if tenure.lose(LostReason::Gone) {

@@ -140,6 +140,7 @@ impl Holds {
                     );
                     tally.lost += u64::from(tenure.lose(LostReason::NotRenewed));
                 }
+                Ok(_) if self.is_forcing(lock) => tenure.gone = true,
                 Ok(_) => {
                     tracing::warn!(lock, owner, "lock lost: renewal found it gone");
                     tally.lost += u64::from(tenure.lose(LostReason::Gone));

@@ -72,6 +72,10 @@ pub(super) struct Tenure {
     /// Holds of the tenure that no guard has any more: kept in Redis by
     /// `forget()`, for an unlock without a guard to take first.
     pub(super) forgotten: u32,
+    /// Found absent while a forced unlock of its name through this client
+    /// was under way: lost when the last of those ends, as forced open if
+    /// that unlock removed it, else as gone.
+    pub(super) gone: bool,
     pub(super) live: Vec<Live>,
     /// The earliest the key can expire: the largest `sent_at + ttl` of a
     /// confirmed command that set its TTL.
