@@ -112,8 +112,9 @@ impl Ceiling {
                 vec![Value::Integer(LEASE_MS), Value::from(guard.field.as_str())],
             )
             .await?;
+        // lua/lock.lua replies {count} when it took or re-entered the lock.
         match reply {
-            Value::Null => Ok(None),
+            Value::Array(_) => Ok(None),
             Value::Integer(ttl) => Ok(Some(ttl)),
             other => bail!("lock script replied {other:?}"),
         }
@@ -142,7 +143,6 @@ impl CeilingGuard {
                 ],
                 vec![
                     Value::from("0"),
-                    Value::Integer(LEASE_MS),
                     Value::from(self.field.as_str()),
                     Value::from("PUBLISH"),
                     Value::Integer(LATCH_TTL_MS),

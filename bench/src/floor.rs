@@ -60,6 +60,8 @@ enum Reply {
     Int(i64),
     Bulk(Vec<u8>),
     Simple,
+    /// An array header (`*<n>`); its elements are read as the next replies.
+    Array(i64),
 }
 
 impl Floor {
@@ -192,7 +194,11 @@ impl Floor {
 
     fn lock_reply(&mut self, name: &str) -> Result<()> {
         match self.reply()? {
-            Reply::Nil => Ok(()),
+            // `{count}`: taken (the floor takes free locks only, so count is 1).
+            Reply::Array(1) => match self.reply()? {
+                Reply::Int(1) => Ok(()),
+                _ => bail!("lock script: unexpected hold count"),
+            },
             Reply::Int(ttl) => {
                 bail!("floor: {name} is held (PTTL {ttl}); it takes free locks only")
             }
@@ -206,7 +212,7 @@ impl Floor {
         let mut digits = [0u8; 20];
         let owner_digits = itoa(owner, &mut digits);
         let name = name.as_bytes();
-        command(&mut self.out, 11);
+        command(&mut self.out, 10);
         arg(&mut self.out, &[b"EVALSHA"]);
         arg(&mut self.out, &[self.unlock_sha.as_bytes()]);
         arg(&mut self.out, &[b"3"]);
@@ -215,7 +221,6 @@ impl Floor {
         let latch: [&[u8]; 4] = [b"redisson_unlock_latch:{", name, b"}:", &hex];
         arg(&mut self.out, &latch);
         arg(&mut self.out, &[b"0"]);
-        arg(&mut self.out, &[self.lease.as_bytes()]);
         arg(&mut self.out, &[self.id.as_bytes(), b":", owner_digits]);
         arg(&mut self.out, &[b"PUBLISH"]);
         arg(&mut self.out, &[self.latch_ttl.as_bytes()]);
@@ -317,6 +322,7 @@ impl Floor {
             b':' => Reply::Int(parse_int(body)?),
             b'+' => Reply::Simple,
             b'_' => Reply::Nil,
+            b'*' => Reply::Array(parse_int(body)?),
             b'$' => {
                 let n = parse_int(body)?;
                 if n < 0 {

@@ -299,7 +299,7 @@ impl<K: Kind> BlockingGuard<K> {
         self.guard.get().and_then(LockGuard::lost_reason)
     }
 
-    /// Set this hold's remaining lease to `lease` from now (see
+    /// Make this hold last at least `lease` from now (see
     /// [`LockGuard::extend`]).
     ///
     /// # Errors

@@ -167,12 +167,18 @@ impl RawHold {
     }
 
     /// Take the lock again with the same owner: try once, never wait. A
-    /// hold known lost is refused; a re-entry that finds the field gone from
-    /// Redis (it took the lock afresh) is released again and refused: the
-    /// new hold would not be this one's.
+    /// hold known lost, or taken away by an unlock without a guard, is
+    /// refused; a re-entry that finds the field gone from Redis (it took the
+    /// lock afresh) is released again and refused: the new hold would not
+    /// be this one's.
     pub(crate) async fn reenter(&self) -> Result<RawHold> {
         let held = self.held();
-        if self.is_lost() {
+        let live = held
+            .raw
+            .inner()
+            .holds
+            .is_live(held.raw.name(), &held.field, &held.hold);
+        if self.is_lost() || !live {
             return Err(held.not_held());
         }
         let acquired = held

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use redisson_lock::{LostReason, Owner};
+use redisson_lock::{Error, LostReason, Owner};
 
 use fred::interfaces::ClientLike;
 
@@ -119,8 +119,13 @@ async fn the_unlock_without_a_guard_takes_the_newest_guards_hold() {
     assert_eq!(second.expires_at(), None, "the watchdog guard is renewed");
     assert!(!second.is_lost());
     assert_eq!(lock.hold_count(owner).await.unwrap(), 1);
-    // The leased guard's hold was the one taken: its unlock sends nothing.
-    assert!(leased.unlock().await.is_err());
+    // The leased guard's hold was the one taken: it holds nothing, and its
+    // re-entry, extend and unlock send nothing.
+    let mut leased = leased;
+    assert!(matches!(leased.reenter().await, Err(Error::NotHeld { .. })));
+    let extended = leased.extend(Duration::from_secs(90)).await;
+    assert!(matches!(extended, Err(Error::NotHeld { .. })));
+    assert!(matches!(leased.unlock().await, Err(Error::NotHeld { .. })));
     assert_eq!(lock.hold_count(owner).await.unwrap(), 1);
     second.unlock().await.unwrap();
     assert!(!lock.is_locked().await.unwrap());
