@@ -14,9 +14,9 @@ use crate::base::pending::PendingReleases;
 use crate::connection::config::Config;
 use crate::connection::pubsub::{Commands, Hub};
 use crate::connection::redis::Redis;
-use crate::connection::script::ScriptEnv;
 use crate::engine::registry::Holds;
 use crate::engine::renewal;
+use crate::engine::script_env::ScriptEnv;
 use crate::engine::shared::Inner;
 
 /// A connection to Redis shared by every lock taken through it: one fred
@@ -62,7 +62,7 @@ impl Client {
         config.validate()?;
         // Dropped on any error below (or if this future is dropped), the
         // connections are closed in the background.
-        let connections = crate::connection::redis::connect(&config).await?;
+        let connections = crate::connection::connect::connect(&config).await?;
         let commands = Commands::resolve(config.pubsub_mode, &connections.redis, config.timeout)
             .await
             .map_err(|e| e.at(&config.server_description()))?;
@@ -83,7 +83,7 @@ impl Client {
         ));
         let (hub, mut tasks) = Hub::start(subscriber.clone(), commands, config.timeout);
         tasks.push(latch_task);
-        tasks.push(tokio::spawn(crate::connection::redis::watch_connection(
+        tasks.push(tokio::spawn(crate::connection::connect::watch_connection(
             redis.client.clone(),
         )));
         let watchdog = tokio::spawn(renewal::run(renewal::Watchdog {
@@ -188,7 +188,7 @@ impl Client {
         let _ = tokio::time::timeout(inner.config.retry_span(), inner.cleanups.drained()).await;
         // Permits that could not be given back by now are reported and left.
         inner.releases.abandon_all();
-        // Latches no later command will carry.
+        // DeferredDeletes no later command will carry.
         let _ =
             tokio::time::timeout(inner.config.timeout, inner.redis.delete_queued_latches()).await;
         inner.redis.close();

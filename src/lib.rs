@@ -134,12 +134,15 @@
 // Layers, read top-down, one folder each; a file imports only from its own
 // folder and the folders below it:
 // - `blocking`: the blocking API, a bridge over the async one;
-// - `kinds` (lock kinds, `MultiLock`) and `synchronizers` (semaphores, count-down
-//   latch): each kind's protocol, type and factory;
-// - `engine`: what every kind shares (`Lock`, guards, holds, the acquire and
-//   wait loops);
-// - `client`: the `Client`, its registry of holds and the renewal task;
-// - `connection`: configuration, Redis commands, scripts, pub/sub;
+// - `locks` (the lock kinds, `Lock`, `LockGuard`, `MultiLock`) and
+//   `synchronizers` (semaphores, count-down latch): each kind's protocol and
+//   scripts, its type and its factory;
+// - `client`: the `Client` and its set-up;
+// - `engine`: what every kind shares: the one acquisition core (attempt,
+//   undo, give-up, wait, cancellation), the hold registry, renewal and the
+//   release path;
+// - `connection`: configuration, connecting, Redis commands and retries,
+//   running scripts, pub/sub; it knows no lock kind;
 // - `base`: errors, owners, wire names, back-off, background work, telemetry.
 mod base;
 #[cfg(feature = "blocking")]

@@ -460,7 +460,11 @@ async fn waiting_futures_stay_small() {
     let semaphore = fx.client.semaphore(&fx.name).unwrap();
     let permits = fx.client.permit_expirable_semaphore(&fx.name).unwrap();
     let latch = fx.client.count_down_latch(&fx.name).unwrap();
+    let other = fx.client.lock(&format!("{}:held", fx.name)).unwrap();
+    let guard = other.lock().await.unwrap();
+    let unlock_size = std::mem::size_of_val(&guard.unlock());
     let sizes = [
+        ("unlock", unlock_size),
         ("lock()", std::mem::size_of_val(&lock.lock())),
         (
             "try_lock_for",

@@ -16,9 +16,11 @@ use fred::prelude::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel() {
     let set = Sentinels::start().await;
+    // Boxed, as in tests/cluster.rs: the test future stays small on the
+    // test thread's stack.
     macro_rules! scenario {
         ($name:ident) => {
-            common::topology::timed(stringify!($name), $name(&set)).await
+            common::topology::timed(stringify!($name), Box::pin($name(&set))).await
         };
     }
     scenario!(excludes_and_wakes);

@@ -1,11 +1,13 @@
-//! The Redis layer: configuration and URL parsing (TLS included), the
-//! command connection with its retries, the Lua scripts and their calls, the
-//! pub/sub hub, and the deletion of unlock latches. It knows no lock kind.
+//! The Redis layer: configuration and URL parsing (TLS included), connecting,
+//! the command connection with its retries, running Lua scripts (each kind
+//! declares its own), the pub/sub hub, and keys deleted soon without a round
+//! trip of their own. It knows no lock kind.
 
 pub(crate) mod config;
+pub(crate) mod connect;
+pub(crate) mod deferred_delete;
 pub(crate) mod pubsub;
 pub(crate) mod pubsub_commands;
 pub(crate) mod redis;
 pub(crate) mod script;
 pub(crate) mod tls;
-pub(crate) mod unlock_latches;

@@ -5,9 +5,9 @@
 //! the last one to drop it unsubscribes. Subscribe and unsubscribe commands
 //! go through one task in order, so a leave-and-rejoin can never end up
 //! unsubscribed. Messages wake waiters through a [`Notify`], per the
-//! channel's [`Wake`] policy: on lock channels `0` wakes one (a permit is
-//! stored if none waits) and `1` wakes all; on semaphore channels a count
-//! `m` wakes `min(m, local waiters)`; on latch channels any message wakes all. After the subscriber
+//! channel's [`Wake`] policy, chosen by whoever subscribes: `0` wakes one
+//! (a permit is stored if none waits) and `1` wakes all; or a count `m`
+//! wakes `min(m, local waiters)`; or any message wakes all. After the subscriber
 //! reconnects, every channel is subscribed again and every waiter woken to
 //! re-check, since messages published during the gap are lost; when the
 //! connection is lost, every waiter is woken at once too, so none sleeps on
@@ -70,14 +70,14 @@ struct Entry {
 /// chosen by the first subscriber of the channel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Wake {
-    /// Lock channels: `0` wakes one waiter, `1` wakes all.
-    Lock,
-    /// Semaphore channels: a count `m` wakes `min(m, local waiters)`
-    /// waiters (a count of 0 or less wakes none).
-    Count,
-    /// Count-down latch channels: any message wakes every waiter (`0`: the
-    /// count reached zero; `1`: a new count, or the latch was deleted).
-    All,
+    /// `0` wakes one waiter, `1` wakes all, anything else none (what
+    /// Redisson's lock channels carry).
+    OneOrAll,
+    /// A count `m` wakes `min(m, local waiters)` waiters (a count of 0 or
+    /// less wakes none).
+    Counted,
+    /// Any message wakes every waiter.
+    Every,
 }
 
 #[derive(Clone, Debug)]
@@ -124,8 +124,7 @@ impl Hub {
         (Hub { shared }, tasks)
     }
 
-    /// Whether any local waiter holds a subscription, on any channel (a
-    /// lock, semaphore or count-down latch wait).
+    /// Whether any local waiter holds a subscription, on any channel.
     pub(crate) fn has_waiters(&self) -> bool {
         self.shared.waiters.load(Ordering::Relaxed) > 0
     }
@@ -138,13 +137,13 @@ impl Hub {
         self.join(channel, wake, false).await
     }
 
-    /// Join the lock channel `channel` as a watcher: woken through
+    /// Join `channel` as a watcher: woken through
     /// [`Subscription::any_message`] by every message, never counted or
     /// woken as a waiter. A keyspace channel (`__keyspace@<db>__:<key>`) is
     /// subscribed on the node that holds the key, and wakes its watchers
     /// only for events that can remove the key or a field of it.
     pub(crate) async fn watch(&self, channel: &str) -> Result<Subscription> {
-        self.join(channel, Wake::Lock, true).await
+        self.join(channel, Wake::OneOrAll, true).await
     }
 
     async fn join(&self, channel: &str, wake: Wake, watcher: bool) -> Result<Subscription> {
@@ -271,17 +270,17 @@ impl Entry {
         }
         self.any.notify_waiters();
         match (self.wake, code) {
-            (Wake::Lock, 0) => self.notify.notify_one(),
-            (Wake::Lock, 1) => self.notify.notify_waiters(),
-            (Wake::Lock, _) => {}
-            (Wake::Count, m) => {
+            (Wake::OneOrAll, 0) => self.notify.notify_one(),
+            (Wake::OneOrAll, 1) => self.notify.notify_waiters(),
+            (Wake::OneOrAll, _) => {}
+            (Wake::Counted, m) => {
                 let waiters = self.waiters();
                 let wake = usize::try_from(m).unwrap_or(0).min(waiters);
                 for _ in 0..wake {
                     self.notify.notify_one();
                 }
             }
-            (Wake::All, _) => self.wake_all(),
+            (Wake::Every, _) => self.wake_all(),
         }
     }
 

@@ -1,5 +1,4 @@
-//! The Redis command layer every lock uses, knowing no lock: connecting,
-//! scripts by EVALSHA with the NOSCRIPT fallback, error translation,
+//! The Redis command layer every lock uses, knowing no lock: scripts by EVALSHA with the NOSCRIPT fallback, error translation,
 //! retries of idempotent commands, and deletion of unlock latches (carried
 //! by the next script to the same node, else batched in the background).
 
@@ -7,7 +6,6 @@ use std::future::Future;
 use std::time::Duration;
 
 use fred::interfaces::{ClientLike, ClusterInterface, EventInterface, KeysInterface};
-use fred::types::config::{ConnectionConfig, PerformanceConfig, ReconnectPolicy};
 use fred::types::{Key, Value};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -15,114 +13,8 @@ use tokio::time::Instant;
 use crate::base::backoff::{equal_jitter, BackOff, BackOffState};
 use crate::base::error::{Error, Result};
 use crate::connection::config::Config;
+use crate::connection::deferred_delete::DeferredDeletes;
 use crate::connection::script::ScriptCall;
-use crate::connection::unlock_latches::Latches;
-
-/// Connect the command and the pub/sub connection of a client, both at
-/// once, within `config.timeout`. Relies on nothing but the outcome of each
-/// connection (fred's `init` subscribes to the connect notification before
-/// it starts connecting, so none is missed).
-pub(crate) async fn connect(config: &Config) -> Result<Connections> {
-    let redis = fred_client(config)?;
-    let subscriber = redis.clone_new();
-    // Dropped unkept (connecting failed, or the caller dropped this
-    // future), it stops both clients' connection tasks, which would
-    // otherwise keep reconnecting for the life of the process.
-    let connections = Connections {
-        redis: redis.clone(),
-        subscriber: subscriber.clone(),
-        kept: false,
-    };
-    let connected = tokio::time::timeout(
-        config.timeout,
-        futures::future::try_join(redis.init(), subscriber.init()),
-    )
-    .await;
-    // A TLS client whose server does not speak TLS on that port may wait
-    // for a handshake reply that never comes.
-    let hint = if config.redis.uses_tls() {
-        " (TLS: is that the server's TLS port?)"
-    } else {
-        ""
-    };
-    let server = config.server_description();
-    let timed_out = || {
-        Error::connection(format!(
-            "could not connect within {:?}{hint}",
-            config.timeout
-        ))
-    };
-    let failure = match connected {
-        Ok(Ok(_tasks)) => return Ok(connections),
-        // Whatever timed out while connecting, connecting failed.
-        Ok(Err(e)) => match Error::from_redis(e, "", config.timeout) {
-            Error::Timeout(_) => timed_out(),
-            other => other,
-        },
-        Err(_) => timed_out(),
-    }
-    .at(&server);
-    drop(connections);
-    Err(failure)
-}
-
-/// The command and the pub/sub client of a new connection, quit (in the
-/// background, without waiting for a server that may never answer) if
-/// dropped before [`keep`](Self::keep): a connect that fails later, or is
-/// cancelled.
-pub(crate) struct Connections {
-    pub(crate) redis: fred::clients::Client,
-    subscriber: fred::clients::Client,
-    kept: bool,
-}
-
-impl Connections {
-    /// Keep both: the command client and the pub/sub client.
-    pub(crate) fn keep(mut self) -> (fred::clients::Client, fred::clients::Client) {
-        self.kept = true;
-        (self.redis.clone(), self.subscriber.clone())
-    }
-}
-
-impl Drop for Connections {
-    fn drop(&mut self) {
-        if self.kept {
-            return;
-        }
-        // No runtime left (the caller's is shutting down): the connection
-        // tasks end with it.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        for client in [self.redis.clone(), self.subscriber.clone()] {
-            runtime.spawn(async move {
-                let _ = tokio::time::timeout(Duration::from_secs(1), client.quit()).await;
-            });
-        }
-    }
-}
-
-fn fred_client(config: &Config) -> Result<fred::clients::Client> {
-    let perf = PerformanceConfig {
-        default_command_timeout: config.timeout,
-        broadcast_channel_capacity: 4096,
-        ..PerformanceConfig::default()
-    };
-    let connection = ConnectionConfig {
-        connection_timeout: config.timeout,
-        internal_command_timeout: config.timeout,
-        // A command whose connection dies in flight is not resent by fred: lock
-        // acquisition is not idempotent; our retry layer resends only what is.
-        max_command_attempts: 1,
-        ..ConnectionConfig::default()
-    };
-    fred::types::Builder::from_config(config.redis.clone())
-        .set_performance_config(perf)
-        .set_connection_config(connection)
-        .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
-        .build()
-        .map_err(|e| Error::Config(e.to_string()))
-}
 
 /// The longest pause between two tries of a give-back of permits that keeps
 /// trying until it lands: a few seconds, since it also tries again as soon
@@ -145,7 +37,7 @@ pub(crate) struct Redis {
     closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Unlock latch keys to delete: by the next script, else by
     /// [`delete_latches`].
-    latches: std::sync::Arc<Latches>,
+    latches: std::sync::Arc<DeferredDeletes>,
     /// `WAIT` for replicas after every write, at most this long.
     replica_sync: Option<Duration>,
     /// Connected replicas per master (`""` without a cluster) and when they
@@ -177,7 +69,7 @@ impl Redis {
     /// The command layer over `client`, and its latch-deleting task.
     pub(crate) fn start(client: fred::clients::Client, config: &Config) -> (Redis, JoinHandle<()>) {
         let clustered = config.redis.server.is_clustered();
-        let latches = std::sync::Arc::new(Latches::new(clustered));
+        let latches = std::sync::Arc::new(DeferredDeletes::new(clustered));
         let redis = Redis {
             client,
             timeout: config.timeout,
@@ -242,7 +134,7 @@ impl Redis {
     ///
     /// If no other script is in flight, queued unlock latches of the
     /// script's node go first, as a `DEL` that fred writes in the same write
-    /// as the `EVALSHA` (see [`send_del`] and `unlock_latches.rs`).
+    /// as the `EVALSHA` (see [`send_del`] and `deferred_delete.rs`).
     pub(crate) async fn eval(&self, build: impl Fn() -> ScriptCall) -> Result<Value> {
         self.eval_as(build, Late::Deliver).await
     }
@@ -515,7 +407,7 @@ impl Redis {
 
     /// Delete an unlock latch soon, without waiting for it: carried by the
     /// next script, or at once in the background if the client is
-    /// `contended` (has waiters) or has other scripts in flight (`unlock_latches.rs`).
+    /// `contended` (has waiters) or has other scripts in flight (`deferred_delete.rs`).
     pub(crate) fn delete_later(&self, key: String, contended: bool) {
         self.latches.add(key, contended);
     }
@@ -571,9 +463,9 @@ enum ScriptBy {
 /// `eval` would send it, its reply awaited at most `timeout`; if that runs
 /// out, what becomes of the call is as [`Late`] says. Boxed: the future of
 /// a script call is part of every acquire attempt kept alive for
-/// cancellation safety, once per waiter (BENCHMARKS.md, memory per waiter),
-/// and fred's command futures are large (about 5 KB: fred reserves room in
-/// every one for unblocking a blocked connection).
+/// cancellation safety, once per waiter, and fred's command futures are
+/// large (about 5 KB: fred reserves room in every one for unblocking a
+/// blocked connection).
 ///
 /// The hash slot of the first key routes it on a `clustered` server; any
 /// other server ignores it, so it is not computed there.
@@ -646,7 +538,7 @@ fn send_del(client: &fred::clients::Client, keys: Vec<String>) {
 }
 
 /// Delete the unlock latches no script carried within
-/// [`WINDOW`](crate::connection::unlock_latches::WINDOW), or at once those queued while the
+/// [`WINDOW`](crate::connection::deferred_delete::WINDOW), or at once those queued while the
 /// client had waiters or scripts in flight (docs/PROTOCOL.md §2.4), one
 /// `DEL` per batch (per hash slot on a cluster). Runs for the life of the
 /// client.
@@ -675,31 +567,5 @@ async fn delete(redis: &Redis, keys: Vec<String>) {
         .await;
     if let Err(e) = outcome {
         tracing::debug!(error = %e, "deleting unlock latches failed; they expire by themselves");
-    }
-}
-
-/// Report the command connection's losses and reconnects as events (the
-/// pub/sub connection's are reported by the hub). Servers are shown as
-/// `host:port`, never with credentials.
-pub(crate) async fn watch_connection(client: fred::clients::Client) {
-    use tokio::sync::broadcast::error::RecvError;
-    let mut reconnects = client.reconnect_rx();
-    let mut errors = client.error_rx();
-    loop {
-        tokio::select! {
-            error = errors.recv() => match error {
-                Err(RecvError::Closed) => return,
-                Err(RecvError::Lagged(_)) => {}
-                Ok((e, server)) => {
-                    let server = server.as_ref().map(tracing::field::display);
-                    tracing::warn!(server, error = %e, "Redis connection lost");
-                }
-            },
-            event = reconnects.recv() => match event {
-                Err(RecvError::Closed) => return,
-                Err(RecvError::Lagged(_)) => {}
-                Ok(server) => tracing::info!(server = %server, "Redis connection re-established"),
-            },
-        }
     }
 }

@@ -260,7 +260,7 @@ impl RawHold {
                 channel.to_owned(),
                 held.hold.tenure,
                 "message on its channel",
-                released(held.hold.status.clone()),
+                ended(held.hold.status.clone()),
             )
         });
         async move {
@@ -293,6 +293,6 @@ impl RawHold {
 
 /// Resolves when the status `status` observes ends: the registry released
 /// or replaced it.
-async fn released(mut status: tokio::sync::watch::Receiver<registry::Status>) {
+async fn ended(mut status: tokio::sync::watch::Receiver<registry::Status>) {
     while status.changed().await.is_ok() {}
 }

@@ -9,6 +9,7 @@ pub(crate) mod protocol;
 pub(crate) mod raw;
 pub(crate) mod registry;
 pub(crate) mod renewal;
+pub(crate) mod script_env;
 pub(crate) mod shared;
 pub(crate) mod unlock;
 pub(crate) mod watch;

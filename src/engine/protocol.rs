@@ -14,8 +14,14 @@ use crate::base::backoff::BackOffState;
 use crate::base::error::{Error, Result};
 use crate::base::keys::LockKeys;
 use crate::base::owner::Owner;
-use crate::connection::script::{ScriptCall, ScriptEnv};
+use crate::connection::script::script;
+use crate::connection::script::ScriptCall;
 use crate::engine::registry::Renewal;
+use crate::engine::script_env::ScriptEnv;
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(RENEW, "args.lua", "renew.lua");
+script!(IS_LOCKED, "is_locked.lua");
 
 /// What one acquire attempt found.
 #[derive(Debug, Clone, Copy)]
@@ -80,17 +86,7 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     /// Read the acquire script's reply (`{count}`: acquired; integer: busy
     /// TTL).
     fn read_acquire(&self, reply: Value) -> Result<Attempt> {
-        match reply {
-            Value::Integer(ttl) => Ok(Attempt::Busy(ttl)),
-            Value::Array(items) => match items.as_slice() {
-                [Value::Integer(count)] => match hold_count(*count) {
-                    Some(count) => Ok(Attempt::Acquired { count, token: None }),
-                    None => Err(Error::Protocol(format!("lock replied {items:?}"))),
-                },
-                _ => Err(Error::Protocol(format!("lock replied {items:?}"))),
-            },
-            other => Err(Error::Protocol(format!("lock replied {other:?}"))),
-        }
+        read_count_or_ttl(self.label(), reply)
     }
 
     /// How a waiter with `field` waits: by default on the lock's channel.
@@ -129,11 +125,7 @@ pub(crate) trait Protocol: Send + Sync + 'static {
 
     /// Whether anyone holds the lock; replies 1 or 0.
     fn is_locked_call(&self) -> ScriptCall {
-        ScriptCall::new(
-            &crate::connection::script::IS_LOCKED,
-            &[self.name()],
-            Vec::new(),
-        )
+        ScriptCall::new(&IS_LOCKED, &[self.name()], Vec::new())
     }
 
     /// The forced unlock script; replies 1 if something was unlocked.
@@ -142,6 +134,22 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     /// How the watchdog renews a hold of this lock.
     fn renewal(&self) -> Renewal {
         HASH_RENEWAL
+    }
+}
+
+/// The usual acquire reply of the lock labelled `label`: `{count}`
+/// acquired (or re-entered), an integer the holder's TTL.
+pub(crate) fn read_count_or_ttl(label: &str, reply: Value) -> Result<Attempt> {
+    match reply {
+        Value::Integer(ttl) => Ok(Attempt::Busy(ttl)),
+        Value::Array(items) => match items.as_slice() {
+            [Value::Integer(count)] => match hold_count(*count) {
+                Some(count) => Ok(Attempt::Acquired { count, token: None }),
+                None => Err(Error::Protocol(format!("{label} replied {items:?}"))),
+            },
+            _ => Err(Error::Protocol(format!("{label} replied {items:?}"))),
+        },
+        other => Err(Error::Protocol(format!("{label} replied {other:?}"))),
     }
 }
 
@@ -154,7 +162,7 @@ pub(crate) fn hold_count(count: i64) -> Option<u32> {
 /// `HEXISTS N field` then `PEXPIRE N max(PTTL N, lease)`; `KEYS = N…`,
 /// `ARGV = lease, field…`.
 pub(crate) static HASH_RENEWAL: Renewal = Renewal {
-    script: &crate::connection::script::RENEW,
+    script: &RENEW,
     append: |name, field, keys, args| {
         keys.push(Key::from(name));
         args.push(Value::from(field));

@@ -119,50 +119,59 @@ impl RawLock {
         };
         let report = Acquisition::start(self.name(), self.proto.label(), wait, start);
         report.span().record("owner", field.as_str());
+        // One copy of the attempts' state for the whole acquisition, here
+        // (an async fn keeps its own copy of an argument it mutates).
+        let mut attempts;
         // Pinned in place: the acquisition's future is large, and
-        // `instrument` would otherwise copy it.
-        let acquiring = std::pin::pin!(self.acquire_as(owner, &field, lease, mode, deadline));
+        // `instrument` would otherwise copy it. Built in a block, so that
+        // nothing moved into it keeps a slot of its own in this future.
+        let acquiring = std::pin::pin!({
+            // Every Redis step of this acquisition (attempts, undoing an
+            // attempt with an unknown outcome, leaving the queue) runs in
+            // this order, also when the rest finishes in the background;
+            // with an owner that other calls may share, in the order of all
+            // of its field's attempts on this client (the registry's).
+            // Boxed: only explicit owners have one, and every waiter would
+            // carry its room.
+            let shared = self
+                .owner
+                .map(|_| Box::new(self.inner.holds.order(self.name(), &field)));
+            let order = shared
+                .as_ref()
+                .map_or_else(new_order, |shared| shared.order.clone());
+            attempts = LockAttempts {
+                lock: self,
+                owner,
+                field: &field,
+                lease,
+                mode,
+                deadline,
+                order,
+                waiting: None,
+                next_in_line: NEXT_IN_LINE_FIRST,
+            };
+            self.acquire_as(&mut attempts, shared)
+        });
         let outcome = acquiring.instrument(report.span().clone()).await;
         report.finish(&outcome, matches!(mode, AttemptMode::Once));
         outcome
     }
 
-    /// [`acquire`](Self::acquire) for `owner`'s `field`, within the acquire span.
+    /// [`acquire`](Self::acquire) by `attempts`, within the acquire span;
+    /// `shared` keeps an explicit owner's order in the registry meanwhile.
+    /// Everything it needs comes in `attempts`: a waiter carries each
+    /// argument of this call for as long as it waits.
     async fn acquire_as(
         &self,
-        owner: Owner,
-        field: &str,
-        lease: Lease,
-        mode: AttemptMode,
-        deadline: Deadline,
+        attempts: &mut LockAttempts<'_>,
+        shared: Option<Box<crate::engine::registry::OrderUse>>,
     ) -> Result<Option<Acquired>> {
-        // Every Redis step of this acquisition (attempts, undoing an attempt
-        // with an unknown outcome, leaving the queue) runs in this order,
-        // also when the rest finishes in the background; with an owner that
-        // other calls may share, in the order of all of its field's
-        // attempts on this client (the registry's).
-        let shared = self
-            .owner
-            .map(|_| self.inner.holds.order(self.name(), field));
-        let order = shared
-            .as_ref()
-            .map_or_else(new_order, |shared| shared.order.clone());
         // A waiter that goes away without the lock (error, deadline, or its
         // future dropped) runs the protocol's give-up step: a fair-lock
         // waiter may have joined the queue with its very first attempt.
-        let mut leaving = self.give_up(field, mode, &order);
-        let mut attempts = LockAttempts {
-            lock: self,
-            owner,
-            field,
-            lease,
-            mode,
-            deadline,
-            order: &order,
-            waiting: None,
-            next_in_line: NEXT_IN_LINE_FIRST,
-        };
-        let outcome = waiter::run(&self.inner, self.name(), deadline, &mut attempts)
+        let mut leaving = self.give_up(attempts.field, attempts.mode, &attempts.order);
+        let deadline = attempts.deadline;
+        let outcome = waiter::run(&self.inner, self.name(), deadline, attempts)
             .await
             .map(|done| done.map(|done| done.value));
         drop(shared);
@@ -415,7 +424,7 @@ struct LockAttempts<'a> {
     lease: Lease,
     mode: AttemptMode,
     deadline: Deadline,
-    order: &'a Order,
+    order: Order,
     /// How this waiter learns it may try again, once busy.
     waiting: Option<Waiting>,
     /// The next re-check after [`Attempt::NextInLine`].
@@ -435,7 +444,7 @@ impl waiter::Attempts for LockAttempts<'_> {
             return Err(e);
         }
         let (lock, field) = (self.lock, self.field);
-        let tried = lock.attempt(self.owner, field, self.lease, self.mode, turn, self.order);
+        let tried = lock.attempt(self.owner, field, self.lease, self.mode, turn, &self.order);
         Ok(match tried.await? {
             Tried::Acquired(acquired) => Outcome::Ready(acquired),
             Tried::Busy(ttl) => {
@@ -467,7 +476,7 @@ impl waiter::Attempts for LockAttempts<'_> {
             .waiting
             .get_or_insert_with(|| lock.proto.waiting(field))
         {
-            Waiting::Channel(channel) => Some((channel.clone(), Wake::Lock)),
+            Waiting::Channel(channel) => Some((channel.clone(), Wake::OneOrAll)),
             Waiting::BackOff(_) => None,
         }
     }

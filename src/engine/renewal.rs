@@ -15,8 +15,12 @@ use tracing::Instrument;
 
 use crate::base::error::Error;
 use crate::connection::redis::Redis;
-use crate::connection::script::{ScriptCall, HELD};
+use crate::connection::script::script;
+use crate::connection::script::ScriptCall;
 use crate::engine::registry::{HoldKey, Holds, Renewal};
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(HELD, "held.lua");
 
 /// What the watchdog task runs with.
 pub(crate) struct Watchdog {

@@ -15,8 +15,8 @@ use crate::base::pending::PendingReleases;
 use crate::connection::config::Config;
 use crate::connection::pubsub::Hub;
 use crate::connection::redis::Redis;
-use crate::connection::script::ScriptEnv;
 use crate::engine::registry::Holds;
+use crate::engine::script_env::ScriptEnv;
 
 /// The shared state of one client (behind its `Arc`).
 pub(crate) struct Inner {
@@ -48,7 +48,7 @@ pub(crate) struct Inner {
 impl Inner {
     /// Delete an unlock latch once its unlock has answered (docs/PROTOCOL.md
     /// §2.4): at once in the background while this client has waiters, else
-    /// with the next script if one comes soon (`unlock_latches.rs`).
+    /// with the next script if one comes soon (`deferred_delete.rs`).
     pub(crate) fn delete_latch_later(&self, latch: String) {
         self.redis.delete_later(latch, self.hub.has_waiters());
     }

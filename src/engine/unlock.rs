@@ -12,7 +12,7 @@ use tracing::Instrument;
 use crate::base::error::{Error, Result};
 use crate::connection::redis::{Late, Patience};
 use crate::engine::protocol::Protocol;
-use crate::engine::registry::{HoldRef, Lease, Releasing, UnlockReply};
+use crate::engine::registry::{HoldRef, Lease, UnlockReply, Unlocking};
 use crate::engine::shared::Inner;
 
 /// Outcome of an unlock.
@@ -50,13 +50,13 @@ pub(crate) async fn release(
     // Not in the field's turn: a release's reply, in whatever order it is
     // applied, can only end a tenure it was sent for (docs/PROTOCOL.md §2.9).
     let target = match whose {
-        Whose::Guard(hold) => match inner.holds.releasing(name, field, hold) {
-            Releasing::Send => Target::Tenure(hold.tenure),
-            Releasing::Stale => Target::Stale,
+        Whose::Guard(hold) => match inner.holds.unlocking(name, field, hold) {
+            Unlocking::Send => Target::Tenure(hold.tenure),
+            Unlocking::Stale => Target::Stale,
         },
         Whose::Owner => inner
             .holds
-            .releasing_any(name, field)
+            .unlocking_any(name, field)
             .map_or(Target::Unknown, Target::Tenure),
     };
     release_unlocked(inner, proto, field, lease, target, patience).await
@@ -87,10 +87,10 @@ pub(crate) async fn release_in_turn(
     patience: Patience,
 ) -> Result<Unlocked> {
     let target = match hold {
-        Some(hold) => match inner.holds.releasing(proto.name(), field, hold) {
-            Releasing::Send => Target::Tenure(hold.tenure),
+        Some(hold) => match inner.holds.unlocking(proto.name(), field, hold) {
+            Unlocking::Send => Target::Tenure(hold.tenure),
             // Found gone meanwhile: the unlock finds nothing, harmlessly.
-            Releasing::Stale => Target::Unknown,
+            Unlocking::Stale => Target::Unknown,
         },
         None => Target::Unknown,
     };
@@ -133,7 +133,7 @@ async fn release_unlocked(
         Err(_) => None,
     };
     if let (Target::Tenure(tenure), Some(reply)) = (target, reply) {
-        inner.holds.released(proto.name(), field, tenure, reply);
+        inner.holds.unlocked(proto.name(), field, tenure, reply);
     }
     match &outcome {
         Ok(Unlocked::Released) => span.record("outcome", "released"),

@@ -25,11 +25,22 @@ use crate::base::keys::LockKeys;
 use crate::base::layout;
 use crate::base::time::epoch_ms;
 use crate::client::Client;
-use crate::connection::script::ScriptEnv;
-use crate::connection::script::{self, millis, ScriptCall};
-use crate::engine::protocol::{hold_count, Attempt, AttemptMode, Protocol, Waiting};
+use crate::connection::script::{millis, script, ScriptCall};
+use crate::engine::protocol::{read_count_or_ttl, Attempt, AttemptMode, Protocol, Waiting};
+use crate::engine::script_env::ScriptEnv;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
 use crate::locks::lock::Lock;
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(FAIR_LOCK, "args.lua", "fair_purge.lua", "fair_lock.lua");
+script!(FAIR_LEAVE, "args.lua", "fair_leave.lua");
+script!(FAIR_UNLOCK, "args.lua", "fair_purge.lua", "fair_unlock.lua");
+script!(
+    FAIR_FORCE_UNLOCK,
+    "args.lua",
+    "fair_purge.lua",
+    "fair_force_unlock.lua"
+);
 
 /// Redisson's fair lock (`getFairLock(name)`).
 pub type FairLock = Lock<Fair>;
@@ -182,7 +193,7 @@ impl Protocol for Fair {
         }
         let [name, queue, timeouts] = self.keys();
         ScriptCall::new(
-            &script::FAIR_LOCK,
+            &FAIR_LOCK,
             &[name, queue, timeouts, &self.lock.channel],
             args,
         )
@@ -190,16 +201,13 @@ impl Protocol for Fair {
 
     fn read_acquire(&self, reply: Value) -> Result<Attempt> {
         match reply {
-            Value::Integer(ttl) => Ok(Attempt::Busy(ttl)),
-            Value::Array(items) => match items.as_slice() {
-                [Value::Integer(0), Value::Integer(ms)] => Ok(Attempt::NextInLine(*ms)),
-                [Value::Integer(count)] => match hold_count(*count) {
-                    Some(count) => Ok(Attempt::Acquired { count, token: None }),
-                    None => Err(Error::Protocol(format!("fair lock replied {items:?}"))),
-                },
-                _ => Err(Error::Protocol(format!("fair lock replied {items:?}"))),
-            },
-            other => Err(Error::Protocol(format!("fair lock replied {other:?}"))),
+            Value::Array(items) if matches!(items.as_slice(), [Value::Integer(0), _]) => {
+                match items.as_slice() {
+                    [_, Value::Integer(ms)] => Ok(Attempt::NextInLine(*ms)),
+                    _ => Err(Error::Protocol(format!("fair lock replied {items:?}"))),
+                }
+            }
+            other => read_count_or_ttl(self.label(), other),
         }
     }
 
@@ -209,7 +217,7 @@ impl Protocol for Fair {
 
     fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
-            &script::FAIR_UNLOCK,
+            &FAIR_UNLOCK,
             &[
                 &self.lock.name,
                 &self.queue,
@@ -239,7 +247,7 @@ impl Protocol for Fair {
     ) -> Option<(ScriptCall, Duration)> {
         let wait = thread_wait(env, wait);
         let call = ScriptCall::new(
-            &script::FAIR_LEAVE,
+            &FAIR_LEAVE,
             &[
                 &self.queue,
                 &self.timeouts,
@@ -257,7 +265,7 @@ impl Protocol for Fair {
 
     fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {
         ScriptCall::new(
-            &script::FAIR_FORCE_UNLOCK,
+            &FAIR_FORCE_UNLOCK,
             &[
                 &self.lock.name,
                 &self.queue,

@@ -28,14 +28,17 @@ use crate::base::error::{Error, Result};
 use crate::base::keys::LockKeys;
 use crate::base::layout;
 use crate::client::Client;
-use crate::connection::script::ScriptEnv;
-use crate::connection::script::{self, ScriptCall};
+use crate::connection::script::{script, ScriptCall};
 use crate::engine::protocol::hold_count;
 use crate::engine::protocol::{Attempt, AttemptMode, Protocol};
+use crate::engine::script_env::ScriptEnv;
 use crate::locks::guard::LockGuard;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
 use crate::locks::lock::Lock;
-use crate::locks::rlock::{lock_call, Reentrant};
+use crate::locks::rlock::{lease_owner_call, Reentrant};
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(FENCED_LOCK, "args.lua", "fenced_lock.lua");
 
 /// Redisson's fenced lock (`getFencedLock(name)`).
 pub type FencedLock = Lock<Fenced>;
@@ -127,7 +130,7 @@ impl Protocol for Fenced {
         _: AttemptMode,
     ) -> ScriptCall {
         let keys = [self.rlock.name(), &self.token_key];
-        lock_call(&script::FENCED_LOCK, &keys, field, lease_ms)
+        lease_owner_call(&FENCED_LOCK, &keys, field, lease_ms)
     }
 
     /// `{-1, token}` acquired, `{ttl, -1}` busy. Success is read from the

@@ -8,11 +8,16 @@ use fred::types::{Key, Value};
 use crate::base::error::{Result, NON_REENTRANT};
 use crate::base::keys::LockKeys;
 use crate::client::Client;
-use crate::connection::script::ScriptEnv;
-use crate::connection::script::{self, Script, ScriptCall};
+use crate::connection::script::{script, Script, ScriptCall};
 use crate::engine::protocol::{AttemptMode, Protocol};
+use crate::engine::script_env::ScriptEnv;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
 use crate::locks::lock::Lock;
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(LOCK, "args.lua", "lock.lua");
+script!(UNLOCK, "args.lua", "unlock.lua");
+script!(FORCE_UNLOCK, "args.lua", "force_unlock.lua");
 
 /// Redisson's reentrant lock (`RLock`, `getLock(name)`).
 pub type RLock = Lock<Reentrant>;
@@ -40,13 +45,13 @@ impl Reentrant {
     }
 
     /// The acquire call, however the caller waits (the spin lock's too).
-    pub(crate) fn lock_call(&self, field: &str, lease_ms: i64) -> ScriptCall {
+    pub(crate) fn plain_acquire_call(&self, field: &str, lease_ms: i64) -> ScriptCall {
         let mut args = vec![Value::Integer(lease_ms), Value::from(field)];
         if !self.reentrant {
             args.push(Value::from(NON_REENTRANT));
         }
         // The name's key is built once per handle and shared by every call.
-        ScriptCall::with_keys(&script::LOCK, vec![self.keys.name_key()], args)
+        ScriptCall::with_keys(&LOCK, vec![self.keys.name_key()], args)
     }
 }
 
@@ -126,23 +131,15 @@ impl Protocol for Reentrant {
         lease_ms: i64,
         _: AttemptMode,
     ) -> ScriptCall {
-        self.lock_call(field, lease_ms)
+        self.plain_acquire_call(field, lease_ms)
     }
 
     fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        unlock_call(
-            &script::UNLOCK,
-            "0",
-            env,
-            &self.keys,
-            field,
-            lease_ms,
-            latch,
-        )
+        unlock_call(&UNLOCK, "0", env, &self.keys, field, lease_ms, latch)
     }
 
     fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {
-        force_unlock_call(&script::FORCE_UNLOCK, env, &self.keys, "0")
+        force_unlock_call(&FORCE_UNLOCK, env, &self.keys, "0")
     }
 }
 
@@ -150,7 +147,7 @@ impl Protocol for Reentrant {
 /// acquire script starts with: the lease in milliseconds, then the owner
 /// field (the whole call of the kinds whose attempt does not depend on the
 /// wait).
-pub(crate) fn lock_call(
+pub(crate) fn lease_owner_call(
     script: &'static Script,
     keys: &[&str],
     field: &str,

@@ -23,14 +23,29 @@ use crate::base::error::{Error, Result};
 use crate::base::keys::LockKeys;
 use crate::base::layout;
 use crate::client::Client;
-use crate::connection::script::ScriptEnv;
-use crate::connection::script::{self, Script, ScriptCall};
+use crate::connection::script::{script, Script, ScriptCall};
 use crate::engine::protocol::{AttemptMode, Protocol};
 use crate::engine::registry::Renewal;
+use crate::engine::script_env::ScriptEnv;
 use crate::locks::guard::LockGuard;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
 use crate::locks::lock::Lock;
-use crate::locks::rlock::{force_unlock_call, lock_call, unlock_call};
+use crate::locks::rlock::{force_unlock_call, lease_owner_call, unlock_call};
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(RW_READ_LOCK, "args.lua", "rw_read_lock.lua");
+script!(RW_READ_UNLOCK, "args.lua", "rw_read_unlock.lua");
+script!(RW_WRITE_LOCK, "args.lua", "rw_write_lock.lua");
+script!(RW_WRITE_UNLOCK, "args.lua", "rw_write_unlock.lua");
+script!(RW_READ_FORCE_UNLOCK, "args.lua", "rw_read_force_unlock.lua");
+script!(
+    RW_WRITE_FORCE_UNLOCK,
+    "args.lua",
+    "rw_write_force_unlock.lua"
+);
+script!(RW_READ_IS_LOCKED, "rw_read_is_locked.lua");
+script!(RW_WRITE_IS_LOCKED, "rw_write_is_locked.lua");
+script!(RW_RENEW_READ, "args.lua", "rw_renew_read.lua");
 
 /// The read half of a [`ReadWriteLock`] (Redisson's `readLock()`): shared
 /// among readers, excluded by a writer other than the reader itself.
@@ -248,7 +263,7 @@ impl Protocol for Read {
         _: AttemptMode,
     ) -> ScriptCall {
         ScriptCall::new(
-            &script::RW_READ_LOCK,
+            &RW_READ_LOCK,
             &[&self.keys.lock.name, &self.keys.timeout_prefix(field)],
             vec![
                 Value::Integer(lease_ms),
@@ -260,7 +275,7 @@ impl Protocol for Read {
 
     fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
-            &script::RW_READ_UNLOCK,
+            &RW_READ_UNLOCK,
             &[
                 &self.keys.lock.name,
                 &self.keys.lock.channel,
@@ -278,11 +293,11 @@ impl Protocol for Read {
     }
 
     fn is_locked_call(&self) -> ScriptCall {
-        self.keys.is_locked(&script::RW_READ_IS_LOCKED)
+        self.keys.is_locked(&RW_READ_IS_LOCKED)
     }
 
     fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {
-        force_unlock_call(&script::RW_READ_FORCE_UNLOCK, env, &self.keys.lock, "0")
+        force_unlock_call(&RW_READ_FORCE_UNLOCK, env, &self.keys.lock, "0")
     }
 
     fn renewal(&self) -> Renewal {
@@ -290,7 +305,7 @@ impl Protocol for Read {
         // `PEXPIRE` the owner's timeout keys `{N}:field:rwlock_timeout:1..count`
         // and `N`. One pair `[N, key prefix]` per hold; ARGV `1, field`.
         Renewal {
-            script: &script::RW_RENEW_READ,
+            script: &RW_RENEW_READ,
             append: |name, field, keys, args| {
                 keys.push(Key::from(name));
                 keys.push(Key::from(layout::rw_key_prefix(name)));
@@ -321,33 +336,20 @@ impl Protocol for Write {
         lease_ms: i64,
         _: AttemptMode,
     ) -> ScriptCall {
-        lock_call(
-            &script::RW_WRITE_LOCK,
-            &[&self.keys.lock.name],
-            field,
-            lease_ms,
-        )
+        lease_owner_call(&RW_WRITE_LOCK, &[&self.keys.lock.name], field, lease_ms)
     }
 
     fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         let keys = &self.keys.lock;
-        unlock_call(
-            &script::RW_WRITE_UNLOCK,
-            "1",
-            env,
-            keys,
-            field,
-            lease_ms,
-            latch,
-        )
+        unlock_call(&RW_WRITE_UNLOCK, "1", env, keys, field, lease_ms, latch)
     }
 
     fn is_locked_call(&self) -> ScriptCall {
-        self.keys.is_locked(&script::RW_WRITE_IS_LOCKED)
+        self.keys.is_locked(&RW_WRITE_IS_LOCKED)
     }
 
     fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {
-        force_unlock_call(&script::RW_WRITE_FORCE_UNLOCK, env, &self.keys.lock, "1")
+        force_unlock_call(&RW_WRITE_FORCE_UNLOCK, env, &self.keys.lock, "1")
     }
 }
 

@@ -10,12 +10,16 @@ use crate::base::backoff::{BackOff, BackOffState};
 use crate::base::error::Result;
 use crate::base::keys::LockKeys;
 use crate::client::Client;
-use crate::connection::script::ScriptEnv;
-use crate::connection::script::{self, ScriptCall};
+use crate::connection::script::{script, ScriptCall};
 use crate::engine::protocol::{AttemptMode, Protocol, Waiting};
+use crate::engine::script_env::ScriptEnv;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
 use crate::locks::lock::Lock;
 use crate::locks::rlock::Reentrant;
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(SPIN_UNLOCK, "args.lua", "spin_unlock.lua");
+script!(DELETE, "args.lua", "delete.lua");
 
 /// Redisson's spin lock (`getSpinLock(name)`).
 pub type SpinLock = Lock<Spin>;
@@ -73,7 +77,7 @@ impl Protocol for Spin {
         lease_ms: i64,
         _: AttemptMode,
     ) -> ScriptCall {
-        self.rlock.lock_call(field, lease_ms)
+        self.rlock.plain_acquire_call(field, lease_ms)
     }
 
     fn waiting(&self, _field: &str) -> Waiting {
@@ -86,13 +90,13 @@ impl Protocol for Spin {
 
     fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
         ScriptCall::new(
-            &script::SPIN_UNLOCK,
+            &SPIN_UNLOCK,
             &[self.name(), latch],
             vec![Value::from(field), env.latch_ttl_ms(lease_ms)],
         )
     }
 
     fn force_unlock_call(&self, _env: &ScriptEnv) -> ScriptCall {
-        ScriptCall::new(&script::DELETE, &[self.name()], Vec::new())
+        ScriptCall::new(&DELETE, &[self.name()], Vec::new())
     }
 }

@@ -9,9 +9,18 @@ use fred::interfaces::KeysInterface;
 use fred::types::Value;
 
 use crate::base::error::{Error, Result};
-use crate::connection::script::{self, millis, ScriptCall};
+use crate::connection::script::{millis, script, ScriptCall};
 use crate::engine::shared::Inner;
 use crate::synchronizers::handle::Handle;
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(SEMAPHORE_ADD, "args.lua", "count.lua", "semaphore_add.lua");
+script!(
+    SEMAPHORE_TRY_SET,
+    "args.lua",
+    "count.lua",
+    "semaphore_try_set.lua"
+);
 
 /// Refuse a permit count Java's `int` cannot hold.
 pub(crate) fn check_permits(permits: u32) -> Result<()> {
@@ -57,7 +66,7 @@ pub(crate) async fn try_set_call(
             if let Some(ttl) = ttl {
                 args.push(Value::Integer(millis(ttl)));
             }
-            ScriptCall::new(&script::SEMAPHORE_TRY_SET, &[name, channel], args)
+            ScriptCall::new(&SEMAPHORE_TRY_SET, &[name, channel], args)
         })
         .await?;
     Ok(integer(reply, "semaphore trySetPermits")? == 1)
@@ -71,7 +80,7 @@ pub(crate) async fn add_call(handle: &Handle, permits: i32, expirable: bool) -> 
         .redis
         .eval(|| {
             ScriptCall::new(
-                &script::SEMAPHORE_ADD,
+                &SEMAPHORE_ADD,
                 &[name, channel],
                 vec![
                     Value::Integer(permits.into()),

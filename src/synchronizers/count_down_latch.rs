@@ -19,11 +19,21 @@ use crate::base::layout;
 use crate::base::telemetry::Acquisition;
 use crate::client::Client;
 use crate::connection::pubsub::Wake;
-use crate::connection::script::{self, ScriptCall};
+use crate::connection::script::{script, ScriptCall};
 use crate::engine::acquire::waiter::{self, Outcome};
 use crate::engine::shared::Inner;
 use crate::synchronizers::count::{get_count, integer, parse_count};
 use crate::synchronizers::handle::{handle_accessors, Handle};
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(LATCH_TRY_SET, "args.lua", "count.lua", "latch_try_set.lua");
+script!(
+    LATCH_COUNT_DOWN,
+    "args.lua",
+    "count.lua",
+    "latch_count_down.lua"
+);
+script!(LATCH_DELETE, "args.lua", "latch_delete.lua");
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "count_down_latch";
@@ -113,7 +123,7 @@ impl CountDownLatch {
         }
         let count = i64::try_from(count).unwrap_or(i64::MAX);
         let reply = self
-            .eval(&script::LATCH_TRY_SET, |inner| {
+            .eval(&LATCH_TRY_SET, |inner| {
                 vec![Value::from("1"), Value::Integer(count), inner.env.publish()]
             })
             .await?;
@@ -134,7 +144,7 @@ impl CountDownLatch {
     ///
     /// A dropped future may or may not have counted down.
     pub async fn count_down(&self) -> Result<()> {
-        self.eval(&script::LATCH_COUNT_DOWN, |inner| {
+        self.eval(&LATCH_COUNT_DOWN, |inner| {
             vec![Value::from("0"), inner.env.publish()]
         })
         .await
@@ -170,7 +180,7 @@ impl CountDownLatch {
     /// A dropped future may or may not have deleted the latch.
     pub async fn delete(&self) -> Result<bool> {
         let reply = self
-            .eval(&script::LATCH_DELETE, |inner| {
+            .eval(&LATCH_DELETE, |inner| {
                 vec![Value::from("1"), inner.env.publish()]
             })
             .await?;
@@ -239,7 +249,7 @@ impl CountDownLatch {
         // within the caller's deadline.
         let name = &self.shared.handle.name;
         let channel = &self.shared.handle.channel;
-        let done = waiter::run_with(&inner, name, channel, Wake::All, wait, || async {
+        let done = waiter::run_with(&inner, name, channel, Wake::Every, wait, || async {
             // Boxed: fred's command future (about 5 KB) would otherwise be
             // part of every awaiter's future, several times over.
             let value: Option<String> = Box::pin(inner.redis.client.get(name.as_str()))

@@ -11,3 +11,4 @@ pub(crate) mod permit_semaphore;
 mod permit_semaphore_admin;
 pub(crate) mod semaphore;
 mod semaphore_admin;
+mod semaphore_release;

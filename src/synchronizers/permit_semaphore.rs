@@ -30,7 +30,7 @@ use crate::base::time::epoch_ms;
 use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::redis::Late;
-use crate::connection::script::{self, millis, ScriptCall};
+use crate::connection::script::{millis, script, ScriptCall};
 use crate::engine::acquire::attempt::{unlosable_call, Leftover};
 use crate::engine::acquire::waiter::{self, Outcome};
 use crate::engine::armed::{Armed, GiveBack};
@@ -38,6 +38,22 @@ use crate::synchronizers::count::integer;
 use crate::synchronizers::give_back::{until_landed, Ended, Try};
 use crate::synchronizers::handle::{handle_accessors, Handle};
 use crate::synchronizers::permit_id::PermitId;
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(
+    PES_ACQUIRE,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_acquire.lua"
+);
+script!(
+    PES_RELEASE,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_release.lua"
+);
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "permit_expirable_semaphore";
@@ -245,7 +261,7 @@ impl PermitExpirableSemaphore {
         let report = Acquisition::start(self.name(), KIND, wait, Instant::now());
         let inner = self.inner().clone();
         let (name, channel) = (&self.shared.handle.name, &self.shared.handle.channel);
-        let done = waiter::run_with(&inner, name, channel, Wake::Count, wait, || {
+        let done = waiter::run_with(&inner, name, channel, Wake::Counted, wait, || {
             self.attempt(lease)
         })
         .instrument(report.span().clone())
@@ -272,7 +288,7 @@ impl PermitExpirableSemaphore {
             async move {
                 let call = || {
                     ScriptCall::new(
-                        &script::PES_ACQUIRE,
+                        &PES_ACQUIRE,
                         &shared.keys_timeouts_first(),
                         vec![
                             Value::Integer(1),
@@ -326,7 +342,7 @@ impl PermitExpirableSemaphore {
     /// Release `id` in the background, trying until Redis answers, the
     /// permit's lease has run out at `expires_at` (it then comes back by
     /// itself), or the client shuts down ([`until_landed`]); and report how
-    /// it ended. Releasing by id is exact whenever it runs.
+    /// it ended. Unlocking by id is exact whenever it runs.
     async fn give_back(&self, pending: Pending, id: PermitId, expires_at: Option<Instant>) {
         let span = release_span(self.name(), id, true);
         let ended = until_landed(self.inner(), self.name(), expires_at, None, |_| {
@@ -360,7 +376,7 @@ impl PermitExpirableSemaphore {
         let inner = self.inner();
         let call = || {
             ScriptCall::new(
-                &script::PES_RELEASE,
+                &PES_RELEASE,
                 &self.shared.keys_channel_first(),
                 vec![
                     id.value(),

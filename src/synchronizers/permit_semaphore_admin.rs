@@ -11,10 +11,46 @@ use crate::base::detach::FinishOnDrop;
 use crate::base::error::{Error, Result};
 use crate::base::layout::PERMIT_NEVER_EXPIRES as NEVER_EXPIRES;
 use crate::base::time::epoch_ms;
-use crate::connection::script::{self, millis, ScriptCall};
+use crate::connection::script::{millis, script, ScriptCall};
 use crate::synchronizers::count::{add_call, check_permits, integer, try_set_call};
 use crate::synchronizers::permit_id::{PermitId, PermitLease};
 use crate::synchronizers::permit_semaphore::{PermitExpirableSemaphore, Released};
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(
+    PES_RELEASE_MANY,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_release_many.lua"
+);
+script!(
+    PES_COUNTS,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_counts.lua"
+);
+script!(
+    PES_SET_PERMITS,
+    "args.lua",
+    "count.lua",
+    "pes_set_permits.lua"
+);
+script!(
+    PES_UPDATE_LEASE,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_update_lease.lua"
+);
+script!(
+    PES_LEASE_TIME,
+    "args.lua",
+    "count.lua",
+    "pes_reclaim.lua",
+    "pes_lease_time.lua"
+);
 
 impl PermitExpirableSemaphore {
     /// Release the permit `id` (Redisson's `tryRelease(permitId)`), whoever
@@ -74,7 +110,7 @@ impl PermitExpirableSemaphore {
                     ];
                     args.extend(ids.iter().map(PermitId::value));
                     ScriptCall::new(
-                        &script::PES_RELEASE_MANY,
+                        &PES_RELEASE_MANY,
                         &semaphore.shared.keys_channel_first(),
                         args,
                     )
@@ -105,7 +141,7 @@ impl PermitExpirableSemaphore {
             .eval_retrying(|| {
                 let now = epoch_ms();
                 ScriptCall::new(
-                    &script::PES_UPDATE_LEASE,
+                    &PES_UPDATE_LEASE,
                     &self.shared.keys_timeouts_first(),
                     vec![
                         id.value(),
@@ -136,7 +172,7 @@ impl PermitExpirableSemaphore {
         let reply = self
             .eval_retrying(|| {
                 ScriptCall::new(
-                    &script::PES_LEASE_TIME,
+                    &PES_LEASE_TIME,
                     &self.shared.keys_timeouts_first(),
                     vec![
                         id.value(),
@@ -161,7 +197,7 @@ impl PermitExpirableSemaphore {
         let reply = self
             .eval_retrying(|| {
                 ScriptCall::new(
-                    &script::PES_COUNTS,
+                    &PES_COUNTS,
                     &self.shared.keys_timeouts_first(),
                     vec![Value::Integer(epoch_ms()), self.inner().env.publish()],
                 )
@@ -241,7 +277,7 @@ impl PermitExpirableSemaphore {
         check_permits(permits)?;
         self.eval_retrying(|| {
             ScriptCall::new(
-                &script::PES_SET_PERMITS,
+                &PES_SET_PERMITS,
                 &self.shared.keys_channel_first(),
                 vec![Value::Integer(permits.into()), self.inner().env.publish()],
             )

@@ -11,9 +11,23 @@ use futures::FutureExt;
 use crate::base::detach::FinishOnDrop;
 use crate::base::error::Result;
 use crate::base::keys::latch_key;
-use crate::connection::script::{self, ScriptCall};
+use crate::connection::script::{script, ScriptCall};
 use crate::synchronizers::count::{add_call, check_permits, get_count, integer, try_set_call};
 use crate::synchronizers::semaphore::Semaphore;
+
+// The scripts this module runs (`lua/`, embedded at build time).
+script!(
+    SEMAPHORE_RELEASE_IF_EXISTS,
+    "args.lua",
+    "count.lua",
+    "semaphore_release_if_exists.lua"
+);
+script!(
+    SEMAPHORE_DRAIN,
+    "args.lua",
+    "count.lua",
+    "semaphore_drain.lua"
+);
 
 impl Semaphore {
     /// Take `permits` permits, waiting up to `wait`: Redisson's
@@ -109,7 +123,7 @@ impl Semaphore {
             .redis
             .eval(|| {
                 ScriptCall::new(
-                    &script::SEMAPHORE_RELEASE_IF_EXISTS,
+                    &SEMAPHORE_RELEASE_IF_EXISTS,
                     &[&self.shared.handle.name, &self.shared.handle.channel],
                     vec![Value::Integer(permits.into()), inner.env.publish()],
                 )
@@ -223,13 +237,7 @@ impl Semaphore {
         let reply = self
             .inner()
             .redis
-            .eval(|| {
-                ScriptCall::new(
-                    &script::SEMAPHORE_DRAIN,
-                    &[&self.shared.handle.name],
-                    Vec::new(),
-                )
-            })
+            .eval(|| ScriptCall::new(&SEMAPHORE_DRAIN, &[&self.shared.handle.name], Vec::new()))
             .await?;
         integer(reply, "semaphore drainPermits")
     }

@@ -281,8 +281,11 @@ fn run_releases_the_lock_on_sigterm_and_while_waiting() {
         Reply::Array(Some(v)) => v[1].int(),
         other => panic!("{other:?}"),
     };
-    // The holder may listen on the channel too (to hear a forced unlock).
-    let holder_subs = numsub();
+    // The holder listens on the channel too (its `lost()` hears a forced
+    // unlock there), from a moment after its command started: wait for
+    // that, or the waiter's subscription could be mistaken for it.
+    eventually("the holder watches its channel", || numsub() == 1);
+    let holder_subs = 1;
     let waiter = server
         .cli_command(&["run", &name, "--", "true"])
         .stdin(Stdio::null())

@@ -116,6 +116,24 @@ mod tests {
         Cleanups::new(tokio::runtime::Handle::current())
     }
 
+    /// Run `unlosable` with `call` and `undo` in a caller that is dropped
+    /// while it waits for the reply.
+    async fn abandoned<F, U>(cleanups: &Cleanups, call: F, undo: U)
+    where
+        F: Future<Output = (Result<u32>, oneshot::Sender<()>)> + Send + 'static,
+        U: FnOnce(Leftover<'_, u32>, oneshot::Sender<()>) -> Option<BoxFuture<'static, ()>>
+            + Send
+            + 'static,
+    {
+        let cleanups = cleanups.clone();
+        let caller = tokio::spawn(async move {
+            let _ = unlosable(&cleanups, Box::pin(call), undo).await;
+        });
+        tokio::task::yield_now().await;
+        caller.abort();
+        let _ = caller.await;
+    }
+
     /// What an undo was asked to give back.
     #[derive(Debug, PartialEq)]
     enum Undone {
@@ -177,18 +195,8 @@ mod tests {
         let (turn_tx, turn_rx) = oneshot::channel::<()>();
         let (answer, call, undo, undone) = scripted(turn_tx);
         let cleanups = cleanups();
-        let caller = tokio::spawn({
-            let cleanups = cleanups.clone();
-            async move {
-                unlosable(&cleanups, Box::pin(call), undo)
-                    .await
-                    .map(|(v, _)| v)
-            }
-        });
         // The caller is waiting for the reply: drop it there.
-        tokio::task::yield_now().await;
-        caller.abort();
-        let _ = caller.await;
+        abandoned(&cleanups, call, undo).await;
         answer.send(Ok(3)).unwrap();
         assert_eq!(undone.await.unwrap(), Undone::Done(3));
         // The undo held the turn until it was done.
@@ -222,17 +230,7 @@ mod tests {
         let (turn_tx, _turn_rx) = oneshot::channel();
         let (answer, call, undo, undone) = scripted(turn_tx);
         let cleanups = cleanups();
-        let caller = tokio::spawn({
-            let cleanups = cleanups.clone();
-            async move {
-                unlosable(&cleanups, Box::pin(call), undo)
-                    .await
-                    .map(|(v, _)| v)
-            }
-        });
-        tokio::task::yield_now().await;
-        caller.abort();
-        let _ = caller.await;
+        abandoned(&cleanups, call, undo).await;
         answer
             .send(Err(Error::InvalidArgument("bad".into())))
             .unwrap();

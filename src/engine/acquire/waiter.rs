@@ -90,13 +90,20 @@ impl Deadline {
         self.at.is_some_and(|d| Instant::now() >= d)
     }
 
+    /// When a sleep of `pause` from now ends, or the deadline if that
+    /// comes first; `None`: never.
+    fn until(self, pause: Duration) -> Option<Instant> {
+        match (Instant::now().checked_add(pause), self.at) {
+            (Some(w), Some(d)) => Some(w.min(d)),
+            (w, d) => w.or(d),
+        }
+    }
+
     /// Sleep `pause`, or until the deadline if that comes first.
     async fn sleep(self, pause: Duration) {
-        match (Instant::now().checked_add(pause), self.at) {
-            (Some(w), Some(d)) => tokio::time::sleep_until(w.min(d)).await,
-            (Some(w), None) => tokio::time::sleep_until(w).await,
-            (None, Some(d)) => tokio::time::sleep_until(d).await,
-            (None, None) => std::future::pending().await,
+        match self.until(pause) {
+            Some(t) => tokio::time::sleep_until(t).await,
+            None => std::future::pending().await,
         }
     }
 
@@ -177,7 +184,10 @@ pub(crate) async fn run<A: Attempts>(
             n.enable();
         }
         wait.attempts += 1;
-        let pause = match attempts.attempt().await? {
+        // Boxed: an attempt (its script call, its undo) is live only while
+        // it runs, and unboxed it would size the whole waiter for as long as
+        // it sleeps.
+        let pause = match Box::pin(attempts.attempt()).await? {
             Outcome::Ready(value) => {
                 let last_message = subscription.as_ref().and_then(Subscription::last_message);
                 return Ok(Some(Done {
@@ -231,19 +241,16 @@ pub(crate) async fn run<A: Attempts>(
         if subscription.is_none() && matches!(channel, Some(Some(_))) {
             continue; // subscribe first, then try again at once
         }
-        let pause = pause.min(cap);
-        let sleep = async {
-            match notified.as_pin_mut() {
-                Some(n) => {
-                    tokio::select! {
-                        _ = n => {}
-                        _ = deadline.sleep(pause) => {}
-                    }
-                }
-                None => deadline.sleep(pause).await,
-            }
-        };
-        sleep.instrument(wait.span.clone()).await;
+        // Until a message, the pause or the deadline. Each way of waiting is
+        // its own await, with no future around it: this is the state a
+        // waiter spends its life in, and its size is the waiter's.
+        let span = wait.span.clone();
+        match (notified.as_pin_mut(), deadline.until(pause.min(cap))) {
+            (Some(n), Some(t)) => drop(tokio::time::timeout_at(t, n).instrument(span).await),
+            (Some(n), None) => n.instrument(span).await,
+            (None, Some(t)) => tokio::time::sleep_until(t).instrument(span).await,
+            (None, None) => std::future::pending().instrument(span).await,
+        }
     }
 }
 
@@ -252,7 +259,9 @@ pub(crate) async fn run<A: Attempts>(
 #[derive(Default)]
 struct Failures {
     since: Option<Instant>,
-    last: Option<Error>,
+    /// Boxed: a waiter carries this for as long as it waits, and it is
+    /// rarely set.
+    last: Option<Box<Error>>,
 }
 
 impl Failures {
@@ -264,14 +273,14 @@ impl Failures {
             return Err(e);
         }
         tracing::debug!(lock = name, error = %e, "attempt failed, retrying");
-        self.last = Some(e);
+        self.last = Some(Box::new(e));
         Ok(())
     }
 
     /// How a wait whose time ran out ends: `Ok(None)`, or the last
     /// transient error if it was failing.
     fn out_of_time<T>(self) -> Result<Option<T>> {
-        self.last.map_or(Ok(None), Err)
+        self.last.map_or(Ok(None), |e| Err(*e))
     }
 }
 

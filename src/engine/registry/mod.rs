@@ -125,7 +125,7 @@ pub(crate) struct Holds {
 }
 
 /// What a release of one guard's hold is to do.
-pub(crate) enum Releasing {
+pub(crate) enum Unlocking {
     /// Send the unlock (the tenure is the field's current one).
     Send,
     /// Send nothing: the hold's tenure ended (found gone, or released to
@@ -405,27 +405,27 @@ impl Holds {
     /// A guard's hold is about to be released: whether to send the unlock.
     /// The hold leaves the tenure's live holds either way (a watchdog hold
     /// stops being renewed when it was the last).
-    pub(crate) fn releasing(&self, name: &str, field: &str, hold: &HoldRef) -> Releasing {
+    pub(crate) fn unlocking(&self, name: &str, field: &str, hold: &HoldRef) -> Unlocking {
         telemetry::unheld(hold.kind);
         let mut map = self.map.lock();
         let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) else {
-            return Releasing::Stale;
+            return Unlocking::Stale;
         };
         let Some(i) = tenure.live.iter().position(|l| l.id == hold.hold) else {
-            return Releasing::Stale;
+            return Unlocking::Stale;
         };
         // `remove`, not `swap_remove`: the live holds stay in the order they
-        // were taken, newest last (see `releasing_any`).
+        // were taken, newest last (see `unlocking_any`).
         tenure.live.remove(i);
         tenure.publish();
-        Releasing::Send
+        Unlocking::Send
     }
 
     /// An unlock without a guard (Java style, `Lock::unlock`) is about to
     /// take one hold of `(name, field)` away: a hold no guard has (a
     /// forgotten one) if there is one, else the newest guard's, whose own
     /// release then sends nothing. The tenure it applies to, if any.
-    pub(crate) fn releasing_any(&self, name: &str, field: &str) -> Option<u64> {
+    pub(crate) fn unlocking_any(&self, name: &str, field: &str) -> Option<u64> {
         let mut map = self.map.lock();
         let tenure = entry_mut(&mut map, name, field)?.tenure.as_mut()?;
         if tenure.forgotten > 0 {
@@ -439,7 +439,7 @@ impl Holds {
     }
 
     /// Apply the reply of an unlock of tenure `id` of `(name, field)`.
-    pub(crate) fn released(&self, name: &str, field: &str, id: u64, reply: UnlockReply) {
+    pub(crate) fn unlocked(&self, name: &str, field: &str, id: u64, reply: UnlockReply) {
         if reply == UnlockReply::StillHeld {
             return;
         }

@@ -1,21 +1,20 @@
-//! Unlock latches waiting to be deleted (docs/PROTOCOL.md §2.4: the client
-//! deletes its latch once it has the unlock's reply).
+//! Keys to delete soon without a round trip of their own: the unlock
+//! latches (docs/PROTOCOL.md §2.4: the client deletes its latch once it has
+//! the unlock's reply).
 //!
-//! A latch is not deleted by a command of its own when the client is used
-//! one call at a time: the next script it sends to the latch's node carries
-//! it, as a `DEL` in the same write (see `Redis::eval`), which saves a write
-//! and a read on both sides. If no script comes within [`WINDOW`], the
-//! background task deletes it.
+//! When the client is used one call at a time, the next script it sends to
+//! the key's node carries the key, as a `DEL` in the same write (see
+//! `Redis::eval`), which saves a write and a read on both sides. If no
+//! script comes within [`WINDOW`], the background task deletes it.
 //!
-//! Under contention that would cost more than it saves. A latch queued while
-//! the client has waiters (any wait: a lock, a semaphore or a count-down
-//! latch) or other scripts in flight goes to the background task at once,
-//! which deletes whatever is queued with one `DEL` (per hash slot on a
-//! cluster, where a `DEL` spans one slot); latches queued meanwhile go with
-//! its next `DEL`. Measured, holding them back for the window cost contended
-//! and parallel throughput about a tenth (BENCHMARKS.md, finding 5). So a latch outlives its unlock by at
-//! most about [`WINDOW`] plus one round trip, never by its TTL, unless Redis
-//! cannot be reached.
+//! Under contention that would cost more than it saves: holding keys back
+//! for the window delays the scripts of other callers. A key queued while
+//! the client has waiters (of any kind) or other scripts in flight goes to
+//! the background task at once, which deletes whatever is queued with one
+//! `DEL` (per hash slot on a cluster, where a `DEL` spans one slot); keys
+//! queued meanwhile go with its next `DEL`. So a key outlives its unlock by
+//! at most about [`WINDOW`] plus one round trip, never by its TTL, unless
+//! Redis cannot be reached.
 
 use std::time::Duration;
 
@@ -24,15 +23,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-/// How long a latch queued with no waiter and no script in flight waits for
+/// How long a key queued with no waiter and no script in flight waits for
 /// a script to carry it before the background task deletes it. One timer per
-/// window while latches come, not one per unlock: measured, a timer per
-/// unlock costs more than the saved `DEL`s gain (BENCHMARKS.md).
+/// window while keys come, not one per key.
 pub(crate) const WINDOW: Duration = Duration::from_millis(2);
 
-/// The latches of a client waiting to be deleted.
+/// The keys of a client waiting to be deleted.
 #[derive(Default)]
-pub(crate) struct Latches {
+pub(crate) struct DeferredDeletes {
     pending: Mutex<Vec<String>>,
     /// Scripts sent and not yet answered (or dropped).
     in_flight: AtomicUsize,
@@ -45,11 +43,11 @@ pub(crate) struct Latches {
     by_slot: bool,
 }
 
-impl Latches {
-    pub(crate) fn new(by_slot: bool) -> Latches {
-        Latches {
+impl DeferredDeletes {
+    pub(crate) fn new(by_slot: bool) -> DeferredDeletes {
+        DeferredDeletes {
             by_slot,
-            ..Latches::default()
+            ..DeferredDeletes::default()
         }
     }
 
@@ -139,7 +137,7 @@ impl Latches {
 }
 
 /// A script in flight, counted until dropped.
-pub(crate) struct InFlight<'a>(&'a Latches);
+pub(crate) struct InFlight<'a>(&'a DeferredDeletes);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
