@@ -55,6 +55,17 @@ pub(crate) enum Waiting {
     BackOff(BackOffState),
 }
 
+/// One acquire attempt's arguments.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Take<'a> {
+    /// The owner field.
+    pub field: &'a str,
+    /// The lease in milliseconds (the `PEXPIRE` value).
+    pub lease_ms: i64,
+    /// How the caller waits.
+    pub mode: AttemptMode,
+}
+
 /// The Redis side of one lock type.
 pub(crate) trait Protocol: Send + Sync + 'static {
     /// The kind, as the `kind` field of spans and label of metrics: the
@@ -74,14 +85,8 @@ pub(crate) trait Protocol: Send + Sync + 'static {
         env.field(owner)
     }
 
-    /// The acquire script for `field` with a lease of `lease_ms`.
-    fn acquire_call(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        mode: AttemptMode,
-    ) -> ScriptCall;
+    /// The acquire script for one attempt.
+    fn acquire_call(&self, env: &ScriptEnv, take: Take<'_>) -> ScriptCall;
 
     /// Read the acquire script's reply (`{count}`: acquired; integer: busy
     /// TTL).

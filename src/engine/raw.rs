@@ -23,7 +23,7 @@ use crate::connection::redis::Patience;
 use crate::engine::acquire::attempt::{unlosable, Leftover};
 use crate::engine::acquire::give_up::GiveUp;
 use crate::engine::acquire::waiter::{self, Deadline, Outcome};
-use crate::engine::protocol::{Attempt, AttemptMode, Protocol, Waiting};
+use crate::engine::protocol::{Attempt, AttemptMode, Protocol, Take, Waiting};
 use crate::engine::registry::{new_order, HoldRef, Lease, Order};
 use crate::engine::shared::Inner;
 use crate::engine::unlock::{release_in_turn, until_expiry};
@@ -236,7 +236,14 @@ impl RawLock {
         let call = {
             let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.to_owned());
             async move {
-                let build = || proto.acquire_call(&inner.env, &field, lease_ms, mode);
+                let build = || {
+                    let take = Take {
+                        field: &field,
+                        lease_ms,
+                        mode,
+                    };
+                    proto.acquire_call(&inner.env, take)
+                };
                 let reply = inner.redis.eval_attempt(build).await;
                 (reply.and_then(|reply| proto.read_acquire(reply)), turn)
             }

@@ -26,7 +26,7 @@ use crate::base::layout;
 use crate::base::time::epoch_ms;
 use crate::client::Client;
 use crate::connection::script::{millis, script, ScriptCall};
-use crate::engine::protocol::{read_count_or_ttl, Attempt, AttemptMode, Protocol, Waiting};
+use crate::engine::protocol::{read_count_or_ttl, Attempt, AttemptMode, Protocol, Take, Waiting};
 use crate::engine::script_env::ScriptEnv;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
 use crate::locks::lock::Lock;
@@ -168,21 +168,15 @@ impl Protocol for Fair {
         None
     }
 
-    fn acquire_call(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        mode: AttemptMode,
-    ) -> ScriptCall {
+    fn acquire_call(&self, env: &ScriptEnv, take: Take<'_>) -> ScriptCall {
         // Trying once shifts deadlines by the default wait, as Redisson's tryLock() does.
-        let (wait, queue) = match mode {
+        let (wait, queue) = match take.mode {
             AttemptMode::Once => (env.fair_wait(), "0"),
             AttemptMode::Waiting { wait } => (thread_wait(env, wait), "1"),
         };
         let mut args = vec![
-            Value::Integer(lease_ms),
-            Value::from(field),
+            Value::Integer(take.lease_ms),
+            Value::from(take.field),
             Value::Integer(millis(wait)),
             Value::Integer(epoch_ms()),
             Value::from(queue),

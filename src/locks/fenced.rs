@@ -30,7 +30,7 @@ use crate::base::layout;
 use crate::client::Client;
 use crate::connection::script::{script, ScriptCall};
 use crate::engine::protocol::hold_count;
-use crate::engine::protocol::{Attempt, AttemptMode, Protocol};
+use crate::engine::protocol::{Attempt, Protocol, Take};
 use crate::engine::script_env::ScriptEnv;
 use crate::locks::guard::LockGuard;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
@@ -122,15 +122,9 @@ impl Protocol for Fenced {
         &self.rlock.keys
     }
 
-    fn acquire_call(
-        &self,
-        _: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        _: AttemptMode,
-    ) -> ScriptCall {
+    fn acquire_call(&self, _: &ScriptEnv, take: Take<'_>) -> ScriptCall {
         let keys = [self.rlock.name(), &self.token_key];
-        lease_owner_call(&FENCED_LOCK, &keys, field, lease_ms)
+        lease_owner_call(&FENCED_LOCK, &keys, take.field, take.lease_ms)
     }
 
     /// `{-1, token}` acquired, `{ttl, -1}` busy. Success is read from the

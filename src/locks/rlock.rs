@@ -9,7 +9,7 @@ use crate::base::error::{Result, NON_REENTRANT};
 use crate::base::keys::LockKeys;
 use crate::client::Client;
 use crate::connection::script::{script, Script, ScriptCall};
-use crate::engine::protocol::{AttemptMode, Protocol};
+use crate::engine::protocol::{Protocol, Take};
 use crate::engine::script_env::ScriptEnv;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
 use crate::locks::lock::Lock;
@@ -124,14 +124,8 @@ impl Protocol for Reentrant {
         &self.keys
     }
 
-    fn acquire_call(
-        &self,
-        _: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        _: AttemptMode,
-    ) -> ScriptCall {
-        self.plain_acquire_call(field, lease_ms)
+    fn acquire_call(&self, _: &ScriptEnv, take: Take<'_>) -> ScriptCall {
+        self.plain_acquire_call(take.field, take.lease_ms)
     }
 
     fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
@@ -210,6 +204,15 @@ pub(crate) mod tests {
         ScriptEnv::new(&Config::default(), "c".to_owned(), "PUBLISH")
     }
 
+    /// One attempt of `field` with a 30 s lease, trying once.
+    fn take(field: &str) -> Take<'_> {
+        Take {
+            field,
+            lease_ms: 30_000,
+            mode: crate::engine::protocol::AttemptMode::Once,
+        }
+    }
+
     pub(crate) fn keys(call: &ScriptCall) -> Vec<&str> {
         call.keys.iter().filter_map(|k| k.as_str()).collect()
     }
@@ -222,7 +225,7 @@ pub(crate) mod tests {
         let lock = Reentrant::new("orders")?;
         let field = lock.field(&env, Owner::new(7));
         assert_eq!(field, "c:7");
-        let acquire = lock.acquire_call(&env, &field, 30_000, AttemptMode::Once);
+        let acquire = lock.acquire_call(&env, take(&field));
         assert_eq!(keys(&acquire), ["orders"]);
         assert_eq!(acquire.args, [Value::Integer(30_000), Value::from("c:7")]);
         let release = lock.unlock_call(&env, &field, 30_000, "latch");
@@ -253,7 +256,7 @@ pub(crate) mod tests {
             reentrant: false,
             ..lock
         };
-        let acquire = non_reentrant.acquire_call(&env, &field, 30_000, AttemptMode::Once);
+        let acquire = non_reentrant.acquire_call(&env, take(&field));
         assert_eq!(
             acquire.args,
             [

@@ -24,7 +24,7 @@ use crate::base::keys::LockKeys;
 use crate::base::layout;
 use crate::client::Client;
 use crate::connection::script::{script, Script, ScriptCall};
-use crate::engine::protocol::{AttemptMode, Protocol};
+use crate::engine::protocol::{Protocol, Take};
 use crate::engine::registry::Renewal;
 use crate::engine::script_env::ScriptEnv;
 use crate::locks::guard::LockGuard;
@@ -255,20 +255,14 @@ impl Protocol for Read {
         &self.keys.lock
     }
 
-    fn acquire_call(
-        &self,
-        _: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        _: AttemptMode,
-    ) -> ScriptCall {
+    fn acquire_call(&self, _: &ScriptEnv, take: Take<'_>) -> ScriptCall {
         ScriptCall::new(
             &RW_READ_LOCK,
-            &[&self.keys.lock.name, &self.keys.timeout_prefix(field)],
+            &[&self.keys.lock.name, &self.keys.timeout_prefix(take.field)],
             vec![
-                Value::Integer(lease_ms),
-                Value::from(field),
-                Value::from(write_field(field)),
+                Value::Integer(take.lease_ms),
+                Value::from(take.field),
+                Value::from(write_field(take.field)),
             ],
         )
     }
@@ -329,14 +323,13 @@ impl Protocol for Write {
         write_field(&env.field(owner))
     }
 
-    fn acquire_call(
-        &self,
-        _: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        _: AttemptMode,
-    ) -> ScriptCall {
-        lease_owner_call(&RW_WRITE_LOCK, &[&self.keys.lock.name], field, lease_ms)
+    fn acquire_call(&self, _: &ScriptEnv, take: Take<'_>) -> ScriptCall {
+        lease_owner_call(
+            &RW_WRITE_LOCK,
+            &[&self.keys.lock.name],
+            take.field,
+            take.lease_ms,
+        )
     }
 
     fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {

@@ -11,7 +11,7 @@ use crate::base::error::Result;
 use crate::base::keys::LockKeys;
 use crate::client::Client;
 use crate::connection::script::{script, ScriptCall};
-use crate::engine::protocol::{AttemptMode, Protocol, Waiting};
+use crate::engine::protocol::{Protocol, Take, Waiting};
 use crate::engine::script_env::ScriptEnv;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
 use crate::locks::lock::Lock;
@@ -70,14 +70,8 @@ impl Protocol for Spin {
         &self.rlock.keys
     }
 
-    fn acquire_call(
-        &self,
-        _: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        _: AttemptMode,
-    ) -> ScriptCall {
-        self.rlock.plain_acquire_call(field, lease_ms)
+    fn acquire_call(&self, _: &ScriptEnv, take: Take<'_>) -> ScriptCall {
+        self.rlock.plain_acquire_call(take.field, take.lease_ms)
     }
 
     fn waiting(&self, _field: &str) -> Waiting {
