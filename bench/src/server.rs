@@ -16,10 +16,16 @@ pub fn start() -> Server {
         .start()
 }
 
-/// An admin connection for INFO, FLUSHALL and test data (redis-rs).
+/// An admin connection for INFO, FLUSHALL and test data (redis-rs). Its
+/// replies may wait behind a flood of other clients' commands (100 000
+/// waiters starting at once): 60 s for a reply, not redis-rs's 500 ms.
 pub async fn admin(url: &str) -> Result<redis::aio::MultiplexedConnection> {
     let client = redis::Client::open(url)?;
-    Ok(client.get_multiplexed_async_connection().await?)
+    let config = redis::AsyncConnectionConfig::new()
+        .set_response_timeout(Some(std::time::Duration::from_secs(60)));
+    Ok(client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?)
 }
 
 async fn info(con: &mut redis::aio::MultiplexedConnection, section: &str) -> Result<String> {

@@ -23,6 +23,7 @@ const WAITERS: &[super::Metric] = &[
     ("server_memory_bytes_per_waiter", "server B/waiter"),
     ("completed", "served"),
     ("errors", "errors"),
+    ("failed", "failed (1 = yes)"),
 ];
 const NAMES: &[super::Metric] = &[
     ("subscribed_channels", "channels"),
@@ -34,6 +35,7 @@ const NAMES: &[super::Metric] = &[
     ("drain_s", "s to drain"),
     ("completed", "served"),
     ("errors", "errors"),
+    ("failed", "failed (1 = yes)"),
 ];
 const WATCHDOG: &[super::Metric] = &[
     ("renew_calls_per_interval_time", "renewal calls/interval"),
@@ -41,6 +43,7 @@ const WATCHDOG: &[super::Metric] = &[
     ("server_cpu_ms_per_interval", "server CPU ms/interval"),
     ("keys_alive", "keys alive"),
     ("lost", "lost"),
+    ("failed", "failed (1 = yes)"),
 ];
 const PROCESSES: &[super::Metric] = &[
     ("acq_per_s", "acquisitions/s"),
@@ -49,6 +52,7 @@ const PROCESSES: &[super::Metric] = &[
     ("pooled_handover_p99_us", "handover p99 µs, rounds pooled"),
     ("fairness_min_over_max", "fairness min/max"),
     ("pooled_fairness", "fairness, rounds pooled"),
+    ("failed", "failed (1 = yes)"),
 ];
 
 /// Every curve `--only` asks for (ids `cw`, `cn`, `cr`, `cp`; the cluster
@@ -94,7 +98,7 @@ pub async fn run(b: &mut Bench<'_>) -> Result<Vec<Curve>> {
                 b.progress
                     .show(&format!("curve cw: {n} waiters, run {}", run + 1));
                 for i in order(kinds.len(), run) {
-                    let m = waiters(b, kinds[i], n, names).await?;
+                    let m = failed_as_metric(waiters(b, kinds[i], n, names).await, "cw");
                     c.add(n as f64, kinds[i].key(), run, m);
                 }
             }
@@ -127,7 +131,7 @@ pub async fn run(b: &mut Bench<'_>) -> Result<Vec<Curve>> {
                 b.progress
                     .show(&format!("curve cn: {n} names, run {}", run + 1));
                 for i in order(kinds.len(), run) {
-                    let m = waiters(b, kinds[i], n, n).await?;
+                    let m = failed_as_metric(waiters(b, kinds[i], n, n).await, "cn");
                     c.add(n as f64, kinds[i].key(), run, m);
                 }
             }
@@ -172,7 +176,7 @@ pub async fn run(b: &mut Bench<'_>) -> Result<Vec<Curve>> {
                 b.progress
                     .show(&format!("curve cr: {n} locks, run {}", run + 1));
                 for i in order(kinds.len(), run) {
-                    let m = watchdog(b, kinds[i], n).await?;
+                    let m = failed_as_metric(watchdog(b, kinds[i], n).await, "cr");
                     c.add(n as f64, kinds[i].key(), run, m);
                 }
             }
@@ -201,7 +205,18 @@ pub async fn run(b: &mut Bench<'_>) -> Result<Vec<Curve>> {
         for &n in points {
             b.progress.show(&format!("curve cp: {n} processes"));
             let id = format!("cp{n}");
-            cross_process::run_with(b, &id, &kinds, n, 1, rounds).await?;
+            if let Err(e) = cross_process::run_with(b, &id, &kinds, n, 1, rounds).await {
+                eprintln!("curve cp: {n} processes failed: {e:#}");
+                for kind in &kinds {
+                    c.add(
+                        f64::from(n),
+                        kind.key(),
+                        0,
+                        Metrics::from([("failed".into(), 1.0)]),
+                    );
+                }
+                continue;
+            }
             for kind in &kinds {
                 let key = (id.clone(), kind.key().to_string());
                 let handovers = b.pooled.handover_us.get(&key).cloned().unwrap_or_default();
@@ -228,6 +243,15 @@ pub async fn run(b: &mut Bench<'_>) -> Result<Vec<Curve>> {
         curves.push(c);
     }
     Ok(curves)
+}
+
+/// A point's measurement, or, if it failed, a sample that says so (the
+/// curve goes on; the error is printed).
+fn failed_as_metric(r: Result<Metrics>, curve: &str) -> Metrics {
+    r.unwrap_or_else(|e| {
+        eprintln!("curve {curve}: a measurement failed: {e:#}");
+        Metrics::from([("failed".into(), 1.0)])
+    })
 }
 
 /// One waiters measurement (`scale_waiters::measure`), Java with a pool
