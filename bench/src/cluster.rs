@@ -45,36 +45,123 @@ async fn pairs_per_s(client: &Client, names: &[String], secs: f64) -> Result<f64
     Ok(pairs as f64 / started.elapsed().as_secs_f64())
 }
 
+/// A one-master Redis Cluster (no replica): one redis-server in cluster
+/// mode that owns every slot, in a directory of its own; killed on drop.
+struct OneMaster {
+    url: String,
+    _server: redisson_lock_testkit::Server,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for OneMaster {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn one_master() -> Result<OneMaster> {
+    let dir = std::env::temp_dir().join(redisson_lock_testkit::unique("bench-cluster1"));
+    std::fs::create_dir_all(&dir)?;
+    let server = redisson_lock_testkit::Options::new()
+        .args(&[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            // Alone, a node does not know its own address (CLUSTER SLOTS
+            // would give clients an empty host).
+            "--cluster-announce-ip",
+            "127.0.0.1",
+            "--dir",
+            dir.to_str().context("temp dir path")?,
+            "--loglevel",
+            "warning",
+        ])
+        .watchdog()
+        .start();
+    let url = server.url.clone();
+    let mut admin = crate::server::admin(&url).await?;
+    let _: () = redis::cmd("CLUSTER")
+        .arg("ADDSLOTSRANGE")
+        .arg(0)
+        .arg(16383)
+        .query_async(&mut admin)
+        .await?;
+    let started = Instant::now();
+    loop {
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query_async(&mut admin)
+            .await?;
+        if info.contains("cluster_state:ok") {
+            break;
+        }
+        ensure!(
+            started.elapsed() < Duration::from_secs(20),
+            "the one-master cluster did not get ready"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let addr = url.trim_start_matches("redis://").trim_end_matches('/');
+    Ok(OneMaster {
+        url: format!("redis-cluster://{addr}"),
+        _server: server,
+        dir,
+    })
+}
+
 /// Run scenario 7 against a fresh local cluster and the single server at
-/// `single_url`; returns the metrics per subject and a text table.
-pub async fn run(single_url: &str, smoke: bool) -> Result<(Vec<(String, Metrics)>, String)> {
+/// `single_url`; returns the metrics per subject, a text table, and the
+/// rounds of the cluster curve (scenario 2's 16 tasks on a single server,
+/// a one-master and a three-master cluster, interleaved): (subject, run,
+/// pairs/s).
+pub async fn run(
+    single_url: &str,
+    smoke: bool,
+) -> Result<(
+    Vec<(String, Metrics)>,
+    String,
+    Vec<(&'static str, usize, f64)>,
+)> {
     let (rounds, secs, failovers) = if smoke { (2, 0.1, 1) } else { (12, 0.25, 3) };
     let cluster = Cluster::start_private().await;
+    let one = one_master().await?;
     let single = Client::connect(Config::from_url(single_url)?).await?;
     let clustered = Client::connect(Config::from_url(&cluster.url)?).await?;
+    let one_client = Client::connect(Config::from_url(&one.url)?).await?;
     let names: Vec<String> = (0..16).map(|i| format!("s7:{i}")).collect();
     let mut masters = std::collections::BTreeSet::new();
     for name in &names {
         let slot = redis_slot(name);
         masters.insert(cluster.master_of(slot).await);
     }
-    // Warm up both, then alternate which goes first in every round.
-    pairs_per_s(&single, &names, 0.05).await?;
-    pairs_per_s(&clustered, &names, 0.05).await?;
+    // Warm up all three, then rotate which goes first in every round.
+    let subjects = [
+        ("single", &single),
+        ("cluster1", &one_client),
+        ("cluster3", &clustered),
+    ];
+    for (_, client) in subjects {
+        pairs_per_s(client, &names, 0.05).await?;
+    }
     let (mut on_single, mut on_cluster, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut on_one, mut one_ratios, mut curve) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        let (s, c) = if round % 2 == 0 {
-            let s = pairs_per_s(&single, &names, secs).await?;
-            (s, pairs_per_s(&clustered, &names, secs).await?)
-        } else {
-            let c = pairs_per_s(&clustered, &names, secs).await?;
-            (pairs_per_s(&single, &names, secs).await?, c)
-        };
+        let mut got = [0.0; 3];
+        for i in crate::scenario::order(3, round) {
+            got[i] = pairs_per_s(subjects[i].1, &names, secs).await?;
+            curve.push((subjects[i].0, round, got[i]));
+        }
+        let [s, o, c] = got;
         on_single.push(s);
         on_cluster.push(c);
         ratios.push(c / s);
+        on_one.push(o);
+        one_ratios.push(o / s);
     }
     single.shutdown().await;
+    one_client.shutdown().await;
+    drop(one);
 
     // Failover: a loop of lock/unlock pairs on one name; its master killed.
     let mut stalls = Vec::new();
@@ -161,6 +248,7 @@ pub async fn run(single_url: &str, smoke: bool) -> Result<(Vec<(String, Metrics)
          \x20 single server   {:>9.0} pairs/s (median)\n\
          \x20 cluster         {:>9.0} pairs/s (median)\n\
          \x20 cluster/single  {:>9.3} (median of per-round ratios; min {:.3}, max {:.3})\n\
+         \x20 one-master cluster {:>6.0} pairs/s (median), /single {:.3} (median of per-round ratios; min {:.3}, max {:.3})\n\
          Failover (master SIGKILL, {} runs): lock/unlock pairs on its slot stalled\n\
          \x20 {:.0} ms median (min {:.0}, max {:.0}): Redis's failover (kill to the replica's promotion) {:.0} ms,\n\
          \x20 then the client's catching up (promotion to the first pair on the new master) {:.0} ms (medians)\n",
@@ -173,6 +261,10 @@ pub async fn run(single_url: &str, smoke: bool) -> Result<(Vec<(String, Metrics)
         median(&ratios),
         rmin,
         rmax,
+        median(&on_one),
+        median(&one_ratios),
+        spread(&one_ratios).0,
+        spread(&one_ratios).1,
         stalls.len(),
         median(&stalls),
         smin,
@@ -191,9 +283,18 @@ pub async fn run(single_url: &str, smoke: bool) -> Result<(Vec<(String, Metrics)
         ("redis_failover_ms".into(), median(&promotions)),
         ("client_catch_up_ms".into(), median(&catch_up)),
     ]);
+    let one_m = Metrics::from([
+        ("pairs_per_s".into(), median(&on_one)),
+        ("ratio_to_single".into(), median(&one_ratios)),
+    ]);
     Ok((
-        vec![("single".into(), single_m), ("cluster".into(), cluster_m)],
+        vec![
+            ("single".into(), single_m),
+            ("cluster".into(), cluster_m),
+            ("cluster1".into(), one_m),
+        ],
         table,
+        curve,
     ))
 }
 

@@ -1,9 +1,9 @@
 //! The real Java Redisson client as a bench subject (issue 19):
 //! `interop/java/RedissonBench.java` in a JVM of its own, started and driven
 //! line by line like the bench's other worker processes (its header lists
-//! the commands). The JVM runs Redisson's default `Config` and the JVM's
-//! default settings; it is warmed (JIT) before `ready`, so before its first
-//! measured round. Its client CPU is the sum of every JVM thread's on-CPU
+//! the commands). The JVM runs Redisson's default `Config` with a production
+//! JVM's flags (`JVM_FLAGS`); it is warmed (JIT) on the scenario's own path
+//! before `ready`, so before its first measured round. Its client CPU is the sum of every JVM thread's on-CPU
 //! time (`/proc/PID/task/*/schedstat`, nanoseconds: Netty's event loops,
 //! the task threads, GC and JIT compiler threads alike).
 
@@ -20,6 +20,68 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 /// The Redisson version the bench runs (the one the interop suite reads
 /// first; every version builds the same worker).
 pub const VERSION: &str = "4.7.0";
+
+/// The JVM's flags (issue 30 §1b): Java as a production user runs it: the
+/// server JIT with all its tiers (the default, not restricted), G1, and a
+/// fixed heap, touched at start so that no round pays for growing it.
+/// `BENCH_JAVA_FLAGS` replaces them (space-separated; empty: the JVM's
+/// defaults), for investigation.
+pub const JVM_FLAGS: &[&str] = &[
+    "-XX:+UseG1GC",
+    "-Xms512m",
+    "-Xmx512m",
+    "-XX:+AlwaysPreTouch",
+];
+
+/// The flags this run gives the JVM.
+pub fn jvm_flags() -> Vec<String> {
+    match std::env::var("BENCH_JAVA_FLAGS") {
+        Ok(flags) => flags.split_whitespace().map(str::to_owned).collect(),
+        Err(_) => JVM_FLAGS.iter().map(|f| f.to_string()).collect(),
+    }
+}
+
+/// The JIT warm-up a JVM runs before `ready` (`WARM_PATH` of
+/// RedissonBench.java): the scenario's own path, for the whole warm-up.
+#[derive(Clone, Copy, Debug)]
+pub enum Warm {
+    /// Scenario 1: one thread's lock/unlock pairs.
+    Pairs,
+    /// Scenario 2: 16 threads on their own names.
+    Parallel,
+    /// Scenarios 3 and 4: 8 threads on one name.
+    Contend,
+    /// Scenario 3b: as `Contend`, with the 1 ms pause.
+    Pause,
+    /// The semaphore scenario.
+    Sem,
+    /// A third each of pairs, contend and sem (scenario 5a and the curves).
+    All,
+}
+
+impl Warm {
+    fn arg(self) -> &'static str {
+        match self {
+            Warm::Pairs => "pairs",
+            Warm::Parallel => "parallel",
+            Warm::Contend => "contend",
+            Warm::Pause => "pause",
+            Warm::Sem => "sem",
+            Warm::All => "all",
+        }
+    }
+}
+
+/// The answer to `jvm`: the JVM as it runs.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
+pub struct JvmInfo {
+    pub java_version: String,
+    pub vm: String,
+    pub flags: String,
+    pub gc: String,
+    pub heap_max_mib: u64,
+    pub processors: u64,
+}
 
 /// How long an answer may take beyond the work it reports on.
 pub const ANSWER: Duration = Duration::from_secs(30);
@@ -52,9 +114,15 @@ impl JavaSpec {
         }
     }
 
-    /// A JVM on `url`, warmed, with Redisson's default config.
-    pub async fn start(&self, url: &str) -> Result<Java> {
-        Java::start(&self.classpath, url, self.warm, None).await
+    /// A JVM on `url`, warmed on `path`, with Redisson's default config.
+    pub async fn start(&self, url: &str, path: Warm) -> Result<Java> {
+        Java::start(&self.classpath, url, self.warm, None, path).await
+    }
+
+    /// The JVM the bench runs (a JVM started without warm-up for the question).
+    pub async fn describe(&self, url: &str) -> Result<JvmInfo> {
+        let mut jvm = Java::start(&self.classpath, url, Duration::ZERO, None, Warm::All).await?;
+        jvm.call("jvm", ANSWER).await
     }
 }
 
@@ -82,21 +150,25 @@ pub struct Java {
 }
 
 impl Java {
-    /// Start the worker on `url`, warm it for `warm`, wait for `ready`;
-    /// `pool`: Redisson's `subscriptionConnectionPoolSize`, if not its default.
+    /// Start the worker on `url`, warm it for `warm` on `path`, wait for
+    /// `ready`; `pool`: Redisson's `subscriptionConnectionPoolSize`, if not
+    /// its default.
     pub async fn start(
         classpath: &str,
         url: &str,
         warm: Duration,
         pool: Option<u32>,
+        path: Warm,
     ) -> Result<Java> {
         let mut child = Command::new("java")
+            .args(jvm_flags())
             .arg("-cp")
             .arg(classpath)
             .arg("RedissonBench")
             .arg(url)
             .arg(warm.as_millis().to_string())
             .arg(pool.unwrap_or(0).to_string())
+            .arg(path.arg())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -210,6 +282,11 @@ pub struct Drained {
     pub hang: bool,
     pub drain_s: f64,
     pub error: String,
+    /// Per name, its unlock call to its first waiter's acquisition, µs.
+    #[serde(default)]
+    pub wake_p50_us: f64,
+    #[serde(default)]
+    pub wake_p99_us: f64,
 }
 
 /// The answer to `memory`.

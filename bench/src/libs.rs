@@ -7,6 +7,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::ceiling::{Ceiling, CeilingGuard};
+use crate::util::now_ns;
 
 /// Commands in a commandstats diff, without the bench's own admin commands
 /// and connection set-up.
@@ -172,20 +173,29 @@ impl Lib {
     }
 
     /// Spawn a task that locks `name`, waiting as long as it takes, then
-    /// unlocks. Each library's task holds only that library's futures (not
+    /// unlocks; answers the instant it acquired (`now_ns`). Each library's task holds only that library's futures (not
     /// [`lock`](Self::lock)'s, which is as large as its largest variant), so
     /// the memory a waiter costs is the library's own (scenario 5a).
-    pub fn spawn_lock_unlock(&self, name: String) -> tokio::task::JoinHandle<Result<()>> {
+    pub fn spawn_lock_unlock(&self, name: String) -> tokio::task::JoinHandle<Result<u64>> {
         match self.clone() {
             Lib::Ours(client) => tokio::spawn(async move {
-                client.lock(&name)?.lock().await?.unlock().await?;
-                Ok(())
+                let guard = client.lock(&name)?.lock().await?;
+                let acquired = now_ns();
+                guard.unlock().await?;
+                Ok(acquired)
             }),
             Lib::Ceiling(client) => tokio::spawn(async move {
-                client.lock(&name).await?.unlock().await?;
-                Ok(())
+                let guard = client.lock(&name).await?;
+                let acquired = now_ns();
+                guard.unlock().await?;
+                Ok(acquired)
             }),
-            other => tokio::spawn(async move { other.lock(&name).await?.unlock().await }),
+            other => tokio::spawn(async move {
+                let guard = other.lock(&name).await?;
+                let acquired = now_ns();
+                guard.unlock().await?;
+                Ok(acquired)
+            }),
         }
     }
 

@@ -12,10 +12,12 @@ mod ceiling;
 mod ceiling_pubsub;
 mod ceiling_semaphore;
 mod cluster;
+mod curves;
 mod floor;
 mod java;
 mod libs;
 mod params;
+mod pause;
 mod plot;
 mod report;
 mod scenario;
@@ -109,19 +111,32 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
         None
     };
     let mut notes: BTreeMap<String, String> = BTreeMap::new();
-    if java.is_some() {
+    if let Some(spec) = java.as_ref() {
+        let jvm = spec.describe(url).await?;
+        eprintln!(
+            "java: {} ({}), flags: {}, GC: {}",
+            jvm.java_version, jvm.vm, jvm.flags, jvm.gc
+        );
         notes.insert(
             "java".into(),
             format!(
                 "java: Redisson {} (the real Java client, built from ../shared/redisson-java), \
-                 interop/java/RedissonBench.java in a JVM of its own with the JVM's and \
-                 Redisson's defaults (Config: only the address set); JIT warm-up {} ms \
-                 before its first round; a task is a Java thread; its client CPU is every \
-                 JVM thread's (GC and JIT included).",
+                 interop/java/RedissonBench.java in a JVM of its own: Java {} ({}), flags `{}` \
+                 (GC: {}; max heap {} MiB; {} processors), Redisson's defaults (Config: only the \
+                 address set); JIT warm-up {} ms on the scenario's own path before its first \
+                 round; a task is a Java thread; its client CPU is every JVM thread's (GC and \
+                 JIT included).",
                 java::VERSION,
+                jvm.java_version,
+                jvm.vm,
+                jvm.flags,
+                jvm.gc,
+                jvm.heap_max_mib,
+                jvm.processors,
                 params.java_warm_ms
             ),
         );
+        notes.insert("java_jvm".into(), serde_json::to_string(&jvm)?);
     }
     let mut b = Bench::new(url, admin, params, java);
     let interleaved = |rounds: usize, round_ms: u64, extra: &str| {
@@ -272,20 +287,28 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
     }
     server::flushall(&mut b.admin).await?;
     let mut cluster_text = String::new();
+    let mut cluster_curve = None;
     if params.wants("s7") {
         b.progress.show("scenario 7: a local Redis Cluster");
-        let (subjects, text) = cluster::run(url, params.smoke).await?;
+        let (subjects, text, rounds) = cluster::run(url, params.smoke).await?;
         for (subject, m) in subjects {
             b.records.push(Record::new("s7", &subject, 0, m));
         }
         cluster_text = text;
+        cluster_curve = Some(curves::cluster(rounds));
     }
+
+    let mut curves = curves::run(&mut b).await?;
+    curves.extend(cluster_curve);
+    server::flushall(&mut b.admin).await?;
+    let curves_text: String = curves.iter().map(|c| c.table() + "\n").collect();
 
     let redis_version = redis_version(&mut b.admin).await.unwrap_or_default();
     let summary = report::summarize(&b.records, &notes, &b.pooled);
     println!("{}", summary.table);
     println!("{}", summary.targets_text);
     println!("{cluster_text}");
+    println!("{curves_text}");
     eprintln!("total bench time {:.0} s", b.progress.elapsed_s());
 
     // Only the full default run updates the published results; smoke and
@@ -311,11 +334,12 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
         "ratios": summary.ratios,
         "targets": summary.targets,
         "records": b.records,
+        "curves": curves,
     });
     std::fs::write(
         dir.join("latest.txt"),
         format!(
-            "{}\n{}\n{cluster_text}",
+            "{}\n{}\n{cluster_text}\n{curves_text}",
             summary.table, summary.targets_text
         ),
     )?;
@@ -345,6 +369,10 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
     .collect();
     let svg_path = dir.join("handover.svg");
     plot::handover_cdf(&svg_path, &panels)?;
+    for c in &curves {
+        let path = c.plot(&dir)?;
+        eprintln!("wrote {}", path.display());
+    }
     eprintln!("wrote {} and {}", json_path.display(), svg_path.display());
     Ok(())
 }

@@ -111,7 +111,7 @@ impl Params {
         if let Some(i) = args.iter().position(|a| a == "--only") {
             let list = args
                 .get(i + 1)
-                .context("--only s1,s1p,s1m,s2,s3,s3b,s4,sem,s5w,s5r,s6i,s6ii,s7")?;
+                .context("--only s1,s1p,s1m,s2,s3,s3b,s4,sem,s5w,s5r,s6i,s6ii,s7,cw,cn,cr,cp")?;
             params.only = list.split(',').map(str::to_owned).collect();
         }
         if let Some(i) = args.iter().position(|a| a == "--libs") {

@@ -70,3 +70,73 @@ pub fn handover_cdf(path: &Path, panels: &[Panel]) -> Result<()> {
     root.present().map_err(|e| anyhow!("{e:?}"))?;
     Ok(())
 }
+
+/// One line of a curve panel: (subject, points (x, median, min, max)).
+pub type CurveLine = (String, Vec<(f64, f64, f64, f64)>);
+/// One panel of a curve plot: (metric label, lines).
+pub type CurvePanel = (String, Vec<CurveLine>);
+
+/// A cost curve: one panel per metric side by side, x logarithmic, y from 0
+/// (linear), medians joined by lines, each point's min–max as a bar.
+pub fn curve(path: &Path, title: &str, x_label: &str, panels: &[CurvePanel]) -> Result<()> {
+    let n = panels.len().max(1) as u32;
+    let root = SVGBackend::new(path, (420 * n, 400)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow!("{e:?}"))?;
+    let root = root
+        .titled(title, ("sans-serif", 18))
+        .map_err(|e| anyhow!("{e:?}"))?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    for (area, (label, lines)) in areas.iter().zip(panels) {
+        let points = lines.iter().flat_map(|(_, p)| p.iter());
+        let (x_lo, x_hi, y_hi) = points.fold((f64::MAX, f64::MIN, 0f64), |(a, b, c), p| {
+            (a.min(p.0), b.max(p.0), c.max(p.3).max(p.1))
+        });
+        let (x_lo, x_hi) = if x_lo <= x_hi {
+            (x_lo / 1.5, x_hi * 1.5)
+        } else {
+            (1.0, 10.0)
+        };
+        let y_hi = if y_hi > 0.0 { y_hi * 1.1 } else { 1.0 };
+        let mut chart = ChartBuilder::on(area)
+            .caption(label, ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..y_hi)
+            .map_err(|e| anyhow!("{e:?}"))?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("{x_label} (log)"))
+            .draw()
+            .map_err(|e| anyhow!("{e:?}"))?;
+        for (idx, (subject, pts)) in lines.iter().enumerate() {
+            let color = Palette99::pick(idx).to_rgba();
+            let medians: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
+            chart
+                .draw_series(LineSeries::new(medians.clone(), color.stroke_width(2)))
+                .map_err(|e| anyhow!("{e:?}"))?
+                .label(subject.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(medians.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(|e| anyhow!("{e:?}"))?;
+            chart
+                .draw_series(
+                    pts.iter()
+                        .map(|p| PathElement::new(vec![(p.0, p.2), (p.0, p.3)], color)),
+                )
+                .map_err(|e| anyhow!("{e:?}"))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| anyhow!("{e:?}"))?;
+    }
+    root.present().map_err(|e| anyhow!("{e:?}"))?;
+    Ok(())
+}

@@ -16,10 +16,16 @@ pub fn start() -> Server {
         .start()
 }
 
-/// An admin connection for INFO, FLUSHALL and test data (redis-rs).
+/// An admin connection for INFO, FLUSHALL and test data (redis-rs). Its
+/// replies may wait behind a flood of other clients' commands (100 000
+/// waiters starting at once): 60 s for a reply, not redis-rs's 500 ms.
 pub async fn admin(url: &str) -> Result<redis::aio::MultiplexedConnection> {
     let client = redis::Client::open(url)?;
-    Ok(client.get_multiplexed_async_connection().await?)
+    let config = redis::AsyncConnectionConfig::new()
+        .set_response_timeout(Some(std::time::Duration::from_secs(60)));
+    Ok(client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?)
 }
 
 async fn info(con: &mut redis::aio::MultiplexedConnection, section: &str) -> Result<String> {
@@ -59,6 +65,42 @@ pub async fn server_cpu_us(con: &mut redis::aio::MultiplexedConnection) -> Resul
             .unwrap_or(0.0)
     };
     Ok((field("used_cpu_sys:") + field("used_cpu_user:")) * 1e6)
+}
+
+/// The server's `used_memory` (bytes, from `INFO memory`).
+pub async fn used_memory(con: &mut redis::aio::MultiplexedConnection) -> Result<f64> {
+    let text = info(con, "memory").await?;
+    Ok(text
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or(f64::NAN))
+}
+
+/// Wait until the number of connected clients has stood still for 150 ms
+/// (at most `limit`): the connections of a worker or JVM that just exited
+/// close asynchronously, and their buffers count in `used_memory`.
+pub async fn settle_clients(
+    con: &mut redis::aio::MultiplexedConnection,
+    limit: std::time::Duration,
+) -> Result<()> {
+    let started = std::time::Instant::now();
+    let (mut last, mut still) = (u64::MAX, 0);
+    while still < 3 && started.elapsed() < limit {
+        let text = info(con, "clients").await?;
+        let n = text
+            .lines()
+            .find_map(|l| l.strip_prefix("connected_clients:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        if n == last {
+            still += 1;
+        } else {
+            (last, still) = (n, 0);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
 
 /// `after - before` per command.

@@ -4,7 +4,12 @@
 // (pools, threads, codec, timeouts) apart from the server address.
 //
 // Usage:
-//   java -cp REDISSON_CLASSPATH:DIR RedissonBench redis://127.0.0.1:6379 WARM_MS [POOL]
+//   java JVM_FLAGS -cp REDISSON_CLASSPATH:DIR RedissonBench redis://127.0.0.1:6379 WARM_MS [POOL [WARM_PATH]]
+//
+// JVM_FLAGS (bench/src/java.rs, JVM_FLAGS): a production JVM, full tiered
+// JIT, G1, a fixed heap. WARM_PATH: the path the JIT warm-up runs, for
+// WARM_MS (the scenario's own: pairs, parallel, contend, pause, sem), or
+// `all` (a third each of pairs, contend and sem), or `none`.
 //
 // POOL, if given and above 0, sets subscriptionConnectionPoolSize (default 50
 // connections of subscriptionsPerConnection = 5 channels each): scenario 5a
@@ -23,7 +28,8 @@
 //       TASKS threads from START_NS, each on PREFIX:i -> {"pairs":N,"elapsed_s":S}
 //   contend NAME TASKS FIRST BEGIN_NS DEADLINE_NS THINK_US
 //       TASKS threads (numbered from FIRST) take NAME from BEGIN_NS to DEADLINE_NS
-//       with tryLock(time left), pausing THINK_US after each unlock
+//       with tryLock(time left), pausing THINK_US after each unlock (`pause`:
+//       parkNanos to 100 µs before, then spin; the Rust subjects' pause alike)
 //       -> [[task,asked,acquired,releasing,released],..]
 //   sem NAME PERMITS TASKS BEGIN_NS DEADLINE_NS
 //       trySetPermits(PERMITS), then TASKS threads tryAcquire(time left) and
@@ -41,6 +47,12 @@
 //       waiters -> {"completed":C,"errors":E,"hang":B,"drain_s":S,"error":"first"}
 //   memory
 //       after a full GC -> {"rss_kib":K,"heap_bytes":B}
+//   watch N WATCHDOG_MS
+//       a third client (lockWatchdogTimeout WATCHDOG_MS) takes held:0..N-1 -> ok
+//   unwatch
+//       unlocks them -> {"unlock_errors":E}
+//   jvm
+//       -> {"java_version":..,"vm":..,"flags":..,"gc":..,"heap_max_mib":N,"processors":N}
 //   quit
 
 import java.io.BufferedReader;
@@ -79,8 +91,14 @@ public final class RedissonBench {
 
     private static RedissonClient client;
     private static RedissonClient holderClient;
+    private static String address;
+    private static RedissonClient watchClient;
+    private static final List<RLock> WATCHED = new ArrayList<>();
     private static final List<RLock> HELD = new ArrayList<>();
     private static final List<CompletableFuture<Void>> WAITERS = new ArrayList<>();
+    /** When each waiter of `wait` acquired (epoch ns; 0: not yet), and the names they wait on. */
+    private static long[] acquired = new long[0];
+    private static int waitNames = 1;
     private static final AtomicInteger FAILED = new AtomicInteger();
     private static final AtomicReference<String> FIRST_ERROR = new AtomicReference<>("");
 
@@ -93,6 +111,25 @@ public final class RedissonBench {
         long left;
         while ((left = epochNs - now()) > 0) {
             LockSupport.parkNanos(left);
+        }
+    }
+
+    /** How long before a pause's deadline `pause` stops parking and spins (bench/src/pause.rs: the same). */
+    static final long SPIN_NS = 100_000;
+
+    /**
+     * A precise pause of `ns` on the monotonic clock, as the Rust subjects
+     * take it (bench/src/pause.rs): park (the kernel's high-resolution timer)
+     * until SPIN_NS before the deadline, then spin until the deadline.
+     */
+    static void pause(long ns) {
+        long deadline = System.nanoTime() + ns;
+        long left;
+        while ((left = deadline - System.nanoTime()) > SPIN_NS) {
+            LockSupport.parkNanos(left - SPIN_NS);
+        }
+        while (System.nanoTime() < deadline) {
+            Thread.onSpinWait();
         }
     }
 
@@ -117,6 +154,7 @@ public final class RedissonBench {
         String version = "unknown";
         try {
             int pool = args.length > 2 ? Integer.parseInt(args[2]) : 0;
+            address = args[0];
             Config config = new Config();
             config.useSingleServer().setAddress(args[0]);
             if (pool > 0) {
@@ -130,7 +168,7 @@ public final class RedissonBench {
             if (v != null) {
                 version = v;
             }
-            warm(warmMs);
+            warm(warmMs, args.length > 3 ? args[3] : "all");
         } catch (Throwable e) {
             OUT.println("fatal " + e.getClass().getName() + " " + clean(String.valueOf(e.getMessage())));
             Runtime.getRuntime().halt(3);
@@ -185,19 +223,46 @@ public final class RedissonBench {
                 return release(Long.parseLong(a[1]));
             case "memory":
                 return memory();
+            case "jvm":
+                return jvm();
+            case "watch":
+                return watch(Integer.parseInt(a[1]), Long.parseLong(a[2]));
+            case "unwatch":
+                return unwatch();
             default:
                 throw new IllegalArgumentException("unknown command " + a[0]);
         }
     }
 
     /** JIT warm-up before the first measured round: the paths every scenario uses. */
-    static void warm(long ms) throws Exception {
-        if (ms <= 0) {
+    static void warm(long ms, String path) throws Exception {
+        if (ms <= 0 || path.equals("none")) {
             return;
+        }
+        long all = ms * 1_000_000L;
+        long begin = now();
+        switch (path) {
+            case "pairs":
+                pairs("warm:pairs", ms);
+                return;
+            case "parallel":
+                parallel("warm:parallel", 16, begin, ms);
+                return;
+            case "contend":
+                contend("warm:contend:" + begin, 8, 0, begin, begin + all, 0);
+                return;
+            case "pause":
+                contend("warm:pause:" + begin, 8, 0, begin, begin + all, 1000);
+                return;
+            case "sem":
+                semaphore("warm:sem:" + begin, 4, 16, begin, begin + all);
+                return;
+            default:
+                break;
         }
         long third = ms / 3 * 1_000_000L;
         pairs("warm:pairs", ms / 3);
-        long begin = now();
+        begin = now();
         contend("warm:contend", 8, 0, begin, begin + third, 0);
         begin = now();
         semaphore("warm:sem:" + begin, 4, 16, begin, begin + third);
@@ -276,23 +341,44 @@ public final class RedissonBench {
             boolean released) throws Exception {
         List<Future<List<String>>> done = new ArrayList<>();
         for (int t = 0; t < tasks; t++) {
-            String task = "[" + (first + t) + ",";
+            int task = first + t;
             done.add(POOL.submit(() -> {
+                // The loop only stores numbers (as the Rust subjects push
+                // tuples); the text is built after the deadline.
+                long[] ev = new long[4 * 1024];
+                int n = 0;
+                boolean cut = false;
                 sleepUntil(begin);
-                List<String> events = new ArrayList<>();
                 long asked;
                 while ((asked = now()) < deadline) {
+                    if (n + 4 > ev.length) {
+                        ev = java.util.Arrays.copyOf(ev, ev.length * 2);
+                    }
                     if (!taker.take(deadline - asked)) {
-                        events.add(task + asked + "," + NEVER + "," + NEVER + (released ? "," + NEVER : "") + "]");
+                        ev[n++] = asked;
+                        cut = true;
                         break;
                     }
                     long acquired = now();
                     long releasing = now();
                     taker.give();
-                    events.add(task + asked + "," + acquired + "," + releasing + (released ? "," + now() : "") + "]");
+                    ev[n++] = asked;
+                    ev[n++] = acquired;
+                    ev[n++] = releasing;
+                    ev[n++] = now();
                     if (thinkUs > 0) {
-                        LockSupport.parkNanos(thinkUs * 1000);
+                        pause(thinkUs * 1000);
                     }
+                }
+                List<String> events = new ArrayList<>(n / 4 + 1);
+                int whole = cut ? n - 1 : n;
+                for (int i = 0; i < whole; i += 4) {
+                    events.add("[" + task + "," + ev[i] + "," + ev[i + 1] + "," + ev[i + 2]
+                            + (released ? "," + ev[i + 3] : "") + "]");
+                }
+                if (cut) {
+                    events.add("[" + task + "," + ev[n - 1] + "," + NEVER + "," + NEVER
+                            + (released ? "," + NEVER : "") + "]");
                 }
                 return events;
             }));
@@ -377,7 +463,11 @@ public final class RedissonBench {
         FAILED.set(0);
         FIRST_ERROR.set("");
         WAITERS.clear();
+        acquired = new long[n];
+        waitNames = names;
+        long[] at = acquired;
         for (int i = 0; i < n; i++) {
+            int index = i;
             long threadId = i + 1;
             RLock lock = client.getLock(prefix + ":" + (i % names));
             CompletableFuture<Void> done = new CompletableFuture<>();
@@ -388,6 +478,7 @@ public final class RedissonBench {
                     done.complete(null);
                     return;
                 }
+                at[index] = now();
                 lock.unlockAsync(threadId).whenComplete((ok2, e2) -> {
                     if (e2 != null) {
                         fail(e2);
@@ -408,8 +499,12 @@ public final class RedissonBench {
 
     static String release(long limitS) throws Exception {
         long released = System.nanoTime();
-        for (RLock lock : HELD) {
-            lock.unlock();
+        // The instant each name's unlock was called: a name's wake-up
+        // latency runs from it to its first waiter's acquisition.
+        long[] unlocked = new long[HELD.size()];
+        for (int i = 0; i < HELD.size(); i++) {
+            unlocked[i] = now();
+            HELD.get(i).unlock();
         }
         HELD.clear();
         boolean hang = false;
@@ -421,9 +516,99 @@ public final class RedissonBench {
         double drain = (System.nanoTime() - released) / 1e9;
         long finished = WAITERS.stream().filter(CompletableFuture::isDone).count();
         int failed = FAILED.get();
-        return "{\"completed\":" + (finished - failed) + ",\"errors\":" + failed + ",\"hang\":" + hang
+        long[] first = new long[unlocked.length];
+        java.util.Arrays.fill(first, Long.MAX_VALUE);
+        for (int i = 0; i < acquired.length; i++) {
+            int name = i % waitNames;
+            if (acquired[i] != 0 && name < first.length) {
+                first[name] = Math.min(first[name], acquired[i]);
+            }
+        }
+        double[] wake = new double[first.length];
+        int w = 0;
+        for (int i = 0; i < first.length; i++) {
+            if (first[i] != Long.MAX_VALUE) {
+                wake[w++] = (first[i] - unlocked[i]) / 1e3;
+            }
+        }
+        wake = java.util.Arrays.copyOf(wake, w);
+        java.util.Arrays.sort(wake);
+        return "{\"wake_p50_us\":" + quantile(wake, 0.50) + ",\"wake_p99_us\":" + quantile(wake, 0.99)
+                + ",\"completed\":" + (finished - failed) + ",\"errors\":" + failed + ",\"hang\":" + hang
                 + ",\"drain_s\":" + drain + ",\"error\":\"" + FIRST_ERROR.get().replace("\\", "\\\\").replace("\"", "'")
                 + "\"}";
+    }
+
+    /**
+     * Curve of held watchdog locks: a third client (Redisson's defaults, its
+     * lockWatchdogTimeout set to WATCHDOG_MS) takes `held:0..N-1` without a
+     * lease, so that its watchdog renews them.
+     */
+    static String watch(int n, long watchdogMs) throws Exception {
+        Config c = new Config();
+        c.useSingleServer().setAddress(address);
+        c.setLockWatchdogTimeout(watchdogMs);
+        watchClient = Redisson.create(c);
+        WATCHED.clear();
+        List<RFuture<Void>> taking = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            RLock lock = watchClient.getLock("held:" + i);
+            WATCHED.add(lock);
+            taking.add(lock.lockAsync(1));
+            if (taking.size() == 256) {
+                for (RFuture<Void> f : taking) {
+                    f.toCompletableFuture().get();
+                }
+                taking.clear();
+            }
+        }
+        for (RFuture<Void> f : taking) {
+            f.toCompletableFuture().get();
+        }
+        return "ok";
+    }
+
+    static String unwatch() throws Exception {
+        int errors = 0;
+        List<RFuture<Void>> giving = new ArrayList<>();
+        for (RLock lock : WATCHED) {
+            giving.add(lock.unlockAsync(1));
+        }
+        for (RFuture<Void> f : giving) {
+            try {
+                f.toCompletableFuture().get();
+            } catch (Exception e) {
+                errors++;
+            }
+        }
+        WATCHED.clear();
+        // No shutdown: Netty's graceful one takes seconds; the bench ends this JVM.
+        return "{\"unlock_errors\":" + errors + "}";
+    }
+
+    /** The bench's quantile (util::quantile): the ceil(q n)-th smallest of sorted `v`; NaN as 0 when empty. */
+    static double quantile(double[] v, double q) {
+        if (v.length == 0) {
+            return 0;
+        }
+        int rank = (int) Math.ceil(q * v.length);
+        return v[Math.max(1, Math.min(rank, v.length)) - 1];
+    }
+
+    /** The JVM as it runs: its version, flags, collector, heap and processors. */
+    static String jvm() {
+        java.lang.management.RuntimeMXBean rt = java.lang.management.ManagementFactory.getRuntimeMXBean();
+        List<String> gcs = new ArrayList<>();
+        for (java.lang.management.GarbageCollectorMXBean gc
+                : java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()) {
+            gcs.add(gc.getName());
+        }
+        return "{\"java_version\":\"" + System.getProperty("java.version") + "\",\"vm\":\""
+                + System.getProperty("java.vm.name") + " " + System.getProperty("java.vm.version")
+                + "\",\"flags\":\"" + String.join(" ", rt.getInputArguments()).replace("\"", "'")
+                + "\",\"gc\":\"" + String.join(", ", gcs) + "\",\"heap_max_mib\":"
+                + Runtime.getRuntime().maxMemory() / (1024 * 1024) + ",\"processors\":"
+                + Runtime.getRuntime().availableProcessors() + "}";
     }
 
     static String memory() throws Exception {

@@ -127,6 +127,20 @@ const CONTENDED: &[Metrics] = &[
     ],
     ACQUISITION_COSTS,
 ];
+/// Scenario 3b: as `CONTENDED`, with the pause each subject actually took.
+const CONTENDED_PAUSED: &[Metrics] = &[
+    HANDOVERS,
+    &[
+        (
+            "pause_p50_us",
+            "pause taken p50 µs (unlock returned → next lock called)",
+        ),
+        ("pause_p90_us", "pause taken p90 µs"),
+        ("pause_max_us", "pause taken max µs"),
+    ],
+    CONTENDED[1],
+    ACQUISITION_COSTS,
+];
 const CONTENDED_RATIOS: &[&str] = &[
     "acq_per_s",
     "handover_p50_us",
@@ -227,11 +241,22 @@ pub const SECTIONS: &[Section] = &[
         "3 contended: 8 tasks, 1 process, 1 name",
         CONTENDED_RATIOS,
     ),
-    contended(
-        "s3b",
-        "3b contended, 1 ms pause outside the lock after each unlock (extra)",
-        CONTENDED_RATIOS,
-    ),
+    Section {
+        metrics: CONTENDED_PAUSED,
+        ..contended(
+            "s3b",
+            "3b contended, a precise 1 ms pause outside the lock after each unlock, the same for every subject",
+            &[
+                "acq_per_s",
+                "handover_p50_us",
+                "handover_p99_us",
+                "wait_p50_us",
+                "wait_p99_us",
+                "pause_p50_us",
+                "client_cpu_us_per_acq",
+            ],
+        )
+    },
     contended(
         "s4",
         "4 contended: 4 processes x 2 tasks, 1 name",

@@ -55,8 +55,15 @@ pub async fn run(b: &mut Bench<'_>, id: &str, think: Duration) -> Result<()> {
                 }
             };
             let counted = counters.stop(admin, ms(30)).await?;
+            let paused = pauses(&events, start, deadline);
             let c = analyze(events, params.s3_tasks, start, deadline);
             let mut m = c.metrics;
+            if !think.is_zero() {
+                m.insert("pause_p50_us".into(), quantile(&paused, 0.50));
+                m.insert("pause_p90_us".into(), quantile(&paused, 0.90));
+                m.insert("pause_max_us".into(), quantile(&paused, 1.0));
+                m.insert("pauses".into(), paused.len() as f64);
+            }
             counted.per_acquisition(&mut m);
             add_command_metrics(*kind, &mut m, &counted.commands);
             pooled.add(id, kind.key(), c.handover_us, &c.per_task);
@@ -76,7 +83,12 @@ impl Contender {
     /// Connect `kind` and warm it up (20 pairs; the JVM warms itself).
     async fn connect(kind: Kind, url: &str, id: &str, java: Option<&JavaSpec>) -> Result<Self> {
         if let (Kind::Java, Some(java)) = (kind, java) {
-            return Ok(Contender::Java(java.start(url).await?));
+            let path = if id == "s3b" {
+                java::Warm::Pause
+            } else {
+                java::Warm::Contend
+            };
+            return Ok(Contender::Java(java.start(url, path).await?));
         }
         let lib = Lib::connect(kind, url).await?;
         let warm = format!("{id}:warm:{}", kind.key());
@@ -130,7 +142,7 @@ pub async fn contend(
                 held.unlock().await?;
                 events.push((first_task + t, asked, acquired, releasing, now_ns()));
                 if !think.is_zero() {
-                    tokio::time::sleep(think).await;
+                    crate::pause::pause(think).await;
                 }
             }
             anyhow::Ok(events)
@@ -141,6 +153,22 @@ pub async fn contend(
         events.extend(h.await??);
     }
     Ok(events)
+}
+
+/// The pauses the tasks actually took outside the lock (scenario 3b), µs:
+/// for each task, from one unlock's return to its next `lock` call, for the
+/// pauses that end inside the window `[start_ns, deadline_ns]`. This spans
+/// the pause itself and the loop's bookkeeping around it (a few
+/// nanoseconds), for every subject alike.
+pub fn pauses(events: &[Event], start_ns: u64, deadline_ns: u64) -> Vec<f64> {
+    let mut by_task: Vec<&Event> = events.iter().collect();
+    by_task.sort_by_key(|e| (e.0, e.1));
+    by_task
+        .windows(2)
+        .filter(|p| p[0].0 == p[1].0 && p[0].4 != u64::MAX)
+        .filter(|p| p[1].1 >= start_ns && p[1].1 <= deadline_ns)
+        .map(|p| (p[1].1 as i64 - p[0].4 as i64) as f64 / 1e3)
+        .collect()
 }
 
 /// Throughput, handover latency and fairness of one contended run.

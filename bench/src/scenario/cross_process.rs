@@ -20,6 +20,29 @@ use crate::workers::{Job, Slot, Synced};
 /// every worker, all following one wall-clock schedule of slots.
 pub async fn run(b: &mut Bench<'_>) -> Result<()> {
     let kinds = b.kinds(&ALL);
+    let p = b.params;
+    run_with(
+        b,
+        "s4",
+        &kinds,
+        p.s4_processes,
+        p.s4_tasks_each,
+        p.s4_rounds,
+    )
+    .await
+}
+
+/// Scenario 4's schedule with `processes` worker processes of `tasks_each`
+/// tasks, `rounds` rounds of the subjects `kinds`, recorded as `id`
+/// (the processes curve runs it for every point).
+pub async fn run_with(
+    b: &mut Bench<'_>,
+    id: &str,
+    kinds: &[Kind],
+    processes: u32,
+    tasks_each: u32,
+    rounds: usize,
+) -> Result<()> {
     let (url, admin, params, records, pooled) =
         (b.url, &mut b.admin, b.params, &mut b.records, &mut b.pooled);
     server::flushall(admin).await?;
@@ -32,13 +55,13 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
     // length], then a gap for the last holds to finish.
     let mut slots = Vec::new();
     let mut offset = gap + warm;
-    for r in 0..params.s4_rounds {
+    for r in 0..rounds {
         for i in order(kinds.len(), r) {
             let kind = kinds[i];
             slots.push(Slot {
                 round: r,
                 kind,
-                name: format!("s4:{}:{r}", kind.key()),
+                name: format!("{id}:{}:{r}", kind.key()),
                 offset_ns: offset,
                 warm_ns: warm,
                 length_ns: length,
@@ -53,19 +76,19 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
     let ours: Vec<Slot> = slots.iter().filter(|s| !is_java(s)).cloned().collect();
     let javas: Vec<Slot> = slots.iter().filter(|s| is_java(s)).cloned().collect();
     let libs: Vec<Kind> = kinds.iter().copied().filter(|k| *k != Kind::Java).collect();
-    let jobs = (0..params.s4_processes)
+    let jobs = (0..processes)
         .map(|p| Job::Rounds {
             kinds: libs.clone(),
             url: url.to_owned(),
-            tasks: params.s4_tasks_each,
-            first_task: p * params.s4_tasks_each,
+            tasks: tasks_each,
+            first_task: p * tasks_each,
             slots: ours.clone(),
         })
         .collect();
     let mut workers = Synced::start(jobs, Duration::from_secs(60)).await?;
     let mut jvms = Vec::new();
     if let (false, Some(java)) = (javas.is_empty(), b.java.as_ref()) {
-        let starting = (0..params.s4_processes).map(|_| java.start(url));
+        let starting = (0..processes).map(|_| java.start(url, java::Warm::Contend));
         jvms = futures::future::try_join_all(starting).await?;
     }
     let base = now_ns() + 100_000_000;
@@ -75,7 +98,7 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
         .map(|s| format!("{}:{}:{}:{}", s.name, s.offset_ns, s.warm_ns, s.length_ns))
         .collect();
     for (p, jvm) in (0u32..).zip(&mut jvms) {
-        let (tasks, first) = (params.s4_tasks_each, p * params.s4_tasks_each);
+        let (tasks, first) = (tasks_each, p * tasks_each);
         jvm.send(&format!(
             "slots {base} {tasks} {first} 0 {}",
             spec.join(",")
@@ -111,7 +134,7 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
         per_jvm.push(serde_json::from_str(&answer)?);
     }
     let (mut next_ours, mut next_java) = (0, 0);
-    let tasks = params.s4_processes * params.s4_tasks_each;
+    let tasks = processes * tasks_each;
     for (i, slot) in slots.iter().enumerate() {
         let (set, index) = if is_java(slot) {
             next_java += 1;
@@ -134,8 +157,8 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
             (marks[i + 1].1 - marks[i].1) / acquisitions.max(1.0),
         );
         add_command_metrics(slot.kind, &mut m, &diff);
-        pooled.add("s4", slot.kind.key(), c.handover_us, &c.per_task);
-        records.push(Record::new("s4", slot.kind.key(), slot.round, m));
+        pooled.add(id, slot.kind.key(), c.handover_us, &c.per_task);
+        records.push(Record::new(id, slot.kind.key(), slot.round, m));
     }
     Ok(())
 }

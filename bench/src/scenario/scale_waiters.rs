@@ -9,10 +9,9 @@ use super::{order, Admin, Bench, Metrics};
 use crate::alloc;
 use crate::java::{self, Drained, Java, JavaSpec, Memory};
 use crate::libs::{Kind, Lib, SEMAPHORES};
-use crate::params::Params;
 use crate::report::Record;
 use crate::server;
-use crate::util::vm_rss_kib;
+use crate::util::{now_ns, quantile, vm_rss_kib};
 use crate::workers::{numbers, run_workers, Job};
 
 /// Every subject in a fresh worker process (Java: a fresh JVM), run after
@@ -33,25 +32,22 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
         progress.show(&format!("scenario s5w, run {}/{runs}", run + 1));
         for i in order(subjects.len(), run) {
             let (kind, pool) = subjects[i];
-            server::flushall(admin).await?;
             let limit = Duration::from_secs(60);
-            let (key, m) = match (kind, b.java.as_ref()) {
-                (Kind::Java, Some(java)) => {
-                    let key = if pool.is_some() { "javapool" } else { "java" };
-                    let m = java_waiters(java, url, admin, params, pool, limit).await?;
-                    (key, m)
-                }
-                _ => {
-                    let job = Job::Waiters {
-                        kind,
-                        url: url.to_owned(),
-                        waiters: params.waiters,
-                        names: params.waiter_names,
-                        limit_s: limit.as_secs(),
-                    };
-                    let answer = run_workers(vec![job], Duration::from_secs(150)).await?;
-                    (kind.key(), numbers(&answer[0]))
-                }
+            let (waiters, names) = (params.waiters, params.waiter_names);
+            let m = measure(
+                url,
+                admin,
+                b.java.as_ref(),
+                kind,
+                pool,
+                waiters,
+                names,
+                limit,
+            )
+            .await?;
+            let key = match (kind, pool) {
+                (Kind::Java, Some(_)) => "javapool",
+                _ => kind.key(),
             };
             records.push(Record::new("s5w", key, run, m));
         }
@@ -59,10 +55,40 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
     Ok(())
 }
 
+/// One measurement on a flushed server: `waiters` waiters on `names` held
+/// names, `kind` in a fresh worker process (Java: a fresh JVM with the
+/// subscription pool `pool`, or Redisson's default).
+#[allow(clippy::too_many_arguments)]
+pub async fn measure(
+    url: &str,
+    admin: &mut Admin,
+    java: Option<&JavaSpec>,
+    kind: Kind,
+    pool: Option<u32>,
+    waiters: usize,
+    names: usize,
+    limit: Duration,
+) -> Result<Metrics> {
+    server::flushall(admin).await?;
+    server::settle_clients(admin, Duration::from_secs(5)).await?;
+    if let (Kind::Java, Some(java)) = (kind, java) {
+        return java_waiters(java, url, admin, waiters, names, pool, limit).await;
+    }
+    let job = Job::Waiters {
+        kind,
+        url: url.to_owned(),
+        waiters,
+        names,
+        limit_s: limit.as_secs(),
+    };
+    let answer = run_workers(vec![job], limit * 2 + Duration::from_secs(30)).await?;
+    Ok(numbers(&answer[0]))
+}
+
 /// Redisson's defaults: `subscriptionConnectionPoolSize` and
 /// `subscriptionsPerConnection`.
-const JAVA_DEFAULT_POOL: usize = 50;
-const JAVA_CHANNELS_PER_CONNECTION: usize = 5;
+pub const JAVA_DEFAULT_POOL: usize = 50;
+pub const JAVA_CHANNELS_PER_CONNECTION: usize = 5;
 
 /// Scenario 5a in a JVM: a second Redisson client holds the names, then
 /// `waiters` waiters (`lockAsync` with their own thread ids, as tasks are
@@ -72,16 +98,17 @@ async fn java_waiters(
     java: &JavaSpec,
     url: &str,
     admin: &mut Admin,
-    params: &Params,
+    waiters: usize,
+    names: usize,
     pool: Option<u32>,
     limit: Duration,
 ) -> Result<Metrics> {
-    let (waiters, names) = (params.waiters, params.waiter_names);
-    let mut jvm = Java::start(&java.classpath, url, java.warm, pool).await?;
+    let mut jvm = Java::start(&java.classpath, url, java.warm, pool, java::Warm::All).await?;
     let prefix = "scale:java";
     jvm.send(&format!("hold {prefix} {names}")).await?;
     jvm.recv(limit).await?;
     let before: Memory = jvm.call("memory", limit).await?;
+    let server0 = server::used_memory(admin).await?;
     let evals = |stats: &std::collections::HashMap<String, u64>| {
         stats.get("evalsha").copied().unwrap_or(0) + stats.get("eval").copied().unwrap_or(0)
     };
@@ -108,6 +135,7 @@ async fn java_waiters(
     let waiting_after_s = started.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let waiting: Memory = jvm.call("memory", limit).await?;
+    let server1 = server::used_memory(admin).await?;
     let channels: Vec<String> = redis::cmd("PUBSUB")
         .arg("CHANNELS")
         .arg("redisson_lock__channel:*")
@@ -159,6 +187,16 @@ async fn java_waiters(
         ("subscribed_channels".into(), channels.len() as f64),
         ("all_waiting_after_s".into(), waiting_after_s),
         ("drain_s".into(), drained.drain_s),
+        ("wake_p50_us".into(), drained.wake_p50_us),
+        ("wake_p99_us".into(), drained.wake_p99_us),
+        (
+            "server_memory_bytes_per_waiter".into(),
+            (server1 - server0) / n,
+        ),
+        (
+            "server_memory_bytes_per_name".into(),
+            (server1 - server0) / names as f64,
+        ),
         ("completed".into(), drained.completed as f64),
         ("errors".into(), drained.errors as f64),
         ("hang".into(), if drained.hang { 1.0 } else { 0.0 }),
@@ -194,6 +232,7 @@ pub async fn waiters(
     // baseline: the names (moved into the tasks) and the handles' vector.
     let mut waiter_names: Vec<String> = (0..waiters).map(name).collect();
     let mut handles = Vec::with_capacity(waiters);
+    let server0 = server::used_memory(&mut admin).await?;
     let rss0 = vm_rss_kib();
     alloc::start();
     for name in waiter_names.drain(..) {
@@ -221,22 +260,39 @@ pub async fn waiters(
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (live1, peak1) = (alloc::live(), alloc::peak());
     let rss1 = vm_rss_kib();
+    let server1 = server::used_memory(&mut admin).await?;
     let channels: Vec<String> = redis::cmd("PUBSUB")
         .arg("CHANNELS")
         .arg("redisson_lock__channel:*")
         .query_async(&mut admin)
         .await?;
     let released = Instant::now();
+    // The instant each name's unlock was called (the wake-up latency of a
+    // name runs from it to its first waiter's acquisition).
+    let mut unlocked = Vec::with_capacity(names);
     for h in held {
+        unlocked.push(now_ns());
         h.unlock().await?;
     }
     let all = futures::future::join_all(handles);
-    let (finished, done, failed) = match tokio::time::timeout(limit, all).await {
+    let (finished, done, failed, wake_us) = match tokio::time::timeout(limit, all).await {
         Ok(outcomes) => {
-            let done = outcomes.iter().filter(|o| matches!(o, Ok(Ok(())))).count();
-            (true, done, outcomes.len() - done)
+            let mut first = vec![u64::MAX; names];
+            for (i, o) in outcomes.iter().enumerate() {
+                if let Ok(Ok(at)) = o {
+                    first[i % names] = first[i % names].min(*at);
+                }
+            }
+            let wake_us: Vec<f64> = first
+                .iter()
+                .zip(&unlocked)
+                .filter(|(at, _)| **at != u64::MAX)
+                .map(|(at, u)| (*at as i64 - *u as i64) as f64 / 1e3)
+                .collect();
+            let done = outcomes.iter().filter(|o| matches!(o, Ok(Ok(_)))).count();
+            (true, done, outcomes.len() - done, wake_us)
         }
-        Err(_) => (false, 0, 0),
+        Err(_) => (false, 0, 0, Vec::new()),
     };
     let drain_s = released.elapsed().as_secs_f64();
     // Background work of the last wake-ups (latch DELs, unsubscribes).
@@ -259,6 +315,10 @@ pub async fn waiters(
         "lock_future_bytes": lib.lock_future_bytes(),
         "all_waiting_after_s": waiting_after_s,
         "drain_s": drain_s,
+        "wake_p50_us": quantile(&wake_us, 0.50),
+        "wake_p99_us": quantile(&wake_us, 0.99),
+        "server_memory_bytes_per_waiter": (server1 - server0) / waiters as f64,
+        "server_memory_bytes_per_name": (server1 - server0) / names as f64,
         "completed": done,
         "errors": failed,
         "hang": !finished,

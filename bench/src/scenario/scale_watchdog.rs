@@ -10,6 +10,7 @@ use futures::StreamExt;
 use super::Bench;
 use crate::report::Record;
 use crate::server;
+use crate::util::Usage;
 use crate::workers::{numbers, run_workers, Job};
 
 /// `runs` runs, each in a fresh worker process (ours only).
@@ -61,10 +62,15 @@ pub async fn watchdog(
     // Let one renewal run pass first (it loads the script: NOSCRIPT + EVAL).
     tokio::time::sleep(interval + interval / 2).await;
     let s0 = server::commandstats(&mut admin).await?;
+    let server_cpu0 = server::server_cpu_us(&mut admin).await?;
+    let usage0 = Usage::now();
     let t0 = Instant::now();
     tokio::time::sleep(interval * intervals).await;
+    let usage = Usage::now().since(usage0);
     let s1 = server::commandstats(&mut admin).await?;
+    let server_cpu = server::server_cpu_us(&mut admin).await? - server_cpu0;
     let window = t0.elapsed();
+    let elapsed_intervals = window.as_secs_f64() / interval.as_secs_f64();
     let d = server::diff(&s0, &s1);
     let get = |k: &str| d.get(k).copied().unwrap_or(0) as f64;
     // Each renewal run checks every held lock once with HEXISTS.
@@ -88,6 +94,9 @@ pub async fn watchdog(
         "renewal_runs": runs,
         "renew_script_calls": calls,
         "renew_calls_per_interval": if runs > 0.0 { calls / runs } else { f64::NAN },
+        "renew_calls_per_interval_time": calls / elapsed_intervals,
+        "client_cpu_ms_per_interval": (usage.user_us + usage.sys_us) / 1e3 / elapsed_intervals,
+        "server_cpu_ms_per_interval": server_cpu / 1e3 / elapsed_intervals,
         "expected_calls_per_interval": locks.div_ceil(batch),
         "runs_per_interval": runs / (window.as_secs_f64() / interval.as_secs_f64()),
         "keys_alive": dbsize,

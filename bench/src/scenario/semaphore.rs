@@ -24,7 +24,10 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
     let mut subjects = Vec::new();
     for kind in kinds {
         if let (Kind::Java, Some(java)) = (kind, b.java.as_ref()) {
-            subjects.push((kind, Subject::Java(Box::new(java.start(url).await?))));
+            subjects.push((
+                kind,
+                Subject::Java(Box::new(java.start(url, crate::java::Warm::Sem).await?)),
+            ));
             continue;
         }
         let c = SemClients::connect(kind, url).await?;

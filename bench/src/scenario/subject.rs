@@ -37,7 +37,13 @@ impl Subject {
             floor_connections
         };
         let runner = if let (Kind::Java, Some(java)) = (kind, java) {
-            Runner::Java(java.start(url).await?)
+            // Scenario 1 runs one thread's pairs, scenario 2 many threads'.
+            let path = if floor_connections > 1 {
+                crate::java::Warm::Parallel
+            } else {
+                crate::java::Warm::Pairs
+            };
+            Runner::Java(java.start(url, path).await?)
         } else if matches!(kind, Kind::Floor | Kind::FloorP) {
             let url = url.to_owned();
             Runner::Floor(
