@@ -1,9 +1,8 @@
 //! Bad input and faults get typed errors, never a hang.
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{unique, Fixture, Server};
+use crate::common::{unique, Fixture, Server};
 use fred::prelude::*;
 use redisson_lock::{Client, Config, Error, Owner};
 
