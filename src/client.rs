@@ -188,7 +188,7 @@ impl Client {
         let _ = tokio::time::timeout(inner.config.retry_span(), inner.cleanups.drained()).await;
         // Permits that could not be given back by now are reported and left.
         inner.releases.abandon_all();
-        // DeferredDeletes no later command will carry.
+        // Unlock latches no later command will carry.
         let _ =
             tokio::time::timeout(inner.config.timeout, inner.redis.delete_queued_latches()).await;
         inner.redis.close();

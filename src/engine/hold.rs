@@ -166,6 +166,19 @@ impl RawHold {
         self.0.forget();
     }
 
+    /// Whether this hold is still this guard's to act on: not known lost,
+    /// and not taken away by an unlock without a guard (the registry still
+    /// has it live).
+    fn is_current(&self) -> bool {
+        let held = self.held();
+        !self.is_lost()
+            && held
+                .raw
+                .inner()
+                .holds
+                .is_live(held.raw.name(), &held.field, &held.hold)
+    }
+
     /// Take the lock again with the same owner: try once, never wait. A
     /// hold known lost, or taken away by an unlock without a guard, is
     /// refused; a re-entry that finds the field gone from Redis (it took the
@@ -173,12 +186,7 @@ impl RawHold {
     /// be this one's.
     pub(crate) async fn reenter(&self) -> Result<RawHold> {
         let held = self.held();
-        let live = held
-            .raw
-            .inner()
-            .holds
-            .is_live(held.raw.name(), &held.field, &held.hold);
-        if self.is_lost() || !live {
+        if !self.is_current() {
             return Err(held.not_held());
         }
         let acquired = held
@@ -204,7 +212,7 @@ impl RawHold {
         let held = self.held();
         let inner = held.raw.inner().clone();
         let name = held.raw.name();
-        if self.is_lost() || !inner.holds.is_live(name, &held.field, &held.hold) {
+        if !self.is_current() {
             return Err(held.not_held());
         }
         let renewal = held.raw.proto.renewal();
