@@ -59,13 +59,7 @@ pub fn handover_cdf(path: &Path, panels: &[Panel]) -> Result<()> {
                     PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| anyhow!("{e:?}"))?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
     root.present().map_err(|e| anyhow!("{e:?}"))?;
     Ok(())
@@ -129,14 +123,22 @@ pub fn curve(path: &Path, title: &str, x_label: &str, panels: &[CurvePanel]) -> 
                 )
                 .map_err(|e| anyhow!("{e:?}"))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| anyhow!("{e:?}"))?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     }
     root.present().map_err(|e| anyhow!("{e:?}"))?;
     Ok(())
+}
+
+/// The series legend of a panel, at `position`, on a light box.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| anyhow!("{e:?}"))
 }

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use futures::future::LocalBoxFuture;
 
 use super::Curve;
 use crate::java::{self, Warm};
@@ -93,16 +94,10 @@ pub async fn run(b: &mut Bench<'_>) -> Result<Vec<Curve>> {
              ({JAVA_DEFAULT_POOL} × {JAVA_CHANNELS_PER_CONNECTION} channels, enough for {names} \
              names). {runs} run(s) per point, the subjects alternating (ABBA)."
         );
-        for &n in points {
-            for run in 0..runs {
-                b.progress
-                    .show(&format!("curve cw: {n} waiters, run {}", run + 1));
-                for i in order(kinds.len(), run) {
-                    let m = failed_as_metric(waiters(b, kinds[i], n, names).await, "cw");
-                    c.add(n as f64, kinds[i].key(), run, m);
-                }
-            }
-        }
+        sweep(b, &mut c, &kinds, points, runs, "waiters", |b, k, n| {
+            Box::pin(waiters(b, k, n, names))
+        })
+        .await;
         curves.push(c);
     }
     if b.params.wants("cn") {
@@ -126,16 +121,10 @@ pub async fn run(b: &mut Bench<'_>) -> Result<Vec<Curve>> {
              Redisson's default {JAVA_DEFAULT_POOL}), as a user must set it for that many names. \
              {runs} run(s) per point (ABBA)."
         );
-        for &n in points {
-            for run in 0..runs {
-                b.progress
-                    .show(&format!("curve cn: {n} names, run {}", run + 1));
-                for i in order(kinds.len(), run) {
-                    let m = failed_as_metric(waiters(b, kinds[i], n, n).await, "cn");
-                    c.add(n as f64, kinds[i].key(), run, m);
-                }
-            }
-        }
+        sweep(b, &mut c, &kinds, points, runs, "names", |b, k, n| {
+            Box::pin(waiters(b, k, n, n))
+        })
+        .await;
         curves.push(c);
     }
     if b.params.wants("cr") {
@@ -171,16 +160,10 @@ pub async fn run(b: &mut Bench<'_>) -> Result<Vec<Curve>> {
             p.watchdog_batch,
             p.watchdog_intervals
         );
-        for &n in points {
-            for run in 0..runs {
-                b.progress
-                    .show(&format!("curve cr: {n} locks, run {}", run + 1));
-                for i in order(kinds.len(), run) {
-                    let m = failed_as_metric(watchdog(b, kinds[i], n).await, "cr");
-                    c.add(n as f64, kinds[i].key(), run, m);
-                }
-            }
-        }
+        sweep(b, &mut c, &kinds, points, runs, "locks", |b, k, n| {
+            Box::pin(watchdog(b, k, n))
+        })
+        .await;
         curves.push(c);
     }
     if b.params.wants("cp") {
@@ -247,6 +230,32 @@ pub async fn run(b: &mut Bench<'_>) -> Result<Vec<Curve>> {
 
 /// A point's measurement, or, if it failed, a sample that says so (the
 /// curve goes on; the error is printed).
+/// Measure every point of `c` in `runs` runs, the subjects `kinds` in a
+/// rotating order within each run; a failed measurement is recorded as
+/// `failed` and the sweep goes on. `unit` names a point in the progress line.
+async fn sweep<'b, F>(
+    b: &mut Bench<'b>,
+    c: &mut Curve,
+    kinds: &[Kind],
+    points: &[usize],
+    runs: usize,
+    unit: &str,
+    mut measure: F,
+) where
+    F: for<'x> FnMut(&'x mut Bench<'b>, Kind, usize) -> LocalBoxFuture<'x, Result<Metrics>>,
+{
+    for &n in points {
+        for run in 0..runs {
+            let line = format!("curve {}: {n} {unit}, run {}", c.id, run + 1);
+            b.progress.show(&line);
+            for i in order(kinds.len(), run) {
+                let m = failed_as_metric(measure(b, kinds[i], n).await, c.id);
+                c.add(n as f64, kinds[i].key(), run, m);
+            }
+        }
+    }
+}
+
 fn failed_as_metric(r: Result<Metrics>, curve: &str) -> Metrics {
     r.unwrap_or_else(|e| {
         eprintln!("curve {curve}: a measurement failed: {e:#}");
