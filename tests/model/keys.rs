@@ -92,6 +92,13 @@ impl Ttl {
         pttl >= 0 && pttl >= low && pttl <= high
     }
 
+    /// Whether the key may have expired by `r1`: its window has begun
+    /// (within the 3 ms slack of [`fits`](Self::fits)). A key listed by one
+    /// command and read by the next may then be gone at the read.
+    pub fn may_have_expired(self, renewing: bool, r1: Instant) -> bool {
+        self.at(renewing, r1).lo <= r1 + Duration::from_millis(3)
+    }
+
     /// A `PTTL` of `pttl` read from `r0` on proves the key lives until
     /// `r0 + pttl` at least (less a millisecond of rounding).
     pub fn observed(&mut self, pttl: i64, r0: Instant) {
