@@ -4,6 +4,9 @@
 //! `redis-server`, checked in Redis.
 mod common;
 
+#[path = "api/blocking.rs"]
+mod blocking;
+
 use std::time::Duration;
 
 use common::{eventually, unique, wait_numsub, Fixture};

@@ -10,6 +10,9 @@
 //! The long variant: `cargo test --test connect -- --ignored connect_and_drop_soak --nocapture`.
 mod common;
 
+#[path = "connect/auth.rs"]
+mod auth;
+
 use std::time::{Duration, Instant};
 
 use common::fault::Proxy;

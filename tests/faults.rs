@@ -6,6 +6,17 @@
 //! nothing is left behind.
 mod common;
 
+child_entry!();
+
+#[path = "faults/processes.rs"]
+mod processes;
+#[path = "faults/soak.rs"]
+mod soak;
+#[path = "faults/storm.rs"]
+mod storm;
+#[path = "faults/tools.rs"]
+mod tools;
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -40,6 +40,8 @@ mod common;
 
 #[path = "java/mod.rs"]
 mod scenarios;
+#[path = "java/simulated.rs"]
+mod simulated;
 
 use std::time::Duration;
 

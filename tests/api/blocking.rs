@@ -1,0 +1,181 @@
+//! The blocking API: reentrant per OS thread, refuses to run inside a runtime.
+#![cfg(feature = "blocking")]
+use std::time::Duration;
+
+use crate::common::{unique, wait_numsub_blocking, Server};
+use redisson_lock::blocking::BlockingClient;
+use redisson_lock::{Config, Error};
+
+#[test]
+fn reentrant_per_thread_and_exclusive_across_threads() {
+    let server = Server::start();
+    let client = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    let name = unique("blocking");
+    let lock = client.lock(&name).unwrap();
+
+    let outer = lock.lock().unwrap();
+    let inner = lock.lock().unwrap();
+    assert_eq!(lock.hold_count().unwrap(), 2);
+    assert!(lock.is_held_by_current_thread().unwrap());
+
+    let other = client.clone();
+    let name2 = name.clone();
+    let (held_elsewhere, got) = std::thread::spawn(move || {
+        let lock = other.lock(&name2).unwrap();
+        let held = lock.is_held_by_current_thread().unwrap();
+        let got = lock
+            .try_lock_for(Duration::from_millis(100), None)
+            .unwrap()
+            .is_some();
+        (held, got)
+    })
+    .join()
+    .unwrap();
+    assert!(!held_elsewhere);
+    assert!(!got, "another thread must not get a held lock");
+
+    drop(inner); // synchronous unlock of one hold
+    assert_eq!(lock.hold_count().unwrap(), 1);
+    outer.unlock().unwrap();
+    assert!(!lock.is_locked().unwrap());
+
+    // Another thread waits and is woken by our unlock.
+    let guard = lock.lock().unwrap();
+    let waiter = std::thread::spawn({
+        let client = client.clone();
+        let name = name.clone();
+        move || {
+            client
+                .lock(&name)
+                .unwrap()
+                .try_lock_for(Duration::from_secs(20), None)
+                .unwrap()
+                .map(|g| g.unlock())
+        }
+    });
+    // Unlock once the waiter is subscribed, so it is woken by the publish.
+    let channel = client.client().lock(&name).unwrap().channel().to_string();
+    wait_numsub_blocking(&server, &channel, 1);
+    guard.unlock().unwrap();
+    assert!(matches!(waiter.join().unwrap(), Some(Ok(()))));
+}
+
+#[test]
+fn refuses_to_block_inside_a_runtime() {
+    let server = Server::start();
+    let client = BlockingClient::from_url(&server.url).unwrap();
+    let lock = client.lock(&unique("in-runtime")).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        assert!(matches!(lock.try_lock(), Err(Error::BlockingInAsync)));
+        assert!(matches!(
+            BlockingClient::from_url(&server.url),
+            Err(Error::BlockingInAsync)
+        ));
+    });
+}
+
+#[test]
+fn async_client_offers_a_blocking_view() {
+    let server = Server::start();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime
+        .block_on(redisson_lock::Client::from_url(&server.url))
+        .unwrap();
+    let blocking = client.blocking().unwrap();
+    let lock = blocking.lock(&unique("view")).unwrap();
+    let guard = lock.lock_with_lease(Duration::from_secs(5)).unwrap();
+    assert!(lock.is_locked().unwrap());
+    guard.unlock().unwrap();
+}
+
+#[test]
+fn every_kind_has_a_blocking_form() {
+    let server = Server::start();
+    let client = BlockingClient::from_url(&server.url).unwrap();
+    let base = unique("kinds");
+
+    let fair = client.fair_lock(&format!("{base}-fair")).unwrap();
+    let a = fair.lock().unwrap();
+    let b = fair.lock().unwrap(); // same thread re-enters
+    assert_eq!(fair.hold_count().unwrap(), 2);
+    drop(b);
+    a.unlock().unwrap();
+
+    let fenced = client.fenced_lock(&format!("{base}-fenced")).unwrap();
+    let g1 = fenced.lock().unwrap();
+    let t1 = g1.fencing_token();
+    g1.unlock().unwrap();
+    let g2 = fenced.try_lock().unwrap().unwrap();
+    assert!(g2.fencing_token() > t1);
+    drop(g2);
+
+    let spin = client.spin_lock(&format!("{base}-spin")).unwrap();
+    spin.try_lock_for(Duration::from_millis(50), None)
+        .unwrap()
+        .unwrap()
+        .unlock()
+        .unwrap();
+
+    let members: Vec<_> = (0..3)
+        .map(|i| client.client().lock(&format!("{base}-m{i}")).unwrap())
+        .collect();
+    let multi = client.wrap_multi(redisson_lock::MultiLock::new(members.clone()).unwrap());
+    let guard = multi.lock().unwrap();
+    assert!(client
+        .lock(&format!("{base}-m1"))
+        .unwrap()
+        .is_locked()
+        .unwrap());
+    guard.unlock().unwrap();
+    assert!(!client
+        .lock(&format!("{base}-m2"))
+        .unwrap()
+        .is_locked()
+        .unwrap());
+}
+
+/// Dropping a blocking guard while Redis holds back writes blocks the
+/// thread one command timeout at most (before: until every retry was spent
+/// or the pause ended); the release then finishes in the background, and
+/// the lock is free once Redis answers again.
+#[test]
+fn dropping_a_guard_while_redis_is_paused_blocks_one_timeout_at_most() {
+    use crate::common::fault::{client_pause, client_unpause, PauseMode};
+    let server = Server::private();
+    let timeout = Duration::from_millis(500);
+    let config = Config::from_url(&server.url).unwrap().timeout(timeout);
+    let client = BlockingClient::connect(config).unwrap();
+    let lock = client.lock(&unique("blocking-drop-paused")).unwrap();
+    let guard = lock.lock().unwrap();
+    let probe = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let raw = probe.block_on(server.raw());
+    probe.block_on(client_pause(&raw, Duration::from_secs(5), PauseMode::Write));
+
+    let start = std::time::Instant::now();
+    drop(guard);
+    let took = start.elapsed();
+    probe.block_on(client_unpause(&raw));
+    assert!(
+        took < timeout * 3,
+        "drop blocked {took:?}, more than one command timeout ({timeout:?}) and a margin"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while lock.is_locked().unwrap() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background release never freed the lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
