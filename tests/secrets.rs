@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use common::{unique, Server};
-use fred::prelude::*;
 use redisson_lock::{Client, Config, Error};
 
 /// Everything every test of this file traced (one global subscriber).
@@ -60,13 +59,7 @@ fn assert_hidden(what: &str, shown: &str, secrets: &[&str]) {
 async fn server_with_password() -> Server {
     let server = Server::private();
     let raw = server.raw().await;
-    let _: Value = raw
-        .custom(
-            fred::cmd!("CONFIG"),
-            vec!["SET", "requirepass", "admin-secret-pw"],
-        )
-        .await
-        .unwrap();
+    common::config_set(&raw, "requirepass", "admin-secret-pw").await;
     server
 }
 

@@ -4,6 +4,8 @@
 //! waking by publish, Java-shaped commands, bad input.
 mod common;
 
+#[path = "synchronizers/alike.rs"]
+mod alike;
 #[path = "synchronizers/latch.rs"]
 mod latch;
 #[path = "synchronizers/permit_semaphore.rs"]

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::common::make::*;
-use crate::common::{unique, Fixture, Server};
+use crate::common::{invalid, unique, Fixture, Server};
 use crate::tests_of;
 use fred::prelude::*;
 use redisson_lock::{Client, Config, Error, Kind, MultiLock, MAX_DURATION};
@@ -19,10 +19,6 @@ async fn keys_like(raw: &fred::clients::Client, name: &str) -> Vec<String> {
         .unwrap();
     keys.sort();
     keys
-}
-
-fn is_invalid_argument<T: std::fmt::Debug>(r: &redisson_lock::Result<T>) -> bool {
-    matches!(r, Err(Error::InvalidArgument(_)))
 }
 
 /// Leases below 1 ms or above `MAX_DURATION` are refused before anything is
@@ -42,12 +38,12 @@ async fn durations<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>) {
     ];
     for lease in refused {
         assert!(
-            is_invalid_argument(&lock.lock_with_lease(lease).await),
+            invalid(&lock.lock_with_lease(lease).await),
             "lease {lease:?}"
         );
         for wait in [Duration::ZERO, Duration::from_millis(5), Duration::MAX] {
             assert!(
-                is_invalid_argument(&lock.try_lock_for(wait, Some(lease)).await),
+                invalid(&lock.try_lock_for(wait, Some(lease)).await),
                 "lease {lease:?} wait {wait:?}"
             );
         }

@@ -21,6 +21,25 @@ pub async fn client_through(proxy: &Proxy, config: impl FnOnce(Config) -> Config
         .unwrap()
 }
 
+/// A proxy in front of the fixture's server and a client (with `config`)
+/// that connects through it.
+pub async fn proxied(
+    fx: &super::Fixture,
+    config: impl FnOnce(Config) -> Config,
+) -> (Proxy, Client) {
+    let proxy = Proxy::start(fx.server.port).await;
+    let client = client_through(&proxy, config).await;
+    (proxy, client)
+}
+
+/// A client's settings that find a lost reply quickly: replies time out
+/// after 300 ms, retries 50 ms apart.
+pub fn quick_timeouts(config: Config) -> Config {
+    config
+        .timeout(Duration::from_millis(300))
+        .retry_delay(Duration::from_millis(50))
+}
+
 /// A client's settings whose retry budget, `(timeout + retry_delay) ×
 /// retry_attempts`, is 2 s: replies time out after 400 ms, retries 600 ms
 /// apart, two of them. An outage of [`OUTAGE`] outlasts it, but not twice it

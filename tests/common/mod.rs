@@ -221,6 +221,19 @@ pub async fn lost_within<K: Kind>(guard: &LockGuard<K>, secs: u64, what: &str) {
         .expect(what);
 }
 
+/// Whether `r` is the typed refusal of a bad argument.
+pub fn invalid<T>(r: &redisson_lock::Result<T>) -> bool {
+    matches!(r, Err(redisson_lock::Error::InvalidArgument(_)))
+}
+
+/// `CONFIG SET parameter value` on the server `raw` is connected to.
+pub async fn config_set(raw: &fred::clients::Client, parameter: &str, value: &str) {
+    let _: Value = raw
+        .custom(fred::cmd!("CONFIG"), vec!["SET", parameter, value])
+        .await
+        .unwrap_or_else(|e| panic!("CONFIG SET {parameter}: {e}"));
+}
+
 /// What `task` returns, awaited `wait` at most (else panics with `what`).
 pub async fn within<T>(wait: Duration, what: &str, task: JoinHandle<T>) -> T {
     tokio::time::timeout(wait, task).await.expect(what).unwrap()

@@ -19,10 +19,7 @@ async fn server_with_acl() -> (Server, fred::clients::Client) {
     common::acl_locker(&raw, "locker", "locker-pw").await;
     // New connections of the default user now need a password; this one
     // stays authenticated.
-    let _: Value = raw
-        .custom(fred::cmd!("CONFIG"), vec!["SET", "requirepass", "admin-pw"])
-        .await
-        .unwrap();
+    common::config_set(&raw, "requirepass", "admin-pw").await;
     (server, raw)
 }
 
@@ -68,15 +65,8 @@ async fn an_acl_user_limited_to_lock_keys_uses_every_kind() {
     let fenced = client.fenced_lock(&name).unwrap().lock().await.unwrap();
     assert!(fenced.fencing_token() >= 1);
     fenced.unlock().await.unwrap();
-    client
-        .spin_lock(&name)
-        .unwrap()
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    let spin = client.spin_lock(&name).unwrap();
+    spin.lock().await.unwrap().unlock().await.unwrap();
 
     // A lock outside the user's key patterns: refused, typed, nothing written.
     let other = unique("elsewhere");

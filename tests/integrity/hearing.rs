@@ -7,7 +7,7 @@ use std::time::Duration;
 use fred::prelude::*;
 use redisson_lock::{Error, LostReason};
 
-use crate::common::{eventually, numsub, unique, wait_numsub, Server};
+use crate::common::{eventually, numsub, unique, wait_numsub, within, Server};
 use crate::{every_kind, told_after};
 
 /// Arguments of a private server that publishes the keyspace events a
@@ -160,10 +160,7 @@ async fn a_failed_resubscribe_is_tried_again() {
     })
     .await;
     held.unlock().await.unwrap();
-    let guard = tokio::time::timeout(Duration::from_secs(5), waiter)
-        .await
-        .expect("woken by the unlock, long before the 30 s TTL")
-        .unwrap()
-        .unwrap();
+    let woken = "woken by the unlock, long before the 30 s TTL";
+    let guard = within(Duration::from_secs(5), woken, waiter).await.unwrap();
     guard.unlock().await.unwrap();
 }

@@ -207,14 +207,8 @@ async fn hold_check_cost() {
     let name = unique("check-cost");
     let mut guards = Vec::with_capacity(HOLDS);
     for i in 0..HOLDS {
-        guards.push(
-            client
-                .lock(&format!("{name}-{i}"))
-                .unwrap()
-                .lock()
-                .await
-                .unwrap(),
-        );
+        let lock = client.lock(&format!("{name}-{i}")).unwrap();
+        guards.push(lock.lock().await.unwrap());
     }
     let stats = || async {
         let line = redisson_lock_testkit::info_field(&raw, "commandstats", "cmdstat_evalsha")

@@ -156,15 +156,8 @@ async fn an_unlock_resent_after_its_latch_expired_takes_nothing_more() {
     let owner = Owner::new(11);
     let lock = client.lock(&name).unwrap().with_owner(owner);
     // The unlock script is cached on the server first.
-    client
-        .lock(&format!("{name}-warm"))
-        .unwrap()
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    let warm = client.lock(&format!("{name}-warm")).unwrap();
+    warm.lock().await.unwrap().unlock().await.unwrap();
     let long = lock.lock_with_lease(Duration::from_secs(60)).await.unwrap();
     let short = lock.lock().await.unwrap();
     let field = lock.owner_field(owner);

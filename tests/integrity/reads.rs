@@ -70,9 +70,8 @@ async fn the_writers_renewal_never_shortens_its_reads() {
     let rw = fx.client.read_write_lock(&fx.name).unwrap();
     let owner = Owner::new(6);
     let write = rw.write().with_owner(owner).lock().await.unwrap();
-    let read = rw
-        .read()
-        .with_owner(owner)
+    let reader = rw.read().with_owner(owner);
+    let read = reader
         .lock_with_lease(Duration::from_secs(5))
         .await
         .unwrap();

@@ -55,13 +55,8 @@ pub async fn fair_nudge(version: &str) {
         // A Rust fair attempt (trying once) finds the lock free with Java's
         // waiter at the head: not its turn, but it wakes the head.
         let nudged = Instant::now();
-        let mine =
-            s.fx.client
-                .fair_lock(&name)
-                .unwrap()
-                .try_lock()
-                .await
-                .unwrap();
+        let fair = s.fx.client.fair_lock(&name).unwrap();
+        let mine = fair.try_lock().await.unwrap();
         s.steps
             .check(mine.is_none(), "it is java's turn, not rust's");
         java_woken(

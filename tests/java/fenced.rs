@@ -28,13 +28,8 @@ pub async fn fenced(version: &str) {
         // Java re-entry takes a token too (§6.2).
         let jt2 = s.java_int("t1", &format!("locktoken fenced:{name}")).await;
         next(&s.steps, jt2, "java re-entry");
-        let seen =
-            s.fx.client
-                .fenced_lock(&name)
-                .unwrap()
-                .token()
-                .await
-                .unwrap();
+        let fenced = s.fx.client.fenced_lock(&name).unwrap();
+        let seen = fenced.token().await.unwrap();
         s.steps
             .eq(seen, Some(jt2), "rust token() reads java's last token");
         s.java.ok("t1", &format!("unlock fenced:{name}")).await;

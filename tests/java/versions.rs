@@ -211,14 +211,7 @@ pub struct KeysSet {
 
 impl KeysSet {
     pub async fn start(fx: &Fixture) -> KeysSet {
-        let _: Value = fx
-            .raw
-            .custom(
-                fred::cmd!("CONFIG"),
-                vec!["SET", "notify-keyspace-events", "E$"],
-            )
-            .await
-            .unwrap();
+        crate::common::config_set(&fx.raw, "notify-keyspace-events", "E$").await;
         let client = fx.raw.clone_new();
         client.init().await.unwrap();
         // fred hands keyspace and keyevent messages to this receiver, not to

@@ -114,14 +114,8 @@ async fn renewal_is_batched() {
     let base = unique("batch");
     let mut guards = Vec::new();
     for i in 0..35 {
-        guards.push(
-            client
-                .lock(&format!("{base}-{i}"))
-                .unwrap()
-                .lock()
-                .await
-                .unwrap(),
-        );
+        let lock = client.lock(&format!("{base}-{i}")).unwrap();
+        guards.push(lock.lock().await.unwrap());
     }
     let _: () = raw
         .custom(fred::cmd!("CONFIG"), vec!["RESETSTAT"])

@@ -560,6 +560,24 @@ impl Reals {
         self.0[g] = Held::new(real);
     }
 
+    /// A real acquisition's `guard`: the model's newest guard's when the
+    /// model acquired too, else one of `strays` (a hold the model did not
+    /// expect, which the case reports; kept so that dropping it changes
+    /// nothing meanwhile).
+    pub fn keep(
+        &mut self,
+        guard: Real,
+        model_acquired: bool,
+        newest: usize,
+        strays: &mut Vec<Real>,
+    ) {
+        if model_acquired {
+            self.set(newest, guard);
+        } else {
+            strays.push(guard);
+        }
+    }
+
     /// Make room up to guard `g` (without a real guard).
     pub fn reserve(&mut self, g: usize) {
         while self.0.len() <= g {

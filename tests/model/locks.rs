@@ -484,16 +484,26 @@ async fn run(env: &Env, step: &mut Step<'_>, kind: Kind, name: &str, ops: &[Op])
 }
 
 impl Case<'_> {
+    /// Lets the present pass the model's expiry windows and expires what is
+    /// due; then, when the lock is free and owners wait, one takes over (in
+    /// the model and for real): whether one did.
+    async fn hand_over_if_free(&mut self, step: &mut Step<'_>) -> StepResult<bool> {
+        let now = step.settle(&self.m.windows()).await;
+        self.m.expire(now);
+        if self.m.holder.is_some() || self.m.waiting.is_empty() {
+            return Ok(false);
+        }
+        step.record(&"(the lock is free)", "a waiter takes over");
+        let before = self.m.before();
+        let freed = self.m.freed;
+        handover(step, &mut self.m, &mut self.tasks, &mut self.reals, freed).await?;
+        self.m.after(&before, Instant::now());
+        Ok(true)
+    }
+
     async fn steps(&mut self, step: &mut Step<'_>, ops: &[Op]) -> StepResult<()> {
         for op in ops {
-            let now = step.settle(&self.m.windows()).await;
-            self.m.expire(now);
-            if self.m.holder.is_none() && !self.m.waiting.is_empty() {
-                step.record(&"(the lock is free)", "a waiter takes over");
-                let before = self.m.before();
-                let freed = self.m.freed;
-                handover(step, &mut self.m, &mut self.tasks, &mut self.reals, freed).await?;
-                self.m.after(&before, Instant::now());
+            if self.hand_over_if_free(step).await? {
                 self.finish(step, None).await?;
             }
             if op_owner(op).is_some_and(|o| self.m.waiting.contains(&o)) {
@@ -503,15 +513,7 @@ impl Case<'_> {
             if let Op::Sleep(d) = *op {
                 tokio::time::sleep(Duration::from_millis(d)).await;
                 step.record(op, "");
-                let now = step.settle(&self.m.windows()).await;
-                self.m.expire(now);
-                if self.m.holder.is_none() && !self.m.waiting.is_empty() {
-                    step.record(&"(the lock is free)", "a waiter takes over");
-                    let before = self.m.before();
-                    let freed = self.m.freed;
-                    handover(step, &mut self.m, &mut self.tasks, &mut self.reals, freed).await?;
-                    self.m.after(&before, Instant::now());
-                }
+                self.hand_over_if_free(step).await?;
                 self.finish(step, None).await?;
                 continue;
             }
@@ -662,12 +664,9 @@ impl Case<'_> {
                             Real::Fenced(f) => Some(f.fencing_token()),
                             _ => None,
                         };
-                        if matches!(model, Out::Acquired(_)) {
-                            let last = self.m.g.guards.len() - 1;
-                            self.reals.set(last, guard);
-                        } else {
-                            self.strays.push(guard);
-                        }
+                        let (acquired, newest) =
+                            (matches!(model, Out::Acquired(_)), self.m.g.guards.len() - 1);
+                        self.reals.keep(guard, acquired, newest, &mut self.strays);
                         Out::Acquired(token)
                     }
                     Err(e) => out_of(Err::<(), _>(e), |()| Out::Busy),

@@ -26,7 +26,6 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use fred::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestError, TestRunner};
 use redisson_lock::{Client, Config, Owner};
 
@@ -123,13 +122,7 @@ impl Env {
         let server = Server::start();
         let (clients, raw, java) = rt.block_on(async {
             let raw = server.raw().await;
-            let _: Value = raw
-                .custom(
-                    fred::cmd!("CONFIG"),
-                    vec!["SET", "notify-keyspace-events", "Kgxe"],
-                )
-                .await
-                .expect("CONFIG SET notify-keyspace-events");
+            crate::common::config_set(&raw, "notify-keyspace-events", "Kgxe").await;
             let mut clients = Vec::new();
             for keyspace in [true, false] {
                 clients.push(

@@ -510,6 +510,19 @@ impl<'a> Case<'a> {
         }
     }
 
+    /// What a real acquisition came to; its guard is kept beside the
+    /// model's newest one when the model (`model`) acquired too.
+    fn real_acquired(&mut self, real: Result<Real, Error>, model: &Out) -> Out {
+        match real {
+            Ok(guard) => {
+                let (acquired, newest) = (*model == Out::Acquired(None), self.m.g.guards.len() - 1);
+                self.reals.keep(guard, acquired, newest, &mut self.strays);
+                Out::Acquired(None)
+            }
+            Err(e) => out_of(Err::<(), _>(e), |()| Out::Busy),
+        }
+    }
+
     async fn steps(&mut self, step: &mut Step<'_>, ops: &[Op]) -> StepResult<()> {
         for op in ops {
             let now = step.settle(&self.m.windows()).await;
@@ -688,19 +701,7 @@ impl<'a> Case<'a> {
                         Err(_) => Out::NotHeld,
                     }
                 };
-                let real = match real {
-                    Ok(guard) => {
-                        if model == Out::Acquired(None) {
-                            let last = self.m.g.guards.len() - 1;
-                            self.reals.set(last, guard);
-                        } else {
-                            self.strays.push(guard);
-                        }
-                        Out::Acquired(None)
-                    }
-                    Err(e) => out_of(Err::<(), _>(e), |()| Out::Busy),
-                };
-                (real, model)
+                (self.real_acquired(real, &model), model)
             }
             Op::Unlock { g } => match self.m.g.pick(g, |_| true) {
                 None => {
@@ -812,19 +813,7 @@ impl<'a> Case<'a> {
                     }
                     Err(e) => e,
                 };
-                let real = match real {
-                    Ok(guard) => {
-                        if model == Out::Acquired(None) {
-                            let last = self.m.g.guards.len() - 1;
-                            self.reals.set(last, guard);
-                        } else {
-                            self.strays.push(guard);
-                        }
-                        Out::Acquired(None)
-                    }
-                    Err(e) => out_of(Err::<(), _>(e), |()| Out::Busy),
-                };
-                (real, model)
+                (self.real_acquired(real, &model), model)
             }
             Op::ForceUnlock { by, half } => {
                 let real = match java::slot(by) {

@@ -3,14 +3,15 @@
 //! clients, an exact count after 10 000 random acquire/release/cancel steps,
 //! waking by publish, Java-shaped commands written here by hand, lost
 //! replies undone exactly, bad input, and permits dropped late.
+use crate::alike;
 use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::fault::{client_through, reset_stalled, two_second_budget, Proxy, OUTAGE};
+use crate::common::fault::{client_through, proxied, quick_timeouts, reset_stalled, Proxy};
 use crate::common::{
-    eventually, numsub, sum_of, wait_numsub, wait_numsub_blocking, Fixture, InUse,
+    eventually, invalid, sum_of, wait_numsub, wait_numsub_blocking, Fixture, InUse,
 };
 use fred::prelude::*;
 use rand::Rng;
@@ -31,6 +32,11 @@ redis.call(ARGV[2], KEYS[2], v)";
 
 fn channel(name: &str) -> String {
     format!("redisson_sc:{{{name}}}")
+}
+
+/// Waits until no permit latch of the fixture's semaphore is left.
+async fn until_no_latch(fx: &Fixture, what: &str) {
+    fx.until_no_keys(what, &latch_pattern(&fx.name)).await;
 }
 
 fn latch_pattern(name: &str) -> String {
@@ -82,10 +88,7 @@ async fn every_operation_leaves_the_spec_state() {
     // Release: INCRBY, the new count published, the latch deleted after.
     permit.release().await.unwrap();
     assert_eq!(get(&fx, name).await.as_deref(), Some("5"));
-    eventually("the permit latch deleted", || async {
-        fx.keys(&latch_pattern(name)).await.is_empty()
-    })
-    .await;
+    until_no_latch(&fx, "the permit latch deleted").await;
 
     assert!(sem.try_acquire(6).await.unwrap().is_none());
     assert!(
@@ -107,10 +110,7 @@ async fn every_operation_leaves_the_spec_state() {
     // A forgotten one stays taken; its latch goes.
     sem.acquire(1).await.unwrap().forget();
     assert_eq!(get(&fx, name).await.as_deref(), Some("3"));
-    eventually("the forgotten permit's latch deleted", || async {
-        fx.keys(&latch_pattern(name)).await.is_empty()
-    })
-    .await;
+    until_no_latch(&fx, "the forgotten permit's latch deleted").await;
     // Zero permits: nothing sent.
     assert_eq!(sem.acquire(0).await.unwrap().permits(), 0);
     sem.release(0).await.unwrap();
@@ -218,10 +218,7 @@ async fn never_above_the_limit_and_exact_after_10000_random_steps() {
         sem.available_permits().await.unwrap() == LIMIT
     })
     .await;
-    eventually("no permit latch left", || async {
-        fx.keys(&latch_pattern(&fx.name)).await.is_empty()
-    })
-    .await;
+    until_no_latch(&fx, "no permit latch left").await;
     wait_numsub(&fx.raw, &channel(&fx.name), 0).await;
     // Stays exact: nothing still on its way.
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -337,39 +334,13 @@ async fn java_shaped_commands_observe_and_drive_ours() {
     wait_numsub(&fx.raw, &channel(&name), 1).await; // only the listener
 }
 
-/// A waiter dropped while it waits leaves no subscription and takes nothing;
-/// an acquisition cancelled while its script is in flight gives back what
-/// the script took.
 #[tokio::test]
 async fn dropped_waiters_and_cancelled_acquisitions_leak_nothing() {
     let fx = Fixture::new("sem-drop").await;
     let sem = fx.client.semaphore(&fx.name).unwrap();
-    assert!(sem.try_set_permits(1).await.unwrap());
-    let held = sem.acquire(1).await.unwrap();
-    let waiter = tokio::spawn({
-        let sem = sem.clone();
-        async move { sem.acquire(1).await.map(drop) }
-    });
-    wait_numsub(&fx.raw, &channel(&fx.name), 1).await;
-    waiter.abort();
-    let _ = waiter.await;
-    wait_numsub(&fx.raw, &channel(&fx.name), 0).await;
-    held.release().await.unwrap();
-    assert_eq!(sem.available_permits().await.unwrap(), 1);
-
-    // Cancelled at every early point of an uncontended acquisition.
-    for micros in (0..400).step_by(20) {
-        let _ = tokio::time::timeout(Duration::from_micros(micros), sem.acquire(1)).await;
-    }
-    eventually("every cancelled acquisition given back", || async {
-        sem.available_permits().await.unwrap() == 1
-    })
-    .await;
-    eventually("no latch left", || async {
-        fx.keys(&latch_pattern(&fx.name)).await.is_empty()
-    })
-    .await;
-    assert_eq!(numsub(&fx.raw, &channel(&fx.name)).await, 0);
+    alike::dropped_waiters_and_cancelled_acquisitions_leak_nothing(&fx, &sem, &channel(&fx.name))
+        .await;
+    until_no_latch(&fx, "no latch left").await;
 }
 
 /// An acquisition whose reply is lost (its connection stalls towards the
@@ -378,12 +349,7 @@ async fn dropped_waiters_and_cancelled_acquisitions_leak_nothing() {
 #[tokio::test]
 async fn a_lost_acquire_reply_is_undone_exactly() {
     let fx = Fixture::new("sem-lost").await;
-    let proxy = Proxy::start(fx.server.port).await;
-    let client = client_through(&proxy, |c| {
-        c.timeout(Duration::from_millis(300))
-            .retry_delay(Duration::from_millis(50))
-    })
-    .await;
+    let (proxy, client) = proxied(&fx, quick_timeouts).await;
     let sem = client.semaphore(&fx.name).unwrap();
     assert!(sem.try_set_permits(2).await.unwrap());
     // Load the scripts (EVALSHA would otherwise answer NOSCRIPT, stalled).
@@ -406,10 +372,7 @@ async fn a_lost_acquire_reply_is_undone_exactly() {
     })
     .await;
     proxy.resume();
-    eventually("no latch left", || async {
-        fx.keys(&latch_pattern(&fx.name)).await.is_empty()
-    })
-    .await;
+    until_no_latch(&fx, "no latch left").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(ours.available_permits().await.unwrap(), 2, "undone once");
     let permit = sem.acquire(2).await.unwrap();
@@ -418,62 +381,17 @@ async fn a_lost_acquire_reply_is_undone_exactly() {
     assert_eq!(ours.available_permits().await.unwrap(), 2);
 }
 
-/// A permit dropped, a permit whose awaited release runs out of retries, and
-/// an acquisition whose reply was lost (it ran: it took a permit), while the
-/// client is cut off for longer than its retry budget: every give-back keeps
-/// trying and lands once the client reconnects (the undo through the
-/// acquisition's permit latch, which outlives the budget). The count ends
-/// exact and no latch is left.
+/// Every give-back after an outage longer than the retry budget lands (the
+/// undo through the acquisition's permit latch, which outlives the budget),
+/// and no latch is left.
 #[tokio::test]
 async fn permits_come_back_after_an_outage_longer_than_the_retry_budget() {
     let fx = Fixture::new("sem-outage").await;
-    let proxy = Proxy::start(fx.server.port).await;
-    let client = client_through(&proxy, two_second_budget).await;
-    let sem = client.semaphore(&fx.name).unwrap();
-    assert!(sem.try_set_permits(4).await.unwrap());
-    let held = sem.acquire(1).await.unwrap(); // the scripts are loaded too
-    let awaited = sem.acquire(1).await.unwrap();
-    proxy.stall_to_client();
-    let lost = tokio::spawn({
-        let sem = sem.clone();
-        async move { sem.try_acquire(1).await.map(drop) }
-    });
-    eventually("the attempt ran", || async {
-        get(&fx, &fx.name).await.as_deref() == Some("1")
+    alike::permits_come_back_after_an_outage_longer_than_the_retry_budget(&fx, |client| {
+        client.semaphore(&fx.name).unwrap()
     })
     .await;
-    // From now on nothing the client sends reaches Redis.
-    proxy.stall_to_server();
-    let cut_off = Instant::now();
-    drop(held);
-    let awaited = tokio::spawn(awaited.release());
-    let outcome = lost.await.unwrap();
-    assert!(
-        matches!(&outcome, Err(e) if e.is_transient()),
-        "{outcome:?}"
-    );
-    assert_eq!(client.pending_releases(), 2, "the release and the undo");
-    tokio::time::sleep(OUTAGE.saturating_sub(cut_off.elapsed())).await;
-    assert_eq!(get(&fx, &fx.name).await.as_deref(), Some("1"), "cut off");
-    assert!(client.pending_releases() >= 2, "still trying");
-    reset_stalled(&proxy).await;
-    let back = Instant::now();
-    // Its retries ran out: it goes on in the background.
-    let outcome = awaited.await.unwrap();
-    assert!(
-        matches!(&outcome, Err(e) if e.is_transient()),
-        "{outcome:?}"
-    );
-    eventually("every give-back landed", || async {
-        client.pending_releases() == 0
-    })
-    .await;
-    eprintln!("landed {:?} after the reconnect", back.elapsed());
-    assert_eq!(get(&fx, &fx.name).await.as_deref(), Some("4"), "exact");
-    eventually("no latch left", || async {
-        fx.keys(&latch_pattern(&fx.name)).await.is_empty()
-    })
-    .await;
+    until_no_latch(&fx, "no latch left").await;
 }
 
 /// A dropped permit whose release ran but whose reply was lost, after which
@@ -504,10 +422,7 @@ async fn a_release_retried_after_its_latch_expired_never_gives_back_twice() {
     })
     .await;
     proxy.stall_to_server();
-    eventually("its latch expired", || async {
-        fx.keys(&latch_pattern(&fx.name)).await.is_empty()
-    })
-    .await;
+    until_no_latch(&fx, "its latch expired").await;
     assert_eq!(client.pending_releases(), 1, "unanswered, still trying");
     reset_stalled(&proxy).await;
     eventually("the retry landed", || async {
@@ -523,28 +438,15 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
     let (client, raw, name) = (&fx.client, &fx.raw, &fx.name);
     let sem = common::named(|n| client.semaphore(n), name);
     let too_many = i32::MAX as u32 + 1;
-    assert!(matches!(
-        sem.acquire(too_many).await,
-        Err(Error::InvalidArgument(_))
+    assert!(invalid(&sem.acquire(too_many).await));
+    assert!(invalid(
+        &sem.try_acquire_permits_for(u32::MAX, Duration::from_secs(1))
+            .await
     ));
-    assert!(matches!(
-        sem.try_acquire_permits_for(u32::MAX, Duration::from_secs(1))
-            .await,
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        sem.release(too_many).await,
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        sem.try_set_permits(too_many).await,
-        Err(Error::InvalidArgument(_))
-    ));
+    assert!(invalid(&sem.release(too_many).await));
+    assert!(invalid(&sem.try_set_permits(too_many).await));
     for ttl in [Duration::ZERO, Duration::from_micros(999), Duration::MAX] {
-        assert!(matches!(
-            sem.try_set_permits_with_ttl(1, ttl).await,
-            Err(Error::InvalidArgument(_))
-        ));
+        assert!(invalid(&sem.try_set_permits_with_ttl(1, ttl).await));
     }
     assert!(!fx.exists(name).await, "nothing written");
     // The extremes of addPermits are valid.
@@ -660,10 +562,7 @@ async fn synchronizers_exist_expire_and_delete_as_redisson_objects() {
     assert!(sem.is_exists().await.unwrap());
     assert_eq!(sem.remain_time_to_live().await.unwrap(), Ttl::NoExpiry);
     for bad in [Duration::ZERO, Duration::from_micros(999), Duration::MAX] {
-        assert!(matches!(
-            sem.expire(bad).await,
-            Err(Error::InvalidArgument(_))
-        ));
+        assert!(invalid(&sem.expire(bad).await));
     }
     assert_eq!(fx.pttl(&n).await, -1, "a refused expire wrote nothing");
     assert!(sem.expire(Duration::from_secs(60)).await.unwrap());

@@ -98,9 +98,8 @@ async fn write_lock_state_reentry_adds_the_lease() {
     let me = Owner::new(5);
     let fw = format!("{}:write", field(client, me));
     assert_eq!(rw.write().owner_field(me), fw);
-    let w1 = rw
-        .write()
-        .with_owner(me)
+    let writer = rw.write().with_owner(me);
+    let w1 = writer
         .lock_with_lease(Duration::from_secs(5))
         .await
         .unwrap();

@@ -324,13 +324,7 @@ pub async fn storm_leaves_no_subscription(cluster: &Cluster) {
 /// (the next renewal is 10 s away), in each mode the cluster supports.
 pub async fn keyspace_notifications_on_every_master(cluster: &Cluster, sharded: bool) {
     for node in cluster.node_clients().await {
-        let _: () = node
-            .custom(
-                fred::cmd!("CONFIG"),
-                vec!["SET", "notify-keyspace-events", "Kgxe"],
-            )
-            .await
-            .expect("CONFIG SET notify-keyspace-events");
+        crate::common::config_set(&node, "notify-keyspace-events", "Kgxe").await;
         let _ = node.quit().await;
     }
     let raw = cluster.raw().await;

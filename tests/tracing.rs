@@ -6,14 +6,14 @@
 //! The test runs on tokio's current-thread runtime with a subscriber set for
 //! its thread alone, so the client's tasks report to it and other tests'
 //! clients do not.
-use crate::common;
+mod common;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{unique, Server};
+use common::{unique, Server};
 use fred::prelude::*;
 use redisson_lock::{Client, Config};
 use tracing::field::{Field, Visit};
@@ -270,10 +270,9 @@ async fn spans_and_events_name_the_lock_and_never_the_password() {
         "{again:?}"
     );
     semaphore.add_permits(1).await.unwrap();
-    let permit = tokio::time::timeout(Duration::from_secs(10), waiter)
+    let woken = "the waiter is woken after the restart";
+    let permit = common::within(Duration::from_secs(10), woken, waiter)
         .await
-        .expect("the waiter is woken after the restart")
-        .unwrap()
         .unwrap();
     permit.release().await.unwrap();
     common::eventually("reconnects reported", || {

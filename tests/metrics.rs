@@ -9,12 +9,12 @@
 //! recorder set for that thread alone: tests do not see each other's metrics.
 #![cfg(feature = "metrics")]
 
-use crate::common;
+mod common;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::common::{wait_numsub, Fixture};
+use common::{wait_numsub, Fixture};
 use fred::prelude::*;
 use metrics::Unit;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
