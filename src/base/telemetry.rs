@@ -325,19 +325,22 @@ pub(crate) fn acquisition(kind: &'static str, outcome: Outcome, waited: Duration
 /// A guard of `kind` now holds (one more hold or permit guard).
 #[inline]
 pub(crate) fn held(kind: &'static str) {
-    #[cfg(feature = "metrics")]
-    metrics::gauge!(names::HELD, "kind" => kind).increment(1.0);
-    #[cfg(not(feature = "metrics"))]
-    let _ = kind;
+    held_change(kind, 1.0);
 }
 
 /// A hold or permit guard of `kind` ended (released, dropped or forgotten).
 #[inline]
 pub(crate) fn unheld(kind: &'static str) {
+    held_change(kind, -1.0);
+}
+
+/// The guards of `kind` that hold changed by `change`.
+#[inline]
+fn held_change(kind: &'static str, change: f64) {
     #[cfg(feature = "metrics")]
-    metrics::gauge!(names::HELD, "kind" => kind).decrement(1.0);
+    metrics::gauge!(names::HELD, "kind" => kind).increment(change);
     #[cfg(not(feature = "metrics"))]
-    let _ = kind;
+    let _ = (kind, change);
 }
 
 /// A renewal batch confirmed `renewed` holds, and failed for `failed`.

@@ -18,6 +18,7 @@
 //! waiters keep waiting for permits (a semaphore that no longer exists has
 //! none), and a permit held meanwhile is given back into a fresh count.
 
+use std::future::Future;
 use std::time::Duration;
 
 use fred::interfaces::KeysInterface;
@@ -31,28 +32,25 @@ use crate::synchronizers::semaphore::Semaphore;
 
 /// `EXISTS key`, retried.
 async fn exists(inner: &Inner, key: &str) -> Result<bool> {
-    let owned = key.to_owned();
-    let n: i64 = inner
-        .redis
-        .key_command(key, |c| {
-            let key = owned.clone();
-            async move { c.exists(key).await }
-        })
-        .await?;
-    Ok(n > 0)
+    Ok(read_int(inner, key, |c, key| async move { c.exists(key).await }).await? > 0)
 }
 
 /// `PTTL key`, retried.
 async fn ttl(inner: &Inner, key: &str) -> Result<Ttl> {
-    let owned = key.to_owned();
-    let ms: i64 = inner
-        .redis
-        .key_command(key, |c| {
-            let key = owned.clone();
-            async move { c.pttl(key).await }
-        })
-        .await?;
+    let ms = read_int(inner, key, |c, key| async move { c.pttl(key).await }).await?;
     Ok(Ttl::from_pttl(ms))
+}
+
+/// A read of one key answered by an integer, retried (it changes nothing).
+async fn read_int<F, Fut>(inner: &Inner, key: &str, command: F) -> Result<i64>
+where
+    F: Fn(fred::clients::Client, String) -> Fut,
+    Fut: Future<Output = std::result::Result<i64, fred::error::Error>>,
+{
+    inner
+        .redis
+        .key_command(key, |c| command(c, key.to_owned()))
+        .await
 }
 
 /// `DEL keys…` (one slot), sent once: whether any existed.
