@@ -40,3 +40,16 @@ fn java_hold(raw: &mut Resp, name: &str, client: &str, thread: i64, count: i64, 
     ]);
     raw.cmd(&["PEXPIRE", name, &ttl_ms.to_string()]);
 }
+
+/// A Java-shaped fair-lock waiter: its `field` (`<uuid>:<threadId>`) pushed
+/// onto the queue of fair lock `name`, and its deadline (epoch ms) set in
+/// the lock's timeout set.
+fn java_queue(raw: &mut Resp, name: &str, field: &str, deadline_ms: i64) {
+    raw.cmd(&["RPUSH", &format!("redisson_lock_queue:{{{name}}}"), field]);
+    raw.cmd(&[
+        "ZADD",
+        &format!("redisson_lock_timeout:{{{name}}}"),
+        &deadline_ms.to_string(),
+        field,
+    ]);
+}

@@ -11,7 +11,6 @@ use super::{add_command_metrics, ms, order, waits, Bench, Counters, Metrics, MAX
 use crate::java::{self, Java, JavaSpec};
 use crate::libs::{Kind, Lib, ALL};
 use crate::report::Record;
-use crate::server;
 use crate::util::{instant_at, now_ns, quantile, sleep_until_ns};
 
 /// One acquisition: (task, lock called at, lock returned at, unlock called
@@ -21,10 +20,9 @@ pub type Event = (u32, u64, u64, u64, u64);
 
 /// Scenarios 3 and 3b: 8 tasks of this process on one name.
 pub async fn run(b: &mut Bench<'_>, id: &str, think: Duration) -> Result<()> {
-    let kinds = b.kinds(&ALL);
+    let kinds = b.start_interleaved(&ALL).await?;
     let (url, admin, params, records, pooled) =
         (b.url, &mut b.admin, b.params, &mut b.records, &mut b.pooled);
-    server::flushall(admin).await?;
     let mut subjects = Vec::new();
     for kind in kinds {
         subjects.push((

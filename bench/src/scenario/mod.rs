@@ -76,6 +76,13 @@ impl Bench<'_> {
         }
         kinds
     }
+
+    /// How an interleaved scenario starts: the subjects of `of` to run
+    /// ([`Bench::kinds`]), on a server emptied of earlier scenarios' keys.
+    pub async fn start_interleaved(&mut self, of: &[Kind]) -> Result<Vec<Kind>> {
+        server::flushall(&mut self.admin).await?;
+        Ok(self.kinds(of))
+    }
 }
 
 /// Progress lines on stderr, with the time since the bench started.

@@ -9,14 +9,12 @@ use super::{add_command_metrics, ms, order, Admin, Bench, Counters, Metrics, MAX
 use crate::java;
 use crate::libs::{Kind, WITH_FLOORS};
 use crate::report::Record;
-use crate::server;
 use crate::util::{now_ns, sleep_until_ns};
 
 /// Scenario 2: 16 tasks on their own names.
 pub async fn run(b: &mut Bench<'_>) -> Result<()> {
-    let kinds = b.kinds(&WITH_FLOORS);
+    let kinds = b.start_interleaved(&WITH_FLOORS).await?;
     let (url, admin, params, records) = (b.url, &mut b.admin, b.params, &mut b.records);
-    server::flushall(admin).await?;
     let mut subjects = Vec::new();
     for kind in kinds {
         subjects.push(Subject::connect(kind, url, params.s2_tasks, b.java.as_ref()).await?);

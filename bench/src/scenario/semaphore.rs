@@ -13,14 +13,12 @@ use crate::ceiling_semaphore::{CeilingPermit, CeilingSemaphore};
 use crate::java::{self, Java};
 use crate::libs::{Kind, SEMAPHORES};
 use crate::report::Record;
-use crate::server;
 use crate::util::{instant_at, now_ns, quantile, sleep_until_ns};
 
 /// Scenario sem: 16 tasks, a semaphore of 4 permits.
 pub async fn run(b: &mut Bench<'_>) -> Result<()> {
-    let kinds = b.kinds(&SEMAPHORES);
+    let kinds = b.start_interleaved(&SEMAPHORES).await?;
     let (url, admin, params, records) = (b.url, &mut b.admin, b.params, &mut b.records);
-    server::flushall(admin).await?;
     let mut subjects = Vec::new();
     for kind in kinds {
         if let (Kind::Java, Some(java)) = (kind, b.java.as_ref()) {

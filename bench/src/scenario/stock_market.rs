@@ -50,16 +50,19 @@ struct Outcome {
 }
 
 impl Outcome {
-    /// Start the workers of `jobs(start)`, all beginning at `start` (400 ms
-    /// from now), and wait for them, with the server's counters around.
+    /// Start `processes` worker processes, each on `job(start)`, all
+    /// beginning at `start` (400 ms from now), and wait for them, with the
+    /// server's counters around.
     async fn of(
         admin: &mut Admin,
-        jobs: impl FnOnce(u64) -> Vec<Job>,
+        processes: usize,
+        job: impl Fn(u64) -> Job,
         limit: Duration,
     ) -> Result<Outcome> {
         let counters = Counters::start(admin).await?;
         let start = now_ns() + 400_000_000;
-        let answers = run_workers(jobs(start), limit).await?;
+        let jobs = (0..processes).map(|_| job(start)).collect();
+        let answers = run_workers(jobs, limit).await?;
         let counted = counters.stop(admin, Duration::ZERO).await?;
         let bought = answers.iter().filter_map(|a| a["bought"].as_u64()).sum();
         Ok(Outcome {
@@ -110,17 +113,13 @@ async fn stock_run(b: &mut Bench<'_>, method: Method) -> Result<Metrics> {
         .arg(params.stock_units)
         .query_async(admin)
         .await?;
-    let jobs = |start_ns| {
-        (0..params.stock_processes)
-            .map(|_| Job::Stock {
-                method,
-                url: url.to_owned(),
-                start_ns,
-                limit_s: 120,
-            })
-            .collect()
+    let job = |start_ns| Job::Stock {
+        method,
+        url: url.to_owned(),
+        start_ns,
+        limit_s: 120,
     };
-    let outcome = Outcome::of(admin, jobs, Duration::from_secs(150)).await?;
+    let outcome = Outcome::of(admin, params.stock_processes, job, Duration::from_secs(150)).await?;
     let bought = outcome.bought as i64;
     let left: i64 = redis::cmd("GET")
         .arg("stock")
@@ -147,19 +146,21 @@ async fn market_run(b: &mut Bench<'_>, method: Method) -> Result<Metrics> {
         hset.arg(market_field(i)).arg(params.market_units);
     }
     let _: i64 = hset.query_async(admin).await?;
-    let jobs = |start_ns| {
-        (0..params.market_processes)
-            .map(|_| Job::Market {
-                method,
-                url: url.to_owned(),
-                start_ns,
-                items: params.market_items,
-                target: params.market_target,
-                limit_s: 240,
-            })
-            .collect()
+    let job = |start_ns| Job::Market {
+        method,
+        url: url.to_owned(),
+        start_ns,
+        items: params.market_items,
+        target: params.market_target,
+        limit_s: 240,
     };
-    let outcome = Outcome::of(admin, jobs, Duration::from_secs(300)).await?;
+    let outcome = Outcome::of(
+        admin,
+        params.market_processes,
+        job,
+        Duration::from_secs(300),
+    )
+    .await?;
     let answers = &outcome.answers;
     let long_waits: u64 = answers
         .iter()

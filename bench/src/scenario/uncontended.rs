@@ -10,19 +10,17 @@ use crate::floor::Floor;
 use crate::java::{self, Java};
 use crate::libs::{Kind, Lib, WITH_FLOOR};
 use crate::report::Record;
-use crate::server;
 use crate::util::{quantile, Usage};
 
 /// Scenario `id` (1, 1p or 1m): every subject in turn, round by round.
 pub async fn run(b: &mut Bench<'_>, id: &str, placement: Placement) -> Result<()> {
-    let mut kinds = b.kinds(&WITH_FLOOR);
+    let mut kinds = b.start_interleaved(&WITH_FLOOR).await?;
     if id != "s1" {
         // 1p pins this process and the server, 1m places our loop: Java
         // runs in scenario 1 only.
         kinds.retain(|k| *k != Kind::Java);
     }
     let (url, admin, params, records) = (b.url, &mut b.admin, b.params, &mut b.records);
-    server::flushall(admin).await?;
     let mut subjects = Vec::new();
     for kind in kinds {
         subjects.push(Subject::connect(kind, url, 1, b.java.as_ref()).await?);

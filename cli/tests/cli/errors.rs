@@ -1,7 +1,28 @@
 //! Usage, connection and credential errors; TLS URLs.
 
+use std::process::{Command, Output};
+
 use crate::common::*;
 use crate::{code, stderr, stdout};
+
+/// The tool on `args` alone, as a user would type it: no `--url` added and
+/// no `REDIS_URL` from the environment.
+fn tool(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .env_remove("REDIS_URL")
+        .args(args)
+        .output()
+        .expect("run redisson-lock")
+}
+
+/// The tool on `args` with `REDIS_URL` set to `url` (and no `--url`).
+fn tool_with_redis_url(url: &str, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .env("REDIS_URL", url)
+        .args(args)
+        .output()
+        .expect("run redisson-lock")
+}
 
 #[test]
 fn usage_connection_and_credential_errors_have_their_statuses_and_hide_passwords() {
@@ -22,14 +43,11 @@ fn usage_connection_and_credential_errors_have_their_statuses_and_hide_passwords
         &["status", "x", "--timeout", "0"],
         &["run", "x", "--check", "0", "--", "true"],
     ] {
-        let out = std::process::Command::new(BIN).args(bad).output().unwrap();
+        let out = tool(bad);
         assert_eq!(code(&out), 64, "{bad:?}");
         assert!(!stderr(&out).is_empty(), "{bad:?}");
     }
-    let out = std::process::Command::new(BIN)
-        .arg("--help")
-        .output()
-        .unwrap();
+    let out = tool(&["--help"]);
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).contains("EXIT STATUS"));
     // Each command has its own help.
@@ -40,64 +58,39 @@ fn usage_connection_and_credential_errors_have_their_statuses_and_hide_passwords
         ("list", "--counters"),
         ("force-unlock", "--kind"),
     ] {
-        let out = std::process::Command::new(BIN)
-            .args([command, "--help"])
-            .output()
-            .unwrap();
+        let out = tool(&[command, "--help"]);
         assert_eq!(code(&out), 0, "{command}");
         assert!(stdout(&out).contains(option), "{command}: {}", stdout(&out));
     }
-    let out = std::process::Command::new(BIN)
-        .args(["completions", "bash"])
-        .output()
-        .unwrap();
+    let out = tool(&["completions", "bash"]);
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).contains("force-unlock"));
-    let out = std::process::Command::new(BIN)
-        .arg("--version")
-        .output()
-        .unwrap();
+    let out = tool(&["--version"]);
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).starts_with("redisson-lock "));
 
     // Nobody listens: 69, and the password is not printed.
     let port = free_port();
     let url = format!("redis://:hunter2secret@127.0.0.1:{port}");
-    let out = std::process::Command::new(BIN)
-        .args(["--url", &url, "--timeout", "500ms", "status", "x"])
-        .output()
-        .unwrap();
+    let out = tool(&["--url", &url, "--timeout", "500ms", "status", "x"]);
     assert_eq!(code(&out), 69, "{}", stderr(&out));
     assert!(!stderr(&out).contains("hunter2secret"));
     assert!(!stdout(&out).contains("hunter2secret"));
 
     // REDIS_URL is used when --url is not given.
     let server = Server::private(&["--requirepass", "right-pass"]);
-    let out = std::process::Command::new(BIN)
-        .env(
-            "REDIS_URL",
-            format!("redis://:wrong-pass@127.0.0.1:{}", server.port),
-        )
-        .args(["status", "x"])
-        .output()
-        .unwrap();
+    let with_password = |password: &str| {
+        let url = format!("redis://:{password}@127.0.0.1:{}", server.port);
+        tool_with_redis_url(&url, &["status", "x"])
+    };
+    let out = with_password("wrong-pass");
     assert_eq!(code(&out), 77, "{}", stderr(&out));
     assert!(!stderr(&out).contains("wrong-pass"));
-    let out = std::process::Command::new(BIN)
-        .env(
-            "REDIS_URL",
-            format!("redis://:right-pass@127.0.0.1:{}", server.port),
-        )
-        .args(["status", "x"])
-        .output()
-        .unwrap();
+    let out = with_password("right-pass");
     assert_eq!(code(&out), 1, "{}", stderr(&out));
 
     // A URL that is not one: 78, not echoed.
-    let out = std::process::Command::new(BIN)
-        .args(["--url", "http://user:pw-xyz@host", "list"])
-        .output()
-        .unwrap();
+    let out = tool(&["--url", "http://user:pw-xyz@host", "list"]);
     assert_eq!(code(&out), 78, "{}", stderr(&out));
     assert!(!stderr(&out).contains("pw-xyz"));
 }
@@ -108,11 +101,7 @@ fn usage_connection_and_credential_errors_have_their_statuses_and_hide_passwords
 fn rediss_urls_follow_the_tools_tls_features() {
     let port = free_port();
     let url = format!("rediss://:tls-secret@127.0.0.1:{port}");
-    let out = std::process::Command::new(BIN)
-        .env_remove("REDIS_URL")
-        .args(["--url", &url, "--timeout", "500ms", "status", "x"])
-        .output()
-        .unwrap();
+    let out = tool(&["--url", &url, "--timeout", "500ms", "status", "x"]);
     let err = stderr(&out);
     assert!(!err.contains("tls-secret"), "{err}");
     if cfg!(any(feature = "tls-rustls", feature = "tls-native-tls")) {

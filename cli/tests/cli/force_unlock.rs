@@ -3,15 +3,13 @@
 use std::time::Duration;
 
 use crate::common::*;
-use crate::{code, java_hold, stderr, stdout};
+use crate::{code, java_hold, java_queue, stderr, stdout};
 
 #[test]
 fn force_unlock_removes_each_kind_and_publishes_what_its_waiters_expect() {
-    let server = Server::start();
-    let mut raw = server.raw();
+    let (server, mut raw, name) = setup("fu");
 
     // RLock: `0` on redisson_lock__channel:{N}.
-    let name = unique("fu");
     java_hold(&mut raw, &name, &java_client_id(), 1, 3, 30_000);
     let mut sub = server
         .raw()
@@ -30,13 +28,7 @@ fn force_unlock_removes_each_kind_and_publishes_what_its_waiters_expect() {
     let fair = unique("fu-fair");
     java_hold(&mut raw, &fair, &java_client_id(), 1, 1, 30_000);
     let head = format!("{}:8", java_client_id());
-    raw.cmd(&["RPUSH", &format!("redisson_lock_queue:{{{fair}}}"), &head]);
-    raw.cmd(&[
-        "ZADD",
-        &format!("redisson_lock_timeout:{{{fair}}}"),
-        &(now_ms() + 300_000).to_string(),
-        &head,
-    ]);
+    java_queue(&mut raw, &fair, &head, now_ms() + 300_000);
     let mut sub = server
         .raw()
         .subscribe(&format!("redisson_lock__channel:{{{fair}}}:{head}"));

@@ -4,14 +4,12 @@ use std::process::Stdio;
 
 use crate::common::*;
 use crate::run::send;
-use crate::{code, java_hold, stderr, stdout};
+use crate::{code, java_hold, java_queue, stderr, stdout};
 use serde_json::Value;
 
 #[test]
 fn status_shows_a_java_hold_and_json_parses() {
-    let server = Server::start();
-    let mut raw = server.raw();
-    let name = unique("java");
+    let (server, mut raw, name) = setup("java");
     let client = java_client_id();
     java_hold(&mut raw, &name, &client, 57, 2, 30_000);
 
@@ -71,9 +69,7 @@ fn status_shows_a_java_hold_and_json_parses() {
 
 #[test]
 fn status_shows_the_fair_queue_with_deadlines() {
-    let server = Server::start();
-    let mut raw = server.raw();
-    let name = unique("fair");
+    let (server, mut raw, name) = setup("fair");
     let (holder, w1, w2) = (
         format!("{}:1", java_client_id()),
         format!("{}:2", java_client_id()),
@@ -81,19 +77,10 @@ fn status_shows_the_fair_queue_with_deadlines() {
     );
     raw.cmd(&["HSET", &name, &holder, "1"]);
     raw.cmd(&["PEXPIRE", &name, "30000"]);
-    let queue = format!("redisson_lock_queue:{{{name}}}");
-    let timeouts = format!("redisson_lock_timeout:{{{name}}}");
-    raw.cmd(&["RPUSH", &queue, &w1, &w2]);
     let now = now_ms();
     let (d1, d2) = (now + 330_000, now + 630_000);
-    raw.cmd(&[
-        "ZADD",
-        &timeouts,
-        &d1.to_string(),
-        &w1,
-        &d2.to_string(),
-        &w2,
-    ]);
+    java_queue(&mut raw, &name, &w1, d1);
+    java_queue(&mut raw, &name, &w2, d2);
     let _sub = server
         .raw()
         .subscribe(&format!("redisson_lock__channel:{{{name}}}:{w1}"));
@@ -141,9 +128,7 @@ fn status_shows_the_fair_queue_with_deadlines() {
 
 #[test]
 fn status_shows_readers_with_timeouts_and_writers() {
-    let server = Server::start();
-    let mut raw = server.raw();
-    let name = unique("rw");
+    let (server, mut raw, name) = setup("rw");
     let (r1, r2) = (
         format!("{}:1", java_client_id()),
         format!("{}:7", java_client_id()),
@@ -192,10 +177,7 @@ fn status_shows_readers_with_timeouts_and_writers() {
 
 #[test]
 fn status_of_fenced_semaphores_and_latches() {
-    let server = Server::start();
-    let mut raw = server.raw();
-
-    let fenced = unique("fenced");
+    let (server, mut raw, fenced) = setup("fenced");
     java_hold(&mut raw, &fenced, &java_client_id(), 9, 1, 30_000);
     raw.cmd(&["SET", &format!("redisson_lock_token:{{{fenced}}}"), "17"]);
     let (_, json) = server.json(&["status", &fenced, "--json"]);
@@ -249,9 +231,7 @@ fn status_of_fenced_semaphores_and_latches() {
 
 #[test]
 fn list_finds_lock_like_keys_with_their_kind() {
-    let server = Server::start();
-    let mut raw = server.raw();
-    let p = unique("ls");
+    let (server, mut raw, p) = setup("ls");
     let plain = format!("{p}-plain");
     let fair = format!("{p}-fair");
     let rw = format!("{p}-rw");
@@ -259,13 +239,7 @@ fn list_finds_lock_like_keys_with_their_kind() {
     java_hold(&mut raw, &plain, &java_client_id(), 1, 1, 30_000);
     java_hold(&mut raw, &fair, &java_client_id(), 1, 1, 30_000);
     let waiter = format!("{}:2", java_client_id());
-    raw.cmd(&["RPUSH", &format!("redisson_lock_queue:{{{fair}}}"), &waiter]);
-    raw.cmd(&[
-        "ZADD",
-        &format!("redisson_lock_timeout:{{{fair}}}"),
-        &(now_ms() + 300_000).to_string(),
-        &waiter,
-    ]);
+    java_queue(&mut raw, &fair, &waiter, now_ms() + 300_000);
     let reader = format!("{}:3", java_client_id());
     raw.cmd(&["HSET", &rw, "mode", "read", &reader, "1"]);
     raw.cmd(&[
@@ -331,9 +305,7 @@ fn list_finds_lock_like_keys_with_their_kind() {
 
 #[test]
 fn watch_redraws_until_told_to_stop() {
-    let server = Server::start();
-    let mut raw = server.raw();
-    let name = unique("watch");
+    let (server, mut raw, name) = setup("watch");
     java_hold(&mut raw, &name, &java_client_id(), 3, 1, 30_000);
     let out = server.cli(&[
         "watch",

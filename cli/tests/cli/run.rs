@@ -8,9 +8,7 @@ use crate::{code, java_hold, stderr, stdout};
 
 #[test]
 fn run_holds_the_lock_while_the_command_runs_and_returns_its_status() {
-    let server = Server::start();
-    let mut raw = server.raw();
-    let name = unique("run");
+    let (server, mut raw, name) = setup("run");
     let file = TempPath::new("run-owner");
     let go = TempPath::new("run-go");
     let script = format!(
@@ -42,9 +40,7 @@ fn run_holds_the_lock_while_the_command_runs_and_returns_its_status() {
 
 #[test]
 fn run_returns_75_when_the_lock_stays_busy() {
-    let server = Server::start();
-    let mut raw = server.raw();
-    let name = unique("busy");
+    let (server, mut raw, name) = setup("busy");
     java_hold(&mut raw, &name, &java_client_id(), 1, 1, 30_000);
     let started = Instant::now();
     let out = server.cli(&["run", &name, "--wait", "300ms", "--", "echo", "ran"]);
@@ -89,9 +85,7 @@ fn run_returns_75_when_the_lock_stays_busy() {
 
 #[test]
 fn run_signals_the_command_when_the_lock_is_lost() {
-    let server = Server::start();
-    let mut raw = server.raw();
-    let name = unique("lost");
+    let (server, mut raw, name) = setup("lost");
     let marker = TempPath::new("lost-term");
     let started = TempPath::new("lost-started");
     let script = format!(
@@ -120,16 +114,10 @@ fn run_signals_the_command_when_the_lock_is_lost() {
     let name = unique("lost-kill");
     let started = TempPath::new("lost-started");
     let script = format!("trap '' INT; touch {}; sleep 4", started.str());
-    let child = server
-        .cli_command(&[
-            "run", &name, "--check", "100ms", "--signal", "INT", "--grace", "300ms", "--", "sh",
-            "-c", &script,
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = server.cli_spawn_quiet(&[
+        "run", &name, "--check", "100ms", "--signal", "INT", "--grace", "300ms", "--", "sh", "-c",
+        &script,
+    ]);
     eventually("the command started", || started.read().is_some());
     let t = Instant::now();
     assert_eq!(code(&server.cli(&["force-unlock", &name])), 0);
@@ -140,11 +128,7 @@ fn run_signals_the_command_when_the_lock_is_lost() {
     // A lease is a time limit: when it runs out, the command is signalled.
     let name = unique("lease");
     let t = Instant::now();
-    let out = server
-        .cli_command(&["run", &name, "--lease", "500ms", "--", "sleep", "5"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = server.cli(&["run", &name, "--lease", "500ms", "--", "sleep", "5"]);
     assert_eq!(out.status.code(), Some(76));
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     assert!(
@@ -165,13 +149,8 @@ fn run_ends_the_command_group_when_the_tool_is_killed() {
         "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; wait",
         pid_file.str()
     );
-    let mut child = server
-        .cli_command(&["run", &name, "--grace", "1s", "--", "sh", "-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child =
+        server.cli_spawn_quiet(&["run", &name, "--grace", "1s", "--", "sh", "-c", &script]);
     let grandchild = grandchild_pid(&pid_file);
     let guard = KillOnDrop(grandchild);
     send(child.id(), "KILL");
@@ -237,9 +216,7 @@ fn run_foreground_keeps_the_command_in_the_tools_group() {
 
 #[test]
 fn run_passes_the_fencing_token_and_handles_missing_commands() {
-    let server = Server::start();
-    let mut raw = server.raw();
-    let name = unique("token");
+    let (server, mut raw, name) = setup("token");
     raw.cmd(&["SET", &format!("redisson_lock_token:{{{name}}}"), "41"]);
     let out = server.cli(&[
         "run",
@@ -265,9 +242,7 @@ fn run_passes_the_fencing_token_and_handles_missing_commands() {
 
 #[test]
 fn run_releases_the_lock_on_sigterm_and_while_waiting() {
-    let server = Server::start();
-    let mut raw = server.raw();
-    let name = unique("term");
+    let (server, mut raw, name) = setup("term");
     let started = TempPath::new("term-started");
     let script = format!("touch {}; exec sleep 5", started.str());
     let child = server
@@ -286,24 +261,14 @@ fn run_releases_the_lock_on_sigterm_and_while_waiting() {
     // that, or the waiter's subscription could be mistaken for it.
     eventually("the holder watches its channel", || numsub() == 1);
     let holder_subs = 1;
-    let waiter = server
-        .cli_command(&["run", &name, "--", "true"])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let waiter = server.cli_spawn_quiet(&["run", &name, "--", "true"]);
     eventually("the waiter subscribed", || numsub() == holder_subs + 1);
     // SIGINT while waiting: gives up with 130, nothing left behind.
     send(waiter.id(), "INT");
     let out = waiter.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
     // A fair waiter interrupted leaves the queue.
-    let fair_waiter = server
-        .cli_command(&["run", &name, "--kind", "fair", "--", "true"])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let fair_waiter = server.cli_spawn_quiet(&["run", &name, "--kind", "fair", "--", "true"]);
     let queue = format!("redisson_lock_queue:{{{name}}}");
     eventually("the fair waiter queued", || {
         raw.cmd(&["LLEN", &queue]).int() == 1
@@ -387,11 +352,35 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Runs the tool on `args`, whose command leaves a process of its own (the
+/// grandchild) that writes its PID to `pid_file`; once that runs, `act` is
+/// done to the tool's PID (a forced unlock, a signal). Waits (bounded) for
+/// the tool to exit, then for the grandchild to be gone: the tool's status
+/// and standard error. A test that fails before then kills both.
+fn run_with_grandchild(
+    server: &Server,
+    args: &[&str],
+    pid_file: &TempPath,
+    act: impl FnOnce(u32),
+) -> (Option<i32>, String) {
+    let child = server.cli_spawn(args);
+    let cli = KillOnDrop(child.id());
+    let grandchild = grandchild_pid(pid_file);
+    let guard = KillOnDrop(grandchild);
+    act(child.id());
+    let (status, err) = finish(child);
+    cli.disarm();
+    eventually(
+        &format!("the grandchild is gone (the tool exited with {status:?}: {err})"),
+        || !running(grandchild),
+    );
+    guard.disarm();
+    (status, err)
+}
+
 #[test]
 fn run_kills_the_whole_process_group_when_the_lock_is_lost() {
-    let server = Server::start();
-    let mut raw = server.raw();
-    let name = unique("lost-group");
+    let (server, mut raw, name) = setup("lost-group");
     let pid_file = TempPath::new("lost-group-pid");
     // `sh` passes nothing on to its background job: before process groups,
     // TERM reached `sh` only and `sleep` ran on after the lock was lost.
@@ -399,18 +388,12 @@ fn run_kills_the_whole_process_group_when_the_lock_is_lost() {
         "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; wait",
         pid_file.str()
     );
-    let child = server.cli_spawn(&["run", &name, "--check", "100ms", "--", "sh", "-c", &script]);
-    let cli = KillOnDrop(child.id());
-    let grandchild = grandchild_pid(&pid_file);
-    let guard = KillOnDrop(grandchild);
-    assert!(raw.exists(&name));
-
-    assert_eq!(code(&server.cli(&["force-unlock", &name])), 0);
-    let (status, err) = finish(child);
-    cli.disarm();
+    let args = ["run", &name, "--check", "100ms", "--", "sh", "-c", &script];
+    let (status, err) = run_with_grandchild(&server, &args, &pid_file, |_| {
+        assert!(raw.exists(&name));
+        assert_eq!(code(&server.cli(&["force-unlock", &name])), 0);
+    });
     assert_eq!(status, Some(76), "{err}");
-    eventually("the grandchild is gone", || !running(grandchild));
-    guard.disarm();
     assert!(err.contains("process group"), "{err}");
     // The real reason (issue 29: a hard-coded "could no longer be renewed"
     // was printed after a forced unlock).
@@ -428,19 +411,14 @@ fn run_kills_the_whole_process_group_when_the_lock_is_lost() {
          </dev/null >/dev/null 2>&1 & wait",
         pid_file.str()
     );
-    let child = server.cli_spawn(&[
+    let args = [
         "run", &name, "--check", "100ms", "--grace", "500ms", "--", "sh", "-c", &script,
-    ]);
-    let cli = KillOnDrop(child.id());
-    let grandchild = grandchild_pid(&pid_file);
-    let guard = KillOnDrop(grandchild);
-    assert_eq!(code(&server.cli(&["force-unlock", &name])), 0);
-    let (status, err) = finish(child);
-    cli.disarm();
+    ];
+    let (status, err) = run_with_grandchild(&server, &args, &pid_file, |_| {
+        assert_eq!(code(&server.cli(&["force-unlock", &name])), 0);
+    });
     assert_eq!(status, Some(76), "{err}");
     assert!(err.contains("SIGKILL"), "{err}");
-    eventually("the grandchild is gone", || !running(grandchild));
-    guard.disarm();
 }
 
 #[test]
@@ -461,17 +439,10 @@ fn run_passes_term_and_int_on_to_the_whole_process_group() {
             marker = marker.str(),
             pid = pid_file.str()
         );
-        let child = server.cli_spawn(&["run", &name, "--", "sh", "-c", &script]);
-        let cli = KillOnDrop(child.id());
-        let grandchild = grandchild_pid(&pid_file);
-        let guard = KillOnDrop(grandchild);
-        send(child.id(), sig);
-        let (code, err) = finish(child);
-        cli.disarm();
+        let args = ["run", &name, "--", "sh", "-c", &script];
+        let (code, err) = run_with_grandchild(&server, &args, &pid_file, |tool| send(tool, sig));
         assert_eq!(code, Some(status), "{sig}: {err}");
         assert_eq!(marker.read(), Some(format!("{sig}\n")), "{sig}");
-        eventually("the grandchild is gone", || !running(grandchild));
-        guard.disarm();
         assert!(!raw.exists(&name), "{sig}: released");
     }
 }

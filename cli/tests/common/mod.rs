@@ -54,10 +54,19 @@ impl Server {
     /// The tool started with no input and its standard output dropped; its
     /// standard error is piped, to read once it has exited.
     pub fn cli_spawn(&self, args: &[&str]) -> Child {
+        self.cli_spawn_with_stderr(args, Stdio::piped())
+    }
+
+    /// The tool started with no input and its output dropped.
+    pub fn cli_spawn_quiet(&self, args: &[&str]) -> Child {
+        self.cli_spawn_with_stderr(args, Stdio::null())
+    }
+
+    fn cli_spawn_with_stderr(&self, args: &[&str], stderr: Stdio) -> Child {
         self.cli_command(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(stderr)
             .spawn()
             .expect("start redisson-lock")
     }
@@ -84,6 +93,15 @@ impl Server {
         });
         (out.status.code().unwrap_or(-1), value)
     }
+}
+
+/// How most tests begin: the server ([`Server::start`]: `REDIS_URL`, or a
+/// private one), a raw connection to it, and a fresh key name starting with
+/// `prefix`.
+pub fn setup(prefix: &str) -> (Server, Resp, String) {
+    let server = Server::start();
+    let raw = server.raw();
+    (server, raw, unique(prefix))
 }
 
 /// A Java-shaped client id.
