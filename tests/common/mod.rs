@@ -221,6 +221,13 @@ pub async fn lost_within<K: Kind>(guard: &LockGuard<K>, secs: u64, what: &str) {
         .expect(what);
 }
 
+/// Asserts that `r` failed with a transient error (a reply lost or late,
+/// a connection cut): one the caller may retry.
+#[track_caller]
+pub fn assert_transient<T: std::fmt::Debug>(r: &redisson_lock::Result<T>) {
+    assert!(matches!(r, Err(e) if e.is_transient()), "{r:?}");
+}
+
 /// Whether `r` is the typed refusal of a bad argument.
 pub fn invalid<T>(r: &redisson_lock::Result<T>) -> bool {
     matches!(r, Err(redisson_lock::Error::InvalidArgument(_)))

@@ -501,6 +501,13 @@ impl Case<'_> {
         Ok(true)
     }
 
+    /// The owner of guard `g`, which the step's record names.
+    fn resolve(&mut self, g: usize) -> usize {
+        let o = self.m.g.guards[g].field.0;
+        self.resolved = format!(" (#{g} of owner{o})");
+        o
+    }
+
     async fn steps(&mut self, step: &mut Step<'_>, ops: &[Op]) -> StepResult<()> {
         for op in ops {
             if self.hand_over_if_free(step).await? {
@@ -623,8 +630,7 @@ impl Case<'_> {
                         return Ok(None);
                     }
                 };
-                let o = self.m.g.guards[g].field.0;
-                self.resolved = format!(" (#{g} of owner{o})");
+                let o = self.resolve(g);
                 let real = match self.reals.get(g) {
                     Some(guard) => guard.reenter().await,
                     None => Err(Error::Closed),
@@ -679,8 +685,7 @@ impl Case<'_> {
                     return Ok(None);
                 }
                 Some(g) => {
-                    let o = self.m.g.guards[g].field.0;
-                    self.resolved = format!(" (#{g} of owner{o})");
+                    let o = self.resolve(g);
                     let real = match self.reals.take(g) {
                         Some(guard) => guard.unlock().await,
                         None => Err(Error::Closed),
@@ -715,8 +720,7 @@ impl Case<'_> {
                     step.record(op, "n/a (no guard)");
                     return Ok(None);
                 };
-                let o = self.m.g.guards[g].field.0;
-                self.resolved = format!(" (#{g} of owner{o})");
+                let o = self.resolve(g);
                 let l = lease.get().expect("an explicit lease");
                 let real = match self.reals.get_mut(g) {
                     Some(guard) => guard.extend(l).await,

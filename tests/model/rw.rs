@@ -299,6 +299,24 @@ impl Model {
         Ok(self.readers[o])
     }
 
+    /// §5.2 or §5.4 for `half`: the hold count after it, and what the
+    /// command proves of the key's TTL.
+    fn acquire(
+        &mut self,
+        o: usize,
+        half: Half,
+        lease: Option<Duration>,
+        t0: Instant,
+        t1: Instant,
+    ) -> Result<(u32, Ttl), Out> {
+        match half {
+            Half::Read => self
+                .read_acquire(o, lease, t0, t1)
+                .map(|c| (c, confirmed(lease, t0, t1))),
+            _ => self.write_acquire(o, lease, t0, t1),
+        }
+    }
+
     /// §5.4: the write count after it, and what the command proves of the
     /// key's TTL (a re-entry adds the lease to the remaining TTL).
     fn write_acquire(
@@ -510,6 +528,13 @@ impl<'a> Case<'a> {
         }
     }
 
+    /// The owner and half of guard `g`, which the step's record names.
+    fn resolve(&mut self, g: usize) -> (usize, Half) {
+        let (o, half) = self.m.g.guards[g].field;
+        self.resolved = format!(" (#{g} of owner{o}, {})", h(&half));
+        (o, half)
+    }
+
     /// What a real acquisition came to; its guard is kept beside the
     /// model's newest one when the model (`model`) acquired too.
     fn real_acquired(&mut self, real: Result<Real, Error>, model: &Out) -> Out {
@@ -628,10 +653,7 @@ impl<'a> Case<'a> {
                     j.try_lock(o, &java_obj(half), lease.get()).await
                 };
                 let t1 = Instant::now();
-                let r = match half {
-                    Half::Read => self.m.read_acquire(o, lease.get(), t0, t1),
-                    _ => self.m.write_acquire(o, lease.get(), t0, t1).map(|(c, _)| c),
-                };
+                let r = self.m.acquire(o, half, lease.get(), t0, t1);
                 (real, r.map_or_else(|e| e, |_| Out::Acquired(None)))
             }
             Op::Acquire {
@@ -657,7 +679,20 @@ impl<'a> Case<'a> {
                     r => (out_of(r, |_| Out::Busy), None),
                 };
                 let t1 = Instant::now();
-                let model = self.acquire(o, half, l, t0, t1, guard);
+                let model = match self.m.acquire(o, half, l, t0, t1) {
+                    Ok((c, conf)) => {
+                        let g = self.m.g.acquired((o, half), c, l, conf);
+                        match guard {
+                            Some(guard) => self.reals.set(g, guard),
+                            None => self.reals.reserve(g),
+                        }
+                        Out::Acquired(None)
+                    }
+                    Err(e) => {
+                        self.strays.extend(guard);
+                        e
+                    }
+                };
                 (real, model)
             }
             Op::Reenter { g } => {
@@ -665,8 +700,7 @@ impl<'a> Case<'a> {
                     step.record(op, "n/a (no guard)");
                     return Ok(None);
                 };
-                let (o, half) = self.m.g.guards[g].field;
-                self.resolved = format!(" (#{g} of owner{o}, {})", h(&half));
+                let (o, half) = self.resolve(g);
                 let real = match self.reals.get(g) {
                     Some(guard) => guard.reenter().await,
                     None => Err(Error::Closed),
@@ -676,13 +710,7 @@ impl<'a> Case<'a> {
                 let model = if self.m.g.refused(g) {
                     Out::NotHeld
                 } else {
-                    let count = match half {
-                        Half::Read => self
-                            .m
-                            .read_acquire(o, lease, t0, t1)
-                            .map(|c| (c, confirmed(lease, t0, t1))),
-                        _ => self.m.write_acquire(o, lease, t0, t1),
-                    };
+                    let count = self.m.acquire(o, half, lease, t0, t1);
                     match count {
                         Ok((1, conf)) => {
                             // Taken afresh: released again (§2.9).
@@ -709,8 +737,7 @@ impl<'a> Case<'a> {
                     return Ok(None);
                 }
                 Some(g) => {
-                    let (o, half) = self.m.g.guards[g].field;
-                    self.resolved = format!(" (#{g} of owner{o}, {})", h(&half));
+                    let (o, half) = self.resolve(g);
                     let real = match self.reals.take(g) {
                         Some(guard) => guard.unlock().await,
                         None => Err(Error::Closed),
@@ -733,8 +760,7 @@ impl<'a> Case<'a> {
                     step.record(op, "n/a (no guard)");
                     return Ok(None);
                 };
-                let (o, half) = self.m.g.guards[g].field;
-                self.resolved = format!(" (#{g} of owner{o}, {})", h(&half));
+                self.resolve(g);
                 if let Some(guard) = self.reals.take(g) {
                     guard.forget();
                 }
@@ -746,8 +772,7 @@ impl<'a> Case<'a> {
                     step.record(op, "n/a (no guard)");
                     return Ok(None);
                 };
-                let (o, half) = self.m.g.guards[g].field;
-                self.resolved = format!(" (#{g} of owner{o}, {})", h(&half));
+                let (o, half) = self.resolve(g);
                 let l = lease.get().expect("an explicit lease");
                 let real = match self.reals.get_mut(g) {
                     Some(guard) => guard.extend(l).await,
@@ -849,40 +874,6 @@ impl<'a> Case<'a> {
             Op::Sleep(_) => unreachable!("handled by the caller"),
         };
         Ok(Some(out))
-    }
-
-    /// A Rust acquisition of `half` by `o`, answered at `t1`, which got
-    /// `guard`: the model's reply.
-    fn acquire(
-        &mut self,
-        o: usize,
-        half: Half,
-        lease: Option<Duration>,
-        t0: Instant,
-        t1: Instant,
-        guard: Option<Real>,
-    ) -> Out {
-        let r = match half {
-            Half::Read => self
-                .m
-                .read_acquire(o, lease, t0, t1)
-                .map(|c| (c, confirmed(lease, t0, t1))),
-            _ => self.m.write_acquire(o, lease, t0, t1),
-        };
-        match r {
-            Ok((c, conf)) => {
-                let g = self.m.g.acquired((o, half), c, lease, conf);
-                match guard {
-                    Some(guard) => self.reals.set(g, guard),
-                    None => self.reals.reserve(g),
-                }
-                Out::Acquired(None)
-            }
-            Err(e) => {
-                self.strays.extend(guard);
-                e
-            }
-        }
     }
 
     /// `with_owner(o).unlock()` of `half` (Rust) or Java's `unlock()`.

@@ -2,7 +2,8 @@
 //! Redis state and messages after every operation, awaiters on two clients
 //! released together by the last count-down, a latch deleted while awaited
 //! (where Java hangs), timeouts and dropped awaits leaving no subscription,
-//! Java-shaped scripts written here by hand, bad input, the blocking form.
+//! Java-shaped scripts written here by hand, bad input. The blocking form:
+//! `blocking.rs`.
 use crate::common;
 
 use std::time::{Duration, Instant};
@@ -339,25 +340,4 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
     assert!(wrong(latch.count_down().await));
     assert!(wrong(latch.get_count().await.map(drop)));
     assert_eq!(get(&fx, name).await.as_deref(), Some("three"), "untouched");
-}
-
-#[cfg(feature = "blocking")]
-#[test]
-fn blocking_latch() {
-    let (_server, _client, _, latch) =
-        common::blocking_handle("latch-blocking", |c, n| c.count_down_latch(n));
-    assert!(latch.try_set_count(2).unwrap());
-    let awaiter = std::thread::spawn({
-        let latch = latch.clone();
-        move || latch.await_zero()
-    });
-    latch.count_down().unwrap();
-    assert_eq!(latch.get_count().unwrap(), 1);
-    latch.count_down().unwrap();
-    assert_eq!(awaiter.join().unwrap().unwrap(), LatchOpened::Zero);
-    assert_eq!(
-        latch.await_for(Duration::from_millis(10)).unwrap(),
-        Some(LatchOpened::Zero)
-    );
-    assert!(!latch.delete().unwrap());
 }

@@ -1,9 +1,10 @@
 //! `PermitExpirableSemaphore` (Redisson's RPermitExpirableSemaphore,
 //! docs/PROTOCOL.md §7.2): permit ids as Java writes and shows them, the timeout
 //! zset's scores and sentinel, the reclaim of expired permits (which wakes a
-//! waiter), the exact state after every operation, the limit under two
-//! clients and 10 000 random steps, Java-shaped scripts written here by
-//! hand, lost replies, bad input, the blocking form.
+//! waiter), the exact state after every operation, Java-shaped scripts
+//! written here by hand, lost replies, bad input. The limit under random
+//! steps, dropped waiters and outages: `alike.rs`; the blocking form:
+//! `blocking.rs`.
 #[path = "permit_semaphore/failures.rs"]
 mod failures;
 #[path = "permit_semaphore/java.rs"]

@@ -1,21 +1,17 @@
 //! `Semaphore` (Redisson's RSemaphore, docs/PROTOCOL.md §7.1): the exact Redis
-//! state after every operation, permits never above the limit under two
-//! clients, an exact count after 10 000 random acquire/release/cancel steps,
-//! waking by publish, Java-shaped commands written here by hand, lost
-//! replies undone exactly, bad input, and permits dropped late.
+//! state after every operation, waking by publish, Java-shaped commands
+//! written here by hand, lost replies undone exactly, bad input, and
+//! permits dropped late. The limit under two clients and 10 000 random
+//! steps, dropped waiters and outages: `alike.rs`, with the other semaphore.
 use crate::alike;
 use crate::common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::fault::{client_through, proxied, quick_timeouts, reset_stalled, Proxy};
-use crate::common::{
-    eventually, invalid, sum_of, wait_numsub, wait_numsub_blocking, Fixture, InUse,
-};
+use crate::common::{assert_transient, eventually, invalid, wait_numsub, Fixture};
 use fred::prelude::*;
-use rand::Rng;
-use redisson_lock::Error;
+use redisson_lock::{Error, Semaphore};
 
 /// Redisson's tryAcquire(n) (§7.1), as a Java client runs it.
 const JAVA_TRY_ACQUIRE: &str = "
@@ -152,86 +148,11 @@ async fn every_operation_leaves_the_spec_state() {
     assert_eq!(get(&fx, &absent).await.as_deref(), Some("2"));
 }
 
-/// 8 tasks on two clients, 10 000 steps in all: acquire 1 or 2 permits
-/// (waiting, trying once, or cancelled at a random point), use them, give
-/// them back by `release()` or by dropping. Permits in use never exceed the
-/// limit, and afterwards the count is exactly the limit again, with no
-/// latch or subscription left.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn never_above_the_limit_and_exact_after_10000_random_steps() {
-    const LIMIT: i64 = 3;
-    const TASKS: usize = 8;
-    const STEPS: usize = 10_000;
-    let fx = Fixture::new("sem-random").await;
-    let clients = [fx.client.clone(), fx.client().await];
-    assert!(clients[0]
-        .semaphore(&fx.name)
-        .unwrap()
-        .try_set_permits(LIMIT as u32)
-        .await
-        .unwrap());
-    let in_use = Arc::new(InUse::new(LIMIT));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for t in 0..TASKS {
-        let sem = clients[t % 2].semaphore(&fx.name).unwrap();
-        let in_use = in_use.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut acquired = 0u64;
-            for _ in 0..STEPS / TASKS {
-                let (n, how, cancel_after, by_release) = {
-                    let mut rng = rand::rng();
-                    (
-                        rng.random_range(1..=2u32),
-                        rng.random_range(0..4u32),
-                        Duration::from_micros(rng.random_range(0..1_500)),
-                        rng.random_bool(0.5),
-                    )
-                };
-                let permit = match how {
-                    0 => sem.try_acquire(n).await.unwrap(),
-                    1 => match tokio::time::timeout(cancel_after, sem.acquire(n)).await {
-                        Ok(permit) => Some(permit.unwrap()),
-                        Err(_) => None, // cancelled at a random await point
-                    },
-                    _ => Some(sem.acquire(n).await.unwrap()),
-                };
-                let Some(permit) = permit else { continue };
-                acquired += 1;
-                in_use.enter(i64::from(n));
-                tokio::task::yield_now().await;
-                in_use.leave(i64::from(n));
-                if by_release {
-                    permit.release().await.unwrap();
-                } else {
-                    drop(permit);
-                }
-            }
-            acquired
-        }));
-    }
-    let acquired = sum_of(tasks).await;
-    assert!(acquired > STEPS as u64 / 2, "{acquired} acquisitions");
-    assert!(in_use.max() >= 2);
-    let sem = clients[0].semaphore(&fx.name).unwrap();
-    eventually("every permit back", || async {
-        sem.available_permits().await.unwrap() == LIMIT
-    })
-    .await;
-    until_no_latch(&fx, "no permit latch left").await;
-    wait_numsub(&fx.raw, &channel(&fx.name), 0).await;
-    // Stays exact: nothing still on its way.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(sem.available_permits().await.unwrap(), LIMIT);
-    eprintln!("{acquired} acquisitions in {:?}", started.elapsed());
-}
-
 #[tokio::test]
 async fn a_waiter_is_woken_by_publish_long_before_any_timeout() {
     let fx = Fixture::new("sem-wake").await;
     let other = fx.client().await;
-    let sem = fx.client.semaphore(&fx.name).unwrap();
-    assert!(sem.try_set_permits(0).await.unwrap());
+    let sem: Semaphore = alike::set_up(&fx, &fx.client, 0).await;
     let waiter = tokio::spawn({
         let sem = other.semaphore(&fx.name).unwrap();
         async move {
@@ -334,15 +255,6 @@ async fn java_shaped_commands_observe_and_drive_ours() {
     wait_numsub(&fx.raw, &channel(&name), 1).await; // only the listener
 }
 
-#[tokio::test]
-async fn dropped_waiters_and_cancelled_acquisitions_leak_nothing() {
-    let fx = Fixture::new("sem-drop").await;
-    let sem = fx.client.semaphore(&fx.name).unwrap();
-    alike::dropped_waiters_and_cancelled_acquisitions_leak_nothing(&fx, &sem, &channel(&fx.name))
-        .await;
-    until_no_latch(&fx, "no latch left").await;
-}
-
 /// An acquisition whose reply is lost (its connection stalls towards the
 /// client) took a permit on the server: it is undone exactly once, through
 /// its permit latch, and the count ends exact.
@@ -350,16 +262,12 @@ async fn dropped_waiters_and_cancelled_acquisitions_leak_nothing() {
 async fn a_lost_acquire_reply_is_undone_exactly() {
     let fx = Fixture::new("sem-lost").await;
     let (proxy, client) = proxied(&fx, quick_timeouts).await;
-    let sem = client.semaphore(&fx.name).unwrap();
-    assert!(sem.try_set_permits(2).await.unwrap());
+    let sem: Semaphore = alike::set_up(&fx, &client, 2).await;
     // Load the scripts (EVALSHA would otherwise answer NOSCRIPT, stalled).
     sem.acquire(1).await.unwrap().release().await.unwrap();
     proxy.stall_to_client();
     let outcome = sem.try_acquire(1).await;
-    assert!(
-        matches!(&outcome, Err(e) if e.is_transient()),
-        "{outcome:?}"
-    );
+    assert_transient(&outcome);
     // It ran on the server (its latch says it took a permit), and its undo
     // ran right behind it (the latch says given back; only the replies are
     // held, so the client has not deleted the latch yet).
@@ -379,19 +287,6 @@ async fn a_lost_acquire_reply_is_undone_exactly() {
     assert_eq!(ours.available_permits().await.unwrap(), 0);
     permit.release().await.unwrap();
     assert_eq!(ours.available_permits().await.unwrap(), 2);
-}
-
-/// Every give-back after an outage longer than the retry budget lands (the
-/// undo through the acquisition's permit latch, which outlives the budget),
-/// and no latch is left.
-#[tokio::test]
-async fn permits_come_back_after_an_outage_longer_than_the_retry_budget() {
-    let fx = Fixture::new("sem-outage").await;
-    alike::permits_come_back_after_an_outage_longer_than_the_retry_budget(&fx, |client| {
-        client.semaphore(&fx.name).unwrap()
-    })
-    .await;
-    until_no_latch(&fx, "no latch left").await;
 }
 
 /// A dropped permit whose release ran but whose reply was lost, after which
@@ -500,43 +395,6 @@ fn permits_dropped_after_the_client_is_gone_do_not_panic() {
     drop(orphan); // its runtime is gone
     drop(sem);
     drop(client);
-}
-
-#[cfg(feature = "blocking")]
-#[test]
-fn blocking_semaphore() {
-    let (server, _client, name, sem) =
-        common::blocking_handle("sem-blocking", |c, n| c.semaphore(n));
-    assert!(sem.try_set_permits(1).unwrap());
-    let permit = sem.acquire(1).unwrap();
-    assert!(sem.try_acquire(1).unwrap().is_none());
-    let waiter = std::thread::spawn({
-        let sem = sem.clone();
-        move || {
-            sem.try_acquire_permits_for(1, Duration::from_secs(20))
-                .unwrap()
-                .map(|p| p.release())
-        }
-    });
-    // Release once the waiter waits (it subscribed), so the publish wakes it.
-    wait_numsub_blocking(&server, &channel(&name), 1);
-    drop(permit); // synchronous release, wakes the other thread
-    assert!(matches!(waiter.join().unwrap(), Some(Ok(()))));
-    assert_eq!(sem.available_permits().unwrap(), 1);
-    assert_eq!(sem.drain_permits().unwrap(), 1);
-    sem.release(1).unwrap();
-    let as_async: &redisson_lock::Semaphore = sem.as_async();
-    assert_eq!(as_async.name(), name);
-    // The object methods, blocking.
-    assert!(sem.is_exists().unwrap());
-    assert!(sem.expire(Duration::from_secs(60)).unwrap());
-    assert!(matches!(
-        sem.remain_time_to_live().unwrap(),
-        redisson_lock::Ttl::Expires(_)
-    ));
-    assert!(sem.clear_expire().unwrap());
-    assert!(sem.delete().unwrap());
-    assert!(!sem.is_exists().unwrap());
 }
 
 /// The synchronizers as Redis objects, with Redisson's effect on Redis

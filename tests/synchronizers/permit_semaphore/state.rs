@@ -1,14 +1,13 @@
-//! The exact state after every operation, expired permits coming back,
-//! and the limit under random steps.
+//! The exact state after every operation, and expired permits coming
+//! back.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{channel, get, hex, now_ms, timeouts, zset, NEVER};
-use crate::common::{eventually, sum_of, wait_numsub, Fixture, InUse};
+use crate::alike;
+use crate::common::{eventually, wait_numsub, Fixture};
 use fred::prelude::*;
-use rand::Rng;
-use redisson_lock::{PermitId, PermitLease};
+use redisson_lock::{PermitExpirableSemaphore, PermitId, PermitLease};
 
 #[tokio::test]
 async fn every_operation_leaves_the_spec_state() {
@@ -168,8 +167,7 @@ async fn every_operation_leaves_the_spec_state() {
 async fn an_expired_permit_comes_back_and_wakes_a_waiter() {
     let fx = Fixture::new("pes-expiry").await;
     let other = fx.client().await;
-    let sem = fx.client.permit_expirable_semaphore(&fx.name).unwrap();
-    assert!(sem.try_set_permits(1).await.unwrap());
+    let sem: PermitExpirableSemaphore = alike::set_up(&fx, &fx.client, 1).await;
     let crashed = sem.acquire(Some(Duration::from_millis(500))).await.unwrap();
     let taken_at = Instant::now();
     let crashed_id = crashed.id();
@@ -198,75 +196,4 @@ async fn an_expired_permit_comes_back_and_wakes_a_waiter() {
     assert!(permit.release().await.unwrap());
     assert_eq!(sem.available_permits().await.unwrap(), 1);
     wait_numsub(&fx.raw, &channel(&fx.name), 0).await;
-}
-
-/// 8 tasks on two clients, 10 000 steps: acquire (with a long lease or
-/// none; waiting, trying once, or cancelled at a random point), use, give
-/// back by `release()`, by id, or by dropping. Never above the limit; the
-/// counts exact afterwards, the zset empty, no subscription left.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn never_above_the_limit_and_exact_after_10000_random_steps() {
-    const LIMIT: i64 = 3;
-    const TASKS: usize = 8;
-    const STEPS: usize = 10_000;
-    let fx = Fixture::new("pes-random").await;
-    let clients = [fx.client.clone(), fx.client().await];
-    let sem = clients[0].permit_expirable_semaphore(&fx.name).unwrap();
-    assert!(sem.try_set_permits(LIMIT as u32).await.unwrap());
-    let in_use = Arc::new(InUse::new(LIMIT));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for t in 0..TASKS {
-        let sem = clients[t % 2].permit_expirable_semaphore(&fx.name).unwrap();
-        let in_use = in_use.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut acquired = 0u64;
-            for _ in 0..STEPS / TASKS {
-                let (lease, how, cancel_after, release) = {
-                    let mut rng = rand::rng();
-                    (
-                        rng.random_bool(0.5).then_some(Duration::from_secs(60)),
-                        rng.random_range(0..4u32),
-                        Duration::from_micros(rng.random_range(0..1_500)),
-                        rng.random_range(0..3u32),
-                    )
-                };
-                let permit = match how {
-                    0 => sem.try_acquire(lease).await.unwrap(),
-                    1 => match tokio::time::timeout(cancel_after, sem.acquire(lease)).await {
-                        Ok(permit) => Some(permit.unwrap()),
-                        Err(_) => None,
-                    },
-                    _ => Some(sem.acquire(lease).await.unwrap()),
-                };
-                let Some(permit) = permit else { continue };
-                acquired += 1;
-                in_use.enter(1);
-                tokio::task::yield_now().await;
-                in_use.leave(1);
-                match release {
-                    0 => assert!(permit.release().await.unwrap()),
-                    1 => {
-                        let id = permit.id();
-                        permit.forget();
-                        assert!(sem.try_release(&id).await.unwrap());
-                    }
-                    _ => drop(permit),
-                }
-            }
-            acquired
-        }));
-    }
-    let acquired = sum_of(tasks).await;
-    assert!(acquired > STEPS as u64 / 2, "{acquired} acquisitions");
-    eventually("every permit back", || async {
-        sem.available_permits().await.unwrap() == LIMIT
-    })
-    .await;
-    assert_eq!(sem.acquired_permits().await.unwrap(), 0);
-    assert!(!fx.exists(&timeouts(&fx.name)).await);
-    wait_numsub(&fx.raw, &channel(&fx.name), 0).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(sem.available_permits().await.unwrap(), LIMIT);
-    eprintln!("{acquired} acquisitions in {:?}", started.elapsed());
 }
