@@ -1,7 +1,9 @@
-//! The checks both semaphores pass alike, written once and run for each:
-//! `Semaphore` taking one permit at a time and `PermitExpirableSemaphore`
-//! with permits that never expire. Each ends by checking that nothing of
-//! its kind is left in Redis (permit latches; the timeout zset).
+//! The checks both semaphores pass alike, written once over [`Permits`]
+//! and run for each (`alike::semaphore::*`, `alike::permit_semaphore::*`):
+//! `Semaphore` asking for one permit (1 or 2 in the random steps) and
+//! `PermitExpirableSemaphore` for one that never expires (or a leased one
+//! in the random steps). Each ends by checking that nothing of its kind is
+//! left in Redis (permit latches; the timeout zset).
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
