@@ -101,10 +101,9 @@ pub async fn read_write(version: &str) {
     let rw = s.fx.client.read_write_lock(&name).unwrap();
     let wg = rw.write().with_owner(owner(3)).lock().await.unwrap();
     let rfield = rw.read().owner_field(owner(3));
-    let jfield = s.java.owner_field("t2").await;
-    let reading = s.java.send("t2", &format!("lock read:{name}")).await;
-    s.subscribed(&format!("redisson_rwlock:{{{name}}}"), 1)
-        .await;
+    // Parked, not only subscribed: the downgrade publishes "1" (see
+    // `Scene::waits`).
+    let (jfield, reading) = s.java_waits("read", &name).await;
     let rg = wg.downgrade().await.unwrap();
     let what = "java reader after rust's write->read downgrade";
     java_woken(&s.steps, reading, what, Instant::now()).await;
