@@ -16,3 +16,9 @@ mod latch;
 mod permit_semaphore;
 #[path = "synchronizers/semaphore.rs"]
 mod semaphore;
+
+/// The channel of either semaphore named `name` (docs/PROTOCOL.md §7):
+/// `redisson_sc:{N}`.
+fn semaphore_channel(name: &str) -> String {
+    format!("redisson_sc:{{{name}}}")
+}

@@ -23,7 +23,7 @@ pub async fn client_through(proxy: &Proxy, config: impl FnOnce(Config) -> Config
 
 /// A proxy in front of the fixture's server and a client (with `config`)
 /// that connects through it.
-pub async fn proxied(
+pub async fn client_behind_proxy(
     fx: &super::Fixture,
     config: impl FnOnce(Config) -> Config,
 ) -> (Proxy, Client) {

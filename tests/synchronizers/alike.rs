@@ -8,8 +8,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::fault::{proxied, reset_stalled, two_second_budget, OUTAGE};
+use crate::common::fault::{client_behind_proxy, reset_stalled, two_second_budget, OUTAGE};
 use crate::common::{assert_transient, eventually, numsub, sum_of, wait_numsub, Fixture, InUse};
+use crate::semaphore_channel;
 use fred::prelude::*;
 use rand::Rng;
 use redisson_lock::{
@@ -71,7 +72,7 @@ macro_rules! counted {
     };
 }
 
-/// Asks for 1 or 2 permits; permits latches (`redisson_sc_latch:{N}:<id>`).
+/// Asks for 1 or 2 permits; permit latches (`redisson_sc_latch:{N}:<id>`).
 impl Permits for Semaphore {
     type Permit = SemaphorePermit;
     type Ask = u32;
@@ -93,7 +94,7 @@ impl Permits for Semaphore {
         Semaphore::release(self, n).await.unwrap();
     }
     async fn until_nothing_left(&self, fx: &Fixture) {
-        let latches = format!("redisson_sc_latch:{{{}}}:*", fx.name);
+        let latches = super::semaphore::latch_pattern(&fx.name);
         fx.until_no_keys("no permit latch left", &latches).await;
     }
 }
@@ -177,7 +178,7 @@ async fn count(fx: &Fixture) -> Option<String> {
 async fn dropped_waiters_and_cancelled_acquisitions_leak_nothing<S: Permits>(prefix: &str) {
     let fx = &Fixture::new(prefix).await;
     let sem = &S::open(&fx.client, &fx.name);
-    let channel = &format!("redisson_sc:{{{}}}", fx.name);
+    let channel = &semaphore_channel(&fx.name);
     assert!(sem.try_set_permits(1).await.unwrap());
     let held = sem.acquire(S::ONE).await.unwrap();
     let waiter = tokio::spawn({
@@ -210,7 +211,7 @@ async fn dropped_waiters_and_cancelled_acquisitions_leak_nothing<S: Permits>(pre
 /// count of 4 ends exact. `open` opens the semaphore on the cut-off client.
 async fn permits_come_back_after_an_outage_longer_than_the_retry_budget<S: Permits>(prefix: &str) {
     let fx = &Fixture::new(prefix).await;
-    let (proxy, client) = proxied(fx, two_second_budget).await;
+    let (proxy, client) = client_behind_proxy(fx, two_second_budget).await;
     let sem = S::open(&client, &fx.name);
     assert!(sem.try_set_permits(4).await.unwrap());
     let held = sem.acquire(S::ONE).await.unwrap(); // the scripts are loaded too
@@ -310,7 +311,7 @@ async fn never_above_the_limit_and_exact_after_10000_random_steps<S: Permits>(pr
     })
     .await;
     sem.until_nothing_left(fx).await;
-    wait_numsub(&fx.raw, &format!("redisson_sc:{{{}}}", fx.name), 0).await;
+    wait_numsub(&fx.raw, &semaphore_channel(&fx.name), 0).await;
     // Stays exact: nothing still on its way.
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(sem.available_permits().await.unwrap(), LIMIT);

@@ -13,13 +13,10 @@ mod java;
 mod state;
 
 use crate::common::Fixture;
+use crate::semaphore_channel as channel;
 use fred::prelude::*;
 
 const NEVER: &str = "922337203685477";
-
-fn channel(name: &str) -> String {
-    format!("redisson_sc:{{{name}}}")
-}
 
 fn timeouts(name: &str) -> String {
     format!("{{{name}}}:timeout")

@@ -5,10 +5,13 @@
 //! steps, dropped waiters and outages: `alike.rs`, with the other semaphore.
 use crate::alike;
 use crate::common;
+use crate::semaphore_channel as channel;
 
 use std::time::{Duration, Instant};
 
-use crate::common::fault::{client_through, proxied, quick_timeouts, reset_stalled, Proxy};
+use crate::common::fault::{
+    client_behind_proxy, client_through, quick_timeouts, reset_stalled, Proxy,
+};
 use crate::common::{assert_transient, eventually, invalid, wait_numsub, Fixture};
 use fred::prelude::*;
 use redisson_lock::{Error, Semaphore};
@@ -26,16 +29,12 @@ const JAVA_RELEASE: &str = "
 local v = redis.call('incrby', KEYS[1], ARGV[1])
 redis.call(ARGV[2], KEYS[2], v)";
 
-fn channel(name: &str) -> String {
-    format!("redisson_sc:{{{name}}}")
-}
-
 /// Waits until no permit latch of the fixture's semaphore is left.
 async fn until_no_latch(fx: &Fixture, what: &str) {
     fx.until_no_keys(what, &latch_pattern(&fx.name)).await;
 }
 
-fn latch_pattern(name: &str) -> String {
+pub(crate) fn latch_pattern(name: &str) -> String {
     format!("redisson_sc_latch:{{{name}}}:*")
 }
 
@@ -261,7 +260,7 @@ async fn java_shaped_commands_observe_and_drive_ours() {
 #[tokio::test]
 async fn a_lost_acquire_reply_is_undone_exactly() {
     let fx = Fixture::new("sem-lost").await;
-    let (proxy, client) = proxied(&fx, quick_timeouts).await;
+    let (proxy, client) = client_behind_proxy(&fx, quick_timeouts).await;
     let sem: Semaphore = alike::set_up(&fx, &client, 2).await;
     // Load the scripts (EVALSHA would otherwise answer NOSCRIPT, stalled).
     sem.acquire(1).await.unwrap().release().await.unwrap();

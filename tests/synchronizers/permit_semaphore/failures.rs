@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::{channel, get, timeouts};
 use crate::alike;
 use crate::common;
-use crate::common::fault::{proxied, quick_timeouts};
+use crate::common::fault::{client_behind_proxy, quick_timeouts};
 use crate::common::{assert_transient, invalid, Fixture};
 use fred::prelude::*;
 use redisson_lock::{Error, PermitExpirableSemaphore, PermitId, MAX_DURATION};
@@ -14,7 +14,7 @@ use redisson_lock::{Error, PermitExpirableSemaphore, PermitId, MAX_DURATION};
 #[tokio::test]
 async fn a_lost_acquire_reply_is_undone_by_its_id() {
     let fx = Fixture::new("pes-lost").await;
-    let (proxy, client) = proxied(&fx, quick_timeouts).await;
+    let (proxy, client) = client_behind_proxy(&fx, quick_timeouts).await;
     let sem: PermitExpirableSemaphore = alike::set_up(&fx, &client, 1).await;
     assert!(sem.acquire(None).await.unwrap().release().await.unwrap()); // scripts loaded
     let mut listener = fx.listen(&channel(&fx.name)).await;
