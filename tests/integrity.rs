@@ -12,6 +12,8 @@ mod hearing;
 mod latency;
 #[path = "integrity/leases.rs"]
 mod leases;
+#[path = "integrity/ordering.rs"]
+mod ordering;
 #[path = "integrity/owners.rs"]
 mod owners;
 #[path = "integrity/reads.rs"]

@@ -47,13 +47,26 @@ pub(crate) async fn release(
     patience: Patience,
 ) -> Result<Unlocked> {
     let name = proto.name();
-    // Not in the field's turn: a release's reply, in whatever order it is
-    // applied, can only end a tenure it was sent for (docs/PROTOCOL.md §2.9).
+    // A guard's hold leaves its tenure's live holds at once (no longer
+    // renewed, nor taken by an unlock without a guard); a hold whose tenure
+    // has ended sends nothing, and needs no turn.
+    if let Whose::Guard(hold) = whose {
+        if let Unlocking::Stale = inner.holds.unlocking(name, field, hold) {
+            return release_unlocked(inner, proto, field, lease, Target::Stale, patience).await;
+        }
+    }
+    // The rest in the field's turn (docs/PROTOCOL.md §2.9, *One turn per
+    // owner field*): Redis cannot tell which tenure a decrement belongs to,
+    // so no acquisition of the field may be sent while this release is, and
+    // the tenure it is for is decided once every earlier step has landed. A
+    // fresh take that ran first ended the guard's tenure: nothing is sent.
+    let order = inner.holds.order(name, field);
+    let _turn = order.order.clone().lock_owned().await;
     let target = match whose {
-        Whose::Guard(hold) => match inner.holds.unlocking(name, field, hold) {
-            Unlocking::Send => Target::Tenure(hold.tenure),
-            Unlocking::Stale => Target::Stale,
-        },
+        Whose::Guard(hold) if inner.holds.is_current(name, field, hold.tenure) => {
+            Target::Tenure(hold.tenure)
+        }
+        Whose::Guard(_) => Target::Stale,
         Whose::Owner => inner
             .holds
             .unlocking_any(name, field)

@@ -6,11 +6,14 @@
 //! released to zero or found gone. Every guard's hold belongs to the tenure
 //! it was taken in. The rules that keep a guard and Redis in agreement:
 //!
-//! * The acquire attempts of one owner field (and their undos) run in turn
-//!   on this client (its [`Order`]), so the registry applies their replies
-//!   in the order Redis ran them: a count of 1 then really means the field
-//!   was absent before that attempt. Releases need no turn: a release's
-//!   reply only ends the tenure it was sent for, whatever came between.
+//! * Every command of one owner field that changes its count (acquire
+//!   attempts, their undos, a fair waiter's departure, releases) runs in
+//!   the field's turn on this client (its [`Order`]), so no release of one
+//!   tenure is written after an acquisition of a later one was sent (Redis
+//!   cannot tell which tenure a decrement is for), and the registry applies
+//!   replies in the order Redis ran them: a count of 1 then really means
+//!   the field was absent before that attempt. A release decides its
+//!   tenure once it has the turn.
 //! * An acquisition that finds the field absent (count 1) while the
 //!   registry has a tenure for it proves that tenure gone: its guards are
 //!   told (`lost`) and the new hold starts a new tenure. A guard of an
@@ -55,7 +58,8 @@ pub(crate) use tenure::{lost, lost_reason, safe_until, Status};
 
 /// The turn of one owner field's count-changing commands on this client
 /// (acquire attempts, undos, releases, leaving a fair queue): each runs
-/// holding it, so their replies are applied in the order Redis ran them.
+/// holding it, so none is written while another is in flight and their
+/// replies are applied in the order Redis ran them.
 /// The slot holds the error of an undo that could not be done: whether the
 /// field holds is then unknown, and the acquisition that meets it stops.
 pub(crate) type Order = Arc<tokio::sync::Mutex<Option<Error>>>;
@@ -490,6 +494,11 @@ impl Holds {
     /// tenure of it).
     pub(crate) fn holds(&self, name: &str, field: &str) -> bool {
         entry_mut(&mut self.map.lock(), name, field).is_some_and(|e| e.tenure.is_some())
+    }
+
+    /// Whether tenure `id` is the current one of `(name, field)`.
+    pub(crate) fn is_current(&self, name: &str, field: &str, id: u64) -> bool {
+        tenure_mut(&mut self.map.lock(), name, field, id).is_some()
     }
 
     /// Whether `hold` is still one of its tenure's live holds, and that
