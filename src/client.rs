@@ -94,7 +94,7 @@ impl Client {
             by_slot: config.redis.server.is_clustered(),
             check_every: config.hold_check_interval,
         }));
-        let id = Uuid::new_v4();
+        let id = config.client_id.unwrap_or_else(Uuid::new_v4);
         let env = ScriptEnv::new(&config, id.hyphenated().to_string(), commands.publish());
         Ok(Client {
             inner: Arc::new(Inner {

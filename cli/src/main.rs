@@ -9,6 +9,7 @@ mod commands;
 mod exit;
 mod guardian;
 mod inspect;
+mod procs;
 mod run;
 mod values;
 
@@ -79,16 +80,22 @@ fn main() -> ExitCode {
 /// `tls-native-tls`).
 const TLS: bool = cfg!(any(feature = "tls-rustls", feature = "tls-native-tls"));
 
-/// The client settings from the global options. The URL is never printed:
-/// it may carry a password.
-fn config(global: &Global, watchdog: Option<std::time::Duration>) -> CliResult<Config> {
-    let url = match &global.url {
+/// The server's URL: `--url`, else `$REDIS_URL`, else the default. Never
+/// printed: it may carry a password.
+fn url(global: &Global) -> String {
+    match &global.url {
         Some(url) => url.clone(),
         None => match std::env::var("REDIS_URL") {
             Ok(url) if !url.is_empty() => url,
             _ => args::DEFAULT_URL.to_owned(),
         },
-    };
+    }
+}
+
+/// The client settings from the global options. The URL is never printed:
+/// it may carry a password.
+fn config(global: &Global, watchdog: Option<std::time::Duration>) -> CliResult<Config> {
+    let url = url(global);
     if !TLS && url.trim_start().to_ascii_lowercase().starts_with("rediss") {
         // The library would name its own crate feature; this tool has its own.
         return Err(CliError::Other(
@@ -133,7 +140,7 @@ async fn dispatch(global: &Global, command: Command) -> CliResult<u8> {
                 client = connect(global, a.watchdog) => client?,
                 status = signals.interrupted() => return Ok(status),
             };
-            let r = run::run(&client, a, signals).await;
+            let r = run::run(&client, global, a, signals).await;
             (client, r)
         }
         Command::Completions { .. } | Command::Version => return Ok(exit::OK),

@@ -13,9 +13,9 @@ use redisson_lock::{AnyKind, Client, Error, Lock, LockGuard, LostReason};
 use tokio::signal::unix::{signal, Signal as Handler, SignalKind};
 use tokio::time::Instant;
 
-use crate::args::{format_duration_ms, LockKind, RunArgs};
+use crate::args::{format_duration_ms, Global, LockKind, RunArgs};
 use crate::exit::{self, CliError, CliResult};
-use crate::guardian::{Guardian, Target};
+use crate::guardian::{Guardian, Release, Target};
 
 /// The signals the tool handles itself while it holds or waits for a lock,
 /// so that it can release the lock before it exits.
@@ -90,7 +90,7 @@ impl Signals {
 
 /// The lock handle of `kind`, erased; for a fenced lock the typed handle
 /// too, for its token.
-fn handle(client: &Client, kind: LockKind, name: &str) -> CliResult<Lock<AnyKind>> {
+pub(crate) fn handle(client: &Client, kind: LockKind, name: &str) -> CliResult<Lock<AnyKind>> {
     Ok(match kind {
         LockKind::Rlock => client.lock(name)?.erase(),
         LockKind::NonReentrant => client.non_reentrant_lock(name)?.erase(),
@@ -187,7 +187,12 @@ fn say(msg: impl std::fmt::Display) {
 }
 
 /// Run the command under the lock; returns the exit status.
-pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliResult<u8> {
+pub async fn run(
+    client: &Client,
+    global: &Global,
+    args: &RunArgs,
+    signals: &mut Signals,
+) -> CliResult<u8> {
     let acquired = tokio::select! {
         r = acquire(client, args) => r?,
         got = signals.recv() => {
@@ -248,8 +253,19 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
         }
     };
 
-    // If this process dies (even by SIGKILL), the guardian ends the group.
-    let guardian = match Guardian::start(group, args.signal, args.grace) {
+    // If this process dies (even by SIGKILL), the guardian ends the group,
+    // then releases this hold.
+    let release = Release {
+        url: crate::url(global),
+        timeout: global.timeout,
+        pubsub: global.pubsub,
+        watchdog: args.watchdog,
+        kind: args.kind,
+        name: args.name.clone(),
+        client_id: client.id(),
+        owner: guard.owner(),
+    };
+    let guardian = match Guardian::start(group, args.signal, args.grace, Some(&release)) {
         Ok(guardian) => Some(guardian),
         Err(e) => {
             say(format_args!(
@@ -282,7 +298,10 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
                 // Processes in D state, or zombies of a parent outside the
                 // group, may outlive SIGKILL for a while: don't wait forever.
                 (_, Some(at)) if at.elapsed() > KILL_WAIT => {
-                    say("processes of the command's group are still there after SIGKILL; going on");
+                    say(format_args!(
+                        "processes of {} are still there after SIGKILL; going on",
+                        group.describe()
+                    ));
                     break status;
                 }
                 // What a passed-on signal left behind gets --grace from now.
@@ -325,7 +344,7 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
                 continue;
             }
             _ = sleep_until(kill_at), if kill_at.is_some() => {
-                say("grace period over; sending SIGKILL to the command's process group");
+                say(format_args!("grace period over; sending SIGKILL to {}", group.describe()));
                 if !group.signal(Signal::SIGKILL) && leader.is_none() {
                     let _ = child.start_kill();
                 }
@@ -339,10 +358,10 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
         was_lost = true;
         stopping = true;
         say(format_args!(
-            "lock {:?} lost while the command ran: {why_lost}; sending {} to the command's \
-             process group",
+            "lock {:?} lost while the command ran: {why_lost}; sending {} to {}",
             args.name,
-            args.signal.as_str()
+            args.signal.as_str(),
+            group.describe()
         ));
         if args.signal == Signal::SIGKILL {
             if !group.signal(Signal::SIGKILL) && leader.is_none() {
@@ -357,33 +376,37 @@ pub async fn run(client: &Client, args: &RunArgs, signals: &mut Signals) -> CliR
         }
     };
 
-    if let Some(guardian) = guardian {
-        guardian.stand_down();
-    }
     let code = status.map_or(exit::SOFTWARE, status_code);
-    if was_lost {
+    let result = if was_lost {
         // Normally not held any more; if the lock only became uncertain and
         // is still ours, this releases it.
         let _ = guard.unlock().await;
-        return Ok(exit::LOST);
-    }
-    match guard.unlock().await {
-        Ok(()) => Ok(code),
-        Err(e @ Error::NotHeld { .. }) => {
-            say(format_args!(
-                "lock {:?} was no longer held when the command ended ({e})",
-                args.name
-            ));
-            Ok(exit::LOST)
+        exit::LOST
+    } else {
+        match guard.unlock().await {
+            Ok(()) => code,
+            Err(e @ Error::NotHeld { .. }) => {
+                say(format_args!(
+                    "lock {:?} was no longer held when the command ended ({e})",
+                    args.name
+                ));
+                exit::LOST
+            }
+            Err(e) => {
+                say(format_args!(
+                    "could not release lock {:?} ({e}); it expires by its lease",
+                    args.name
+                ));
+                code
+            }
         }
-        Err(e) => {
-            say(format_args!(
-                "could not release lock {:?} ({e}); it expires by its lease",
-                args.name
-            ));
-            Ok(code)
-        }
+    };
+    // Only now: killed while releasing, this tool leaves the release to the
+    // guardian (a second unlock of the field finds it gone and does nothing).
+    if let Some(guardian) = guardian {
+        guardian.stand_down();
     }
+    Ok(result)
 }
 
 /// How often the group is looked at once the command itself has ended.

@@ -133,6 +133,15 @@ pub struct Config {
     /// pub/sub connection (off the acquire path) and one `HEXISTS` per
     /// event. Default off.
     pub keyspace_notifications: bool,
+    /// The client id (Redisson's connection manager id: the `<clientId>`
+    /// half of every owner field `<clientId>:<threadId>` the client writes).
+    /// Default none: a random one per [`Client`](crate::Client), as Redisson
+    /// does. Set it only to act for a client known to be gone, e.g. to
+    /// release the hold of a process that died (a [`Lock`](crate::Lock)
+    /// handle [`with_owner`](crate::Lock::with_owner) of its owner, then
+    /// [`unlock`](crate::Lock::unlock)), as the command-line tool's
+    /// guardian does: two live clients with one id own each other's holds.
+    pub client_id: Option<uuid::Uuid>,
 }
 
 /// Shows where and how the client connects, never a password (neither the
@@ -159,6 +168,7 @@ impl std::fmt::Debug for Config {
             .field("name_mapper", &self.name_mapper)
             .field("hold_check_interval", &self.hold_check_interval)
             .field("keyspace_notifications", &self.keyspace_notifications)
+            .field("client_id", &self.client_id)
             .finish()
     }
 }
@@ -203,6 +213,7 @@ impl Default for Config {
             name_mapper: None,
             hold_check_interval: None,
             keyspace_notifications: false,
+            client_id: None,
         }
     }
 }
@@ -298,6 +309,12 @@ impl Config {
     /// Set [`keyspace_notifications`](Self::keyspace_notifications).
     pub fn keyspace_notifications(mut self, on: bool) -> Self {
         self.keyspace_notifications = on;
+        self
+    }
+
+    /// Set [`client_id`](Self::client_id): act as the client with this id.
+    pub fn client_id(mut self, id: uuid::Uuid) -> Self {
+        self.client_id = Some(id);
         self
     }
 

@@ -169,6 +169,134 @@ fn run_ends_the_command_group_when_the_tool_is_killed() {
     assert!(!stderr(&out).contains("guardian") && !stderr(&out).contains("tool ended"));
 }
 
+/// The tool killed by SIGKILL while its command runs: its guardian ends the
+/// command's group, then releases the tool's hold at once (issue 34: it
+/// stayed until the watchdog's 30 s TTL, and a waiting `run` got the lock
+/// after 23.6 s), with the unlock message the kind's waiters expect. The
+/// URL is given to the guardian on its pipe, never on its command line.
+#[test]
+fn run_killed_tool_has_its_hold_released_by_the_guardian() {
+    let (server, mut raw, name) = setup("orphan-release");
+    let pid_file = TempPath::new("orphan-release-pid");
+    let script = format!(
+        "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; wait",
+        pid_file.str()
+    );
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let mut messages = server.raw().subscribe(&channel);
+    let child = server.cli_spawn(&["run", &name, "--", "sh", "-c", &script]);
+    let cli = KillOnDrop(child.id());
+    let grandchild = grandchild_pid(&pid_file);
+    let guard = KillOnDrop(grandchild);
+    // One hold of one field, on the watchdog's 30 s lease.
+    let Reply::Array(Some(hash)) = raw.cmd(&["HGETALL", &name]) else {
+        panic!("no hash");
+    };
+    assert_eq!(hash.len(), 2, "{hash:?}");
+    assert_eq!(hash[1].text().as_deref(), Some("1"));
+    assert!(raw.cmd(&["PTTL", &name]).int() > 20_000);
+    let guardian = guardian_of(child.id());
+    let cmdline = std::fs::read(format!("/proc/{guardian}/cmdline")).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline);
+    assert!(
+        !cmdline.contains(&server.url) && !cmdline.contains("redis://"),
+        "{cmdline}"
+    );
+
+    let killed = Instant::now();
+    send(child.id(), "KILL");
+    // The unlock message of an RLock's full release, from the guardian.
+    assert_eq!(
+        messages.message(Duration::from_secs(10)).as_deref(),
+        Some("0")
+    );
+    let released = killed.elapsed();
+    eprintln!("released {released:?} after the tool's SIGKILL");
+    // Far below the 30 s lease: the guardian, not the TTL.
+    assert!(released < Duration::from_secs(3), "{released:?}");
+    // The work was dead first, and nothing is left under the name.
+    assert!(!running(grandchild), "the group ended before the release");
+    guard.disarm();
+    assert!(!raw.exists(&name), "no hash left");
+    let (status, err) = finish(child);
+    cli.disarm();
+    assert_eq!(status, None, "killed: {err}");
+    assert!(err.contains("the command's process group"), "{err}");
+    assert!(err.contains(&format!("released lock {name:?}")), "{err}");
+    let out = server.cli(&["run", &name, "-n", "--", "true"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    // A waiting `run` is woken by what the kind's unlock publishes: a fair
+    // waiter on its own channel, a writer on the read-write channel.
+    for kind in ["fair", "write"] {
+        let name = unique("orphan-waiter");
+        let started = TempPath::new("orphan-waiter-started");
+        let script = format!("touch {}; exec sleep 300", started.str());
+        let child =
+            server.cli_spawn_quiet(&["run", &name, "--kind", kind, "--", "sh", "-c", &script]);
+        let cli = KillOnDrop(child.id());
+        eventually("the command started", || started.read().is_some());
+        let waiter = server.cli_spawn_quiet(&["run", &name, "--kind", kind, "--", "true"]);
+        let waiting = KillOnDrop(waiter.id());
+        if kind == "fair" {
+            let queue = format!("redisson_lock_queue:{{{name}}}");
+            eventually("the fair waiter queued", || {
+                raw.cmd(&["LLEN", &queue]).int() == 1
+            });
+        } else {
+            // The holder watches the channel too.
+            let channel = format!("redisson_rwlock:{{{name}}}");
+            eventually("the writer waits on the channel", || {
+                match raw.cmd(&["PUBSUB", "NUMSUB", &channel]) {
+                    Reply::Array(Some(v)) => v[1].int() == 2,
+                    other => panic!("{other:?}"),
+                }
+            });
+        }
+        let killed = Instant::now();
+        send(child.id(), "KILL");
+        let (status, _) = finish(child);
+        cli.disarm();
+        assert_eq!(status, None);
+        let (status, err) = finish(waiter);
+        waiting.disarm();
+        let waited = killed.elapsed();
+        eprintln!("{kind}: the waiter had the lock {waited:?} after the tool's SIGKILL");
+        assert_eq!(status, Some(0), "{kind}: {err}");
+        assert!(waited < Duration::from_secs(3), "{kind}: {waited:?}");
+        assert!(!raw.exists(&name), "{kind}: no hash left");
+        for key in [
+            format!("redisson_lock_queue:{{{name}}}"),
+            format!("redisson_lock_timeout:{{{name}}}"),
+        ] {
+            assert!(!raw.exists(&key), "{kind}: {key}");
+        }
+    }
+}
+
+/// The guardian the tool `pid` started (a child running in its hidden mode).
+fn guardian_of(pid: u32) -> u32 {
+    let mut found = None;
+    eventually("the guardian runs", || {
+        found = std::fs::read_dir("/proc").unwrap().find_map(|entry| {
+            let child: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            let ppid: u32 = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).ok()?;
+            (ppid == pid && String::from_utf8_lossy(&cmdline).contains("__guard-command"))
+                .then_some(child)
+        });
+        found.is_some()
+    });
+    found.unwrap()
+}
+
 /// `--foreground` runs the command in the tool's own process group (it can
 /// read from the terminal and gets its signals); without it, in a group of
 /// its own.
