@@ -492,3 +492,26 @@ async fn waiting_futures_stay_small() {
         assert!(size < 4096, "{what}'s future is {size} bytes");
     }
 }
+
+/// `Config::client_id`: a client made with another's id acts for it, e.g.
+/// to release the hold of a process known to be gone (what the CLI's
+/// guardian does): its owner fields are `<that id>:<owner>`, and its unlock
+/// with the owner takes the dead client's hold away and publishes.
+#[tokio::test]
+async fn a_client_made_with_another_ids_releases_its_hold() {
+    let fx = Fixture::new("client-id").await;
+    let dead = fx.client().await;
+    let owner = redisson_lock::Owner::new(9);
+    let lock = dead.lock(&fx.name).unwrap().with_owner(owner);
+    let guard = lock.lock().await.unwrap();
+    let field = guard.field().to_owned();
+    guard.forget();
+    let id = uuid::Uuid::parse_str(field.rsplit_once(':').unwrap().0).unwrap();
+    let heir = fx.client_with(|c| c.client_id(id)).await;
+    let theirs = heir.lock(&fx.name).unwrap().with_owner(owner);
+    assert_eq!(theirs.owner_field(owner), field);
+    let mut unlocks = fx.listen(&format!("redisson_lock__channel:{{{}}}", fx.name)).await;
+    theirs.unlock().await.unwrap();
+    assert_eq!(unlocks.next().await.value.as_string().as_deref(), Some("0"));
+    assert!(!fx.exists(&fx.name).await);
+}

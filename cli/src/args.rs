@@ -98,14 +98,17 @@ the lease ended), the whole group is sent --signal (default TERM), then KILL aft
 (default 10s), and the exit status is 76. SIGINT (Ctrl-C), SIGTERM and SIGHUP are passed on to \
 the group; the lock is released once the group has ended (what is left of it is killed --grace \
 after COMMAND itself ended). If this tool dies while COMMAND runs (even by SIGKILL), a guardian \
-process sends the group --signal, then KILL after --grace. Not being the terminal's foreground \
+process sends the group --signal, then KILL after --grace, and then releases the lock. Not being \
+the terminal's foreground \
 job, COMMAND cannot read from the terminal: give it its input from a file or a pipe, or use \
 --foreground.
 
 With --foreground, COMMAND runs in this tool's own process group, as with timeout --foreground: \
 it can read from the terminal and gets Ctrl-C (and the terminal's other signals) directly, and \
 Ctrl-C is not passed on a second time. What is given up: a lost lock, TERM or HUP passed on, and \
-the guardian reach COMMAND alone, not the processes it started, and those are not waited for.
+the guardian cannot signal a process group: on Linux they reach COMMAND and the processes it \
+started that are still its descendants then (found in /proc), elsewhere COMMAND alone; what it \
+started is not waited for.
 
 COMMAND gets REDISSON_LOCK_NAME, REDISSON_LOCK_KIND, REDISSON_LOCK_OWNER and, for a fenced \
 lock, REDISSON_LOCK_TOKEN in its environment."
@@ -196,8 +199,8 @@ pub struct RunArgs {
     pub conflict_exit: u8,
     /// Run COMMAND in this tool's process group, so that it can read from
     /// the terminal and gets Ctrl-C from it (as timeout --foreground); a
-    /// lost lock, a signal or this tool's death then reach COMMAND alone,
-    /// not what it started
+    /// lost lock, a signal or this tool's death then reach COMMAND and,
+    /// on Linux, its descendants still alive then (elsewhere COMMAND alone)
     #[arg(long)]
     pub foreground: bool,
     /// The command and its arguments, after --
