@@ -140,23 +140,84 @@ async fn delete() {
     assert_eq!(delete().await, Some(0));
 }
 
+/// The server's clock in microseconds since the epoch (`TIME`).
+async fn server_micros(t: &Bench) -> i64 {
+    let time: Vec<i64> = t.cmd(&["TIME"]).await.convert().unwrap();
+    time[0] * 1_000_000 + time[1]
+}
+
 #[tokio::test]
 async fn fenced_lock() {
     let (mut t, n) = Bench::named("fenced").await;
     let token = format!("redisson_lock_token:{{{n}}}");
     let case =
         case!(body!("args.lua", "fenced_lock.lua"); n, token; Ms 30_000, Text "c:1"; n, token);
+    // A missing counter: the token is the server's clock in microseconds,
+    // written to the counter (docs/PROTOCOL.md §6.2).
+    let before = server_micros(&t).await;
     let reply = t.accepts(&case, &[]).await;
-    let reply: Vec<i64> = reply.convert().unwrap();
-    assert_eq!(reply, [1, 1], "{{count, token}}");
+    let after = server_micros(&t).await;
+    let [count, first]: [i64; 2] = reply.convert::<Vec<i64>>().unwrap().try_into().unwrap();
+    assert_eq!(count, 1, "a fresh take");
+    assert!(
+        (before..=after).contains(&first),
+        "token {first} is the clock, in [{before}, {after}]"
+    );
+    assert_eq!(t.get(&token).await.as_i64(), Some(first));
+    assert_eq!(t.pttl(&token).await, -1, "the counter has no TTL");
     assert_eq!(t.hget(&n, "c:1").await, Some(1));
     assert!((29_000..=30_000).contains(&t.pttl(&n).await));
-    // Re-entry: a new token, count 2; held by another owner: its PTTL.
+    // Re-entry: a new, greater token, count 2; held by another owner: its PTTL.
     let again = t.eval(case.body, &case.keys, case.good()).await.unwrap();
-    assert_eq!(again.convert::<Vec<i64>>().unwrap(), [2, 2]);
+    let [count, second]: [i64; 2] = again.convert::<Vec<i64>>().unwrap().try_into().unwrap();
+    assert_eq!(count, 2);
+    assert!(second > first, "{second} > {first}");
     let busy = t
         .eval(case.body, &case.keys, vec![s(30_000), s("c:2")])
         .await
         .unwrap();
     assert!((29_000..=30_000).contains(&busy.as_i64().unwrap()));
+    assert_eq!(
+        t.get(&token).await.as_i64(),
+        Some(second),
+        "busy: no token taken"
+    );
+
+    // Java's Redisson takes a token with a plain INCR: it continues the
+    // clock-seeded counter, and the next token of ours is above it.
+    let java = t.cmd(&["INCR", &token]).await.as_i64().unwrap();
+    assert_eq!(java, second + 1);
+    let third = t.eval(case.body, &case.keys, case.good()).await.unwrap();
+    let third = third.convert::<Vec<i64>>().unwrap()[1];
+    assert!(third > java, "{third} > {java}");
+
+    // A counter ahead of the clock (set by hand, or counted up by more than
+    // one token a microsecond) is incremented, as Java does. (2^52: the
+    // clock reaches it in 2112; Lua numbers are exact up to 2^53.)
+    let ahead = 1i64 << 52;
+    t.cmd(&["SET", &token, &ahead.to_string()]).await;
+    let reply = t.eval(case.body, &case.keys, case.good()).await.unwrap();
+    assert_eq!(reply.convert::<Vec<i64>>().unwrap(), [4, ahead + 1]);
+    // A counter behind the clock (a server that lost its last writes, an
+    // older snapshot) jumps to the clock: above every token handed out
+    // before the loss, as long as those stayed below the clock.
+    t.cmd(&["SET", &token, "5"]).await;
+    let before = server_micros(&t).await;
+    let reply = t.eval(case.body, &case.keys, case.good()).await.unwrap();
+    let after = server_micros(&t).await;
+    let behind = reply.convert::<Vec<i64>>().unwrap()[1];
+    assert!(
+        (before..=after).contains(&behind),
+        "{behind} in [{before}, {after}]"
+    );
+    assert_eq!(t.get(&token).await.as_i64(), Some(behind));
+    // At the 64-bit limit, INCR's overflow refuses the take with nothing
+    // written.
+    t.cmd(&["SET", &token, &i64::MAX.to_string()]).await;
+    let err = t
+        .eval(case.body, &case.keys, case.good())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+    assert_eq!(t.hget(&n, "c:1").await, Some(5), "not re-entered");
 }
