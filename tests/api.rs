@@ -510,7 +510,9 @@ async fn a_client_made_with_another_ids_releases_its_hold() {
     let heir = fx.client_with(|c| c.client_id(id)).await;
     let theirs = heir.lock(&fx.name).unwrap().with_owner(owner);
     assert_eq!(theirs.owner_field(owner), field);
-    let mut unlocks = fx.listen(&format!("redisson_lock__channel:{{{}}}", fx.name)).await;
+    let mut unlocks = fx
+        .listen(&format!("redisson_lock__channel:{{{}}}", fx.name))
+        .await;
     theirs.unlock().await.unwrap();
     assert_eq!(unlocks.next().await.value.as_string().as_deref(), Some("0"));
     assert!(!fx.exists(&fx.name).await);

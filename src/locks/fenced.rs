@@ -1,7 +1,9 @@
 //! [`FencedLock`]: Redisson's `RedissonFencedLock` (docs/PROTOCOL.md §6.2). An
 //! RLock (same hash, channel, unlock and watchdog) whose every acquisition,
-//! re-entry included, takes the next value of a counter that never goes back:
-//! the fencing token.
+//! re-entry included, takes a new value of a counter that never goes back:
+//! the fencing token, `max(counter + 1, the server clock in µs)`, so that it
+//! stays increasing across a server's loss of the counter (what remains is
+//! in docs/PROTOCOL.md §6.2).
 //!
 //! A lock can be lost while its holder still works (a pause longer than the
 //! lease, a partition). Pass the token to the storage the lock protects and
@@ -107,7 +109,8 @@ impl FencedLock {
 
 impl LockGuard<Fenced> {
     /// The fencing token of this acquisition: strictly greater than every
-    /// token handed out before it, by any client (Java ones included).
+    /// token handed out before it, by any client (Java ones included), also
+    /// across a loss of the counter, except as docs/PROTOCOL.md §6.2 says.
     pub fn fencing_token(&self) -> i64 {
         self.hold().token().unwrap_or_default()
     }

@@ -51,14 +51,28 @@ pub async fn fenced(version: &str) {
         g.unlock().await.unwrap();
         s.note(format!("round {round} done"));
     }
-    counter(&mut s, "fenced", 20).await;
+    // Above the server clock in microseconds, so that every token is the
+    // counter's INCR on both sides (a counter below the clock jumps to it,
+    // docs/PROTOCOL.md §6.2).
+    let start: i64 = 1 << 52;
     let counter_name = s.name("counter");
+    let _: () = fred::interfaces::KeysInterface::set(
+        &s.fx.raw,
+        format!("redisson_lock_token:{{{counter_name}}}"),
+        start,
+        None,
+        None,
+        false,
+    )
+    .await
+    .unwrap();
+    counter(&mut s, "fenced", 20).await;
     let after = s
         .java_int("t1", &format!("token fenced:{counter_name}"))
         .await;
     s.steps.eq(
         after,
-        80,
+        start + 80,
         "fenced counter: one token per acquisition on both sides (4 x 20)",
     );
     wake_java_to_rust(&mut s, "fenced").await;

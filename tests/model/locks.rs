@@ -456,7 +456,23 @@ struct Case<'a> {
     resolved: String,
 }
 
+/// The fencing counter a fenced case starts from: above the server clock
+/// in microseconds, so that every token is the counter's `INCR` (a counter
+/// below the clock jumps to it, docs/PROTOCOL.md §6.2; tests/scripts and
+/// tests/locks/data_loss.rs check that part).
+const TOKEN_START: i64 = 1 << 52;
+
 async fn run(env: &Env, step: &mut Step<'_>, kind: Kind, name: &str, ops: &[Op]) -> StepResult<()> {
+    let token = if kind == Kind::Fenced {
+        let key = format!("redisson_lock_token:{{{name}}}");
+        let _: () =
+            fred::interfaces::KeysInterface::set(&env.raw, key, TOKEN_START, None, None, false)
+                .await
+                .unwrap();
+        TOKEN_START
+    } else {
+        0
+    };
     let mut c = Case {
         env,
         kind,
@@ -466,7 +482,7 @@ async fn run(env: &Env, step: &mut Step<'_>, kind: Kind, name: &str, ops: &[Op])
             kind,
             holder: None,
             n: Ttl::set(Duration::ZERO, Instant::now(), Instant::now()),
-            token: 0,
+            token,
             waiting: Vec::new(),
             freed: Instant::now(),
             g: Guards::new(kind.channel()),
