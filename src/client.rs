@@ -77,10 +77,7 @@ impl Client {
         let (redis, subscriber) = connections.keep();
         crate::base::telemetry::describe();
         let (redis, latch_task) = Redis::start(redis, &config);
-        let holds = Arc::new(Holds::new(
-            config.lock_watchdog_timeout,
-            config.keyspace_notifications,
-        ));
+        let holds = Arc::new(Holds::new(config.lock_watchdog_timeout));
         let (hub, mut tasks) = Hub::start(subscriber.clone(), commands, config.timeout);
         tasks.push(latch_task);
         tasks.push(tokio::spawn(crate::connection::connect::watch_connection(
@@ -96,23 +93,30 @@ impl Client {
         }));
         let id = config.client_id.unwrap_or_else(Uuid::new_v4);
         let env = ScriptEnv::new(&config, id.hyphenated().to_string(), commands.publish());
-        Ok(Client {
-            inner: Arc::new(Inner {
-                id,
-                config,
-                redis,
-                hub,
-                env,
-                holds,
-                runtime: Handle::current(),
-                cleanups: Cleanups::new(Handle::current()),
-                releases: PendingReleases::new(),
-                closing: watch::Sender::new(false),
-                subscriber,
-                watchdog,
-                tasks,
-            }),
-        })
+        let watches = Arc::new(crate::engine::watch::Watches::default());
+        let inner = Arc::new(Inner {
+            id,
+            config,
+            redis,
+            hub,
+            env,
+            holds,
+            watches: watches.clone(),
+            runtime: Handle::current(),
+            cleanups: Cleanups::new(Handle::current()),
+            releases: PendingReleases::new(),
+            closing: watch::Sender::new(false),
+            subscriber,
+            watchdog,
+            tasks,
+        });
+        // It ends with the client (shutdown, or the last handle dropped).
+        drop(tokio::spawn(crate::engine::watch::run(
+            watches,
+            Arc::downgrade(&inner),
+            inner.closing.subscribe(),
+        )));
+        Ok(Client { inner })
     }
 
     /// Connect to a `redis://` or `rediss://` URL with default settings.

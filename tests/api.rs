@@ -167,7 +167,8 @@ async fn non_reentrant_lock_wire_state_and_exclusion() {
         let rlock = b.lock(name).unwrap();
         tokio::spawn(async move { rlock.lock().await })
     };
-    wait_numsub(raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
+    // The waiter's client, and the holder's (its hold's watch).
+    wait_numsub(raw, &format!("redisson_lock__channel:{{{name}}}"), 2).await;
     guard.unlock().await.unwrap(); // publishes 0: the RLock waiter wakes
     let taken = tokio::time::timeout(Duration::from_secs(5), waiter)
         .await
@@ -312,7 +313,8 @@ async fn write_guard_downgrades_and_wakes_readers() {
         let read = b.read_write_lock(name).unwrap().read();
         tokio::spawn(async move { read.lock().await })
     };
-    wait_numsub(raw, &format!("redisson_rwlock:{{{name}}}"), 1).await;
+    // The reader's client, and the writer's (its hold's watch).
+    wait_numsub(raw, &format!("redisson_rwlock:{{{name}}}"), 2).await;
     let owner = write.owner();
     let read = write.downgrade().await.unwrap();
     assert_eq!(read.owner(), owner);

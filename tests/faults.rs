@@ -149,12 +149,15 @@ enum Waits {
     Spinning,
 }
 
+/// Until the waiters (on a client other than the holder's) wait. On a
+/// channel: two subscribers, the waiters' client and the holder's (its
+/// hold's watch).
 async fn until_waiting(raw: &fred::clients::Client, waits: Waits, name: &str, waiters: i64) {
     match waits {
         Waits::LockChannel => {
-            wait_numsub(raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await
+            wait_numsub(raw, &format!("redisson_lock__channel:{{{name}}}"), 2).await
         }
-        Waits::RwChannel => wait_numsub(raw, &format!("redisson_rwlock:{{{name}}}"), 1).await,
+        Waits::RwChannel => wait_numsub(raw, &format!("redisson_rwlock:{{{name}}}"), 2).await,
         Waits::Queue => {
             let queue = format!("redisson_lock_queue:{{{name}}}");
             eventually("waiters queued", || async {
@@ -247,7 +250,8 @@ async fn a_timed_out_attempt_does_not_end_a_long_wait() {
     let lock = rlock(&waiter_client, &name);
     let waiter =
         tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
-    wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 1).await;
+    // The waiter's client, and the holder's (its hold's watch).
+    wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 2).await;
     proxy.stall_to_server();
     held.unlock().await.unwrap(); // the waiter hears it and tries: held back
     tokio::time::sleep(Duration::from_millis(1_000)).await;

@@ -176,18 +176,19 @@ async fn lock_unlock_contention_and_renewal_move_the_metrics() {
         1
     );
 
-    // A waiter holds a subscription while it waits, and leaves it after.
-    // (First the earlier waiters' UNSUBSCRIBE must have landed, or their
+    // A waiter holds a subscription while it waits, and leaves it after;
+    // so does the holder's client while it holds (its hold's watch). (First
+    // the earlier waiters' UNSUBSCRIBE must have landed, or their
     // subscription could be taken for the next one's.)
     let channel = lock.channel().to_owned();
-    wait_numsub(&fx.raw, &channel, 0).await;
-    assert_eq!(seen.gauge(SUBSCRIPTIONS, &[]), 0.0);
+    wait_numsub(&fx.raw, &channel, 1).await;
+    assert_eq!(seen.gauge(SUBSCRIPTIONS, &[]), 1.0, "the hold's watch");
     let waiter = tokio::spawn({
         let contender = contender.clone();
         async move { contender.lock().await.unwrap().unlock().await.unwrap() }
     });
-    wait_numsub(&fx.raw, &channel, 1).await;
-    assert_eq!(seen.gauge(SUBSCRIPTIONS, &[]), 1.0);
+    wait_numsub(&fx.raw, &channel, 2).await;
+    assert_eq!(seen.gauge(SUBSCRIPTIONS, &[]), 2.0);
 
     // The watchdog renews every 200 ms.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -197,10 +198,13 @@ async fn lock_unlock_contention_and_renewal_move_the_metrics() {
     guard.unlock().await.unwrap();
     waiter.await.unwrap();
     assert_eq!(seen.counter(ACQUISITIONS, &lock_kind), 2);
-    common::eventually("the waiter's subscription is closed", || {
-        let open = seen.gauge(SUBSCRIPTIONS, &[]);
-        async move { open == 0.0 }
-    })
+    common::eventually(
+        "the waiter's and the watch's subscriptions are closed",
+        || {
+            let open = seen.gauge(SUBSCRIPTIONS, &[]);
+            async move { open == 0.0 }
+        },
+    )
     .await;
     assert_eq!(seen.gauge(HELD, &[("kind", "lock")]), 0.0);
     assert_eq!(

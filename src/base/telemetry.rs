@@ -188,7 +188,7 @@ pub(crate) fn describe() {
         metrics::describe_gauge!(
             names::SUBSCRIPTIONS,
             Unit::Count,
-            "Channels subscribed for waiters by this process"
+            "Channels subscribed for waiters and held locks' watches by this process"
         );
         metrics::describe_gauge!(
             names::PENDING_RELEASES,

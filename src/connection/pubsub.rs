@@ -64,6 +64,10 @@ struct Entry {
     wake: Wake,
     /// How many messages arrived so far, and the code of the last one.
     messages: Mutex<(u64, i64)>,
+    /// When a watcher was last woken, or the channel last (re)subscribed:
+    /// a watcher whose hold was taken after it, on a channel subscribed
+    /// since, has missed nothing ([`Subscription::quiet_since`]).
+    stirred: Mutex<tokio::time::Instant>,
 }
 
 /// How a channel's messages wake its local waiters (docs/PROTOCOL.md §3.3),
@@ -161,6 +165,7 @@ impl Hub {
                         placed: Mutex::new(Vec::new()),
                         wake,
                         messages: Mutex::new((0, 0)),
+                        stirred: Mutex::new(tokio::time::Instant::now()),
                     })
                 })
                 .clone();
@@ -239,6 +244,14 @@ impl Subscription {
     pub(crate) fn any_message(&self) -> tokio::sync::futures::Notified<'_> {
         self.entry.any.notified()
     }
+
+    /// Whether the channel has been subscribed since before `t`, with no
+    /// message, reconnect or lost connection since: everything published
+    /// after a command sent at `t` ran will still wake this watcher. (Call
+    /// it after enabling [`any_message`](Self::any_message).)
+    pub(crate) fn quiet_since(&self, t: tokio::time::Instant) -> bool {
+        matches!(*self.entry.ready.borrow(), Ready::Subscribed) && *self.entry.stirred.lock() < t
+    }
 }
 
 impl Drop for Subscription {
@@ -262,13 +275,25 @@ impl Drop for Subscription {
 }
 
 impl Entry {
+    /// Wake the watchers (and note when).
+    fn stir(&self) {
+        *self.stirred.lock() = tokio::time::Instant::now();
+        self.any.notify_waiters();
+    }
+
+    /// The channel is (again) subscribed.
+    fn subscribed(&self) {
+        *self.stirred.lock() = tokio::time::Instant::now();
+        self.ready.send_replace(Ready::Subscribed);
+    }
+
     /// Wake waiters for a message with `code`, per the channel's policy.
     fn deliver(&self, code: i64) {
         {
             let mut messages = self.messages.lock();
             *messages = (messages.0.wrapping_add(1), code);
         }
-        self.any.notify_waiters();
+        self.stir();
         match (self.wake, code) {
             (Wake::OneOrAll, 0) => self.notify.notify_one(),
             (Wake::OneOrAll, 1) => self.notify.notify_waiters(),
@@ -292,7 +317,7 @@ impl Entry {
     }
 
     fn wake_all(&self) {
-        self.any.notify_waiters();
+        self.stir();
         self.notify.notify_waiters();
         // Also leave a permit for a waiter between its attempt and its wait.
         self.notify.notify_one();
@@ -347,6 +372,7 @@ async fn run_ops(
                     let outcome = match subscribe(&subscriber, commands, vec![channel.clone()]).await {
                         Ok(()) => {
                             *entry.placed.lock() = placed;
+                            *entry.stirred.lock() = tokio::time::Instant::now();
                             Ready::Subscribed
                         }
                         // An ACL user that may not listen on the channel
@@ -462,7 +488,7 @@ async fn resubscribe(
         Ok(()) => {
             for ((_, entry), placed) in entries.iter().zip(placed) {
                 *entry.placed.lock() = placed;
-                entry.ready.send_replace(Ready::Subscribed);
+                entry.subscribed();
             }
             tracing::debug!(channels = entries.len(), reason = why, "subscribed again");
             Vec::new()
@@ -520,7 +546,7 @@ async fn run_messages(subscriber: fred::clients::Client, shared: Arc<Shared>) {
                     let key = String::from_utf8_lossy(event.key.as_bytes());
                     let channel = format!("__keyspace@{}__:{key}", event.db);
                     if let Some(entry) = shared.entry(&channel) {
-                        entry.any.notify_waiters();
+                        entry.stir();
                     }
                 }
                 Err(RecvError::Lagged(_)) => lagged(&shared),

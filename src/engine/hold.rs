@@ -253,41 +253,11 @@ impl RawHold {
         self.held().raw.is_held(&self.held().field).await
     }
 
-    /// Resolves once the hold is lost (see [`registry::lost`]), to why. Where
-    /// the lock has a release channel, the hold is also re-checked at once
-    /// whenever anything is published there, so a forced unlock by another
-    /// client is noticed within a round trip, not at the next renewal.
+    /// Resolves once the hold is lost (see [`registry::lost`]), to why. The
+    /// tenure is watched on its channels from the moment it started (see
+    /// [`crate::engine::watch`]), whether or not this is awaited.
     pub(crate) fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
-        let held = self.held();
-        let lost = registry::lost(held.hold.status.clone());
-        let watch = held.raw.proto.release_channel().map(|channel| {
-            crate::engine::watch::watch(
-                held.raw.inner().clone(),
-                held.raw.name().to_owned(),
-                held.field.clone(),
-                channel.to_owned(),
-                held.hold.tenure,
-                "message on its channel",
-                ended(held.hold.status.clone()),
-            )
-        });
-        async move {
-            match watch {
-                None => lost.await,
-                Some(watch) => {
-                    // The watcher tells the registry, which `lost` then
-                    // reports; once it stops, only `lost` is left to wait on.
-                    let watching = async move {
-                        watch.await;
-                        std::future::pending::<LostReason>().await
-                    };
-                    tokio::select! {
-                        reason = lost => reason,
-                        reason = watching => reason,
-                    }
-                }
-            }
-        }
+        registry::lost(self.held().hold.status.clone())
     }
 
     pub(crate) fn is_lost(&self) -> bool {
@@ -297,10 +267,4 @@ impl RawHold {
     pub(crate) fn lost_reason(&self) -> Option<LostReason> {
         registry::lost_reason(&self.held().hold.status)
     }
-}
-
-/// Resolves when the status `status` observes ends: the registry released
-/// or replaced it.
-async fn ended(mut status: tokio::sync::watch::Receiver<registry::Status>) {
-    while status.changed().await.is_ok() {}
 }

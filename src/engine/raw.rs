@@ -491,8 +491,7 @@ impl waiter::Attempts for LockAttempts<'_> {
 
 /// Record in the registry a hold that an attempt sent at `sent_at` took,
 /// the field's hold count then being `count`; a hold that starts a tenure is
-/// watched on its keyspace channel if the client listens to keyspace
-/// notifications.
+/// watched from then on (see [`crate::engine::watch`]).
 fn record(
     inner: &Arc<Inner>,
     proto: &dyn Protocol,
@@ -512,8 +511,14 @@ fn record(
         sent_at,
         order,
     );
-    if let Some(alive) = recorded.new_tenure {
-        crate::engine::watch::keyspace(inner, proto.name(), field, recorded.hold.tenure, alive);
+    if recorded.new_tenure {
+        let tenure = crate::engine::watch::Tenure {
+            name: proto.name().to_owned(),
+            field: field.to_owned(),
+            tenure: recorded.hold.tenure,
+            sent_at,
+        };
+        crate::engine::watch::schedule(inner, tenure, proto.release_channel());
     }
     recorded.hold
 }

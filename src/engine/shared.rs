@@ -27,6 +27,8 @@ pub(crate) struct Inner {
     /// What script calls take from this client.
     pub(crate) env: ScriptEnv,
     pub(crate) holds: Arc<Holds>,
+    /// The tenures whose watch is yet to start ([`crate::engine::watch`]).
+    pub(crate) watches: Arc<crate::engine::watch::Watches>,
     pub(crate) runtime: Handle,
     /// Background work finishing what callers started (releases, queue
     /// leaves), which a shutdown waits for.

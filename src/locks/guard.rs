@@ -23,9 +23,11 @@ use crate::locks::kind::{AnyKind, Kind, ReentrantKind};
 /// * **force-unlocked through this client**: at once;
 /// * **force-unlocked by another client** (Java or Rust) of a kind whose
 ///   unlocks publish on one channel (RLock, non-reentrant, fenced, read and
-///   write locks): within a round trip of the unlock's message while
-///   `lost()` is awaited (the guard listens on the lock's channel, sharing
-///   the client's subscription, and re-checks its hold after every message);
+///   write locks): within a round trip of the unlock's message, whether or
+///   not `lost()` is awaited (from 10 ms after it is taken, the client
+///   watches every hold on its lock's channel, sharing its subscription,
+///   and re-checks the hold after every message; `is_lost()` turns true by
+///   itself);
 /// * **removed without a message a holder hears** (a `DEL`, `UNLINK`,
 ///   eviction, a fair or spin lock's forced unlock, a `FLUSHALL`, a failover
 ///   that lost it): within a round trip with
@@ -209,11 +211,9 @@ impl<K: Kind> LockGuard<K> {
     /// channel), at the next renewal for a key gone without one, and at the
     /// latest when its lease can have run out on the server, less a drift
     /// margin. Never, if it is released normally. Usable in
-    /// `tokio::select!`; owns what it needs. While it is awaited, the
-    /// client shares a subscription to the lock's channel with it (one
-    /// `HEXISTS` when it starts and after each message on the channel); it
-    /// is left when the future is dropped or the hold released. It resolves
-    /// to why the hold was lost.
+    /// `tokio::select!`; owns what it needs, and holds no subscription of
+    /// its own: the client watches the hold whether or not this is awaited
+    /// (see the type's docs). It resolves to why the hold was lost.
     pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
         self.hold.lost()
     }

@@ -125,7 +125,8 @@ async fn a_failed_resubscribe_is_tried_again() {
     let held = holder.lock(&name).unwrap().lock().await.unwrap();
     let lock = waiter_client.lock(&name).unwrap();
     let waiter = tokio::spawn(async move { lock.lock().await });
-    wait_numsub(&raw, &channel, 1).await;
+    // The holder's client watches the channel too (its hold's watch).
+    wait_numsub(&raw, &channel, 2).await;
     let _: () = raw
         .custom(fred::cmd!("ACL"), vec!["LOG", "RESET"])
         .await
@@ -156,11 +157,83 @@ async fn a_failed_resubscribe_is_tried_again() {
     .await;
     acl("allchannels").await;
     eventually("subscribed again", || async {
-        numsub(&raw, &channel).await == 1
+        numsub(&raw, &channel).await == 2
     })
     .await;
     held.unlock().await.unwrap();
     let woken = "woken by the unlock, long before the 30 s TTL";
     let guard = within(Duration::from_secs(5), woken, waiter).await.unwrap();
     guard.unlock().await.unwrap();
+}
+
+/// Issue 34, item 2: every guard of a kind with a release channel (the
+/// lock, fenced lock, read and write locks) hears a forced unlock by
+/// another client within a round trip, while nobody awaits `lost()`: the
+/// client watches the channel from the moment the hold starts, with the
+/// default `Config` (the next renewal would be 10 s away).
+#[tokio::test]
+async fn every_guard_hears_a_forced_unlock_without_awaiting_lost() {
+    let server = Server::private();
+    let client = server.client().await;
+    let other = server.client().await;
+    let raw = server.raw().await;
+    let name = unique("heard-unawaited");
+    for ((kind, lock), (_, theirs)) in every_kind(&client, &name)
+        .into_iter()
+        .zip(every_kind(&other, &name))
+    {
+        if matches!(kind, "fair" | "spin") {
+            // No message a holder can hear: item 3 (client tracking).
+            continue;
+        }
+        for lease in [None, Some(Duration::from_secs(60))] {
+            let guard = match lease {
+                None => lock.lock().await.unwrap(),
+                Some(lease) => lock.lock_with_lease(lease).await.unwrap(),
+            };
+            let channel = release_channel(kind, lock.name());
+            wait_numsub(&raw, &channel, 1).await;
+            assert!(theirs.force_unlock().await.unwrap(), "{kind}");
+            let (after, reason) = told_after(&guard, HEARD, kind).await;
+            assert_eq!(reason, LostReason::Gone, "{kind}, lease {lease:?}");
+            println!(
+                "{kind} (lease {lease:?}): forced unlock heard after {after:?}, lost() not awaited"
+            );
+            drop(guard);
+            // The watch ends with the hold.
+            wait_numsub(&raw, &channel, 0).await;
+        }
+    }
+}
+
+/// The same with the blocking API, whose only way to learn of a loss is to
+/// poll `is_lost()`: a job checking it every few milliseconds stops within
+/// a round trip of a forced unlock, not at the next renewal.
+#[test]
+fn a_blocking_guard_polling_is_lost_hears_a_forced_unlock() {
+    let server = crate::common::Server::start();
+    let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
+    let other = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
+    let name = unique("heard-blocking");
+    let guard = client.lock(&name).unwrap().lock().unwrap();
+    let start = std::time::Instant::now();
+    let theirs = other.lock(&name).unwrap();
+    // Until the watch is subscribed, a forced unlock is still heard: the
+    // watcher checks the hold once its subscription is active.
+    assert!(theirs.force_unlock().unwrap());
+    while !guard.is_lost() {
+        assert!(start.elapsed() < HEARD, "not told within {HEARD:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(guard.lost_reason(), Some(LostReason::Gone));
+    println!("blocking: forced unlock heard after {:?}", start.elapsed());
+}
+
+/// The channel every release of the lock `key` of `kind` publishes on
+/// (docs/PROTOCOL.md §3.1).
+fn release_channel(kind: &str, key: &str) -> String {
+    match kind {
+        "read" | "write" => format!("redisson_rwlock:{{{key}}}"),
+        _ => format!("redisson_lock__channel:{{{key}}}"),
+    }
 }

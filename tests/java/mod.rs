@@ -98,30 +98,30 @@ impl Scene {
         self.note(format!("sees >= {n} subscriber(s) on {channel}"));
     }
 
-    /// Wait until nobody is subscribed to `channel`: a Rust waiter's
-    /// subscription is gone, so that a later [`Scene::subscribed`] sees
-    /// the Java waiter's own.
-    pub async fn unsubscribed(&self, channel: &str) {
-        until(
-            &self.steps,
-            &format!("no subscriber on {channel}"),
-            || async { common::numsub(&self.fx.raw, channel).await == 0 },
-        )
-        .await;
-        self.note(format!("sees no subscriber on {channel}"));
-    }
-
     /// Wait until a waiter for the `kind` lock `name` (owner field `field`)
     /// waits: it subscribed to its channel, or, for a spin lock (which never
     /// subscribes), it retried twice since `before` script calls.
     pub async fn waits(&self, kind: &str, name: &str, field: &str, before: i64) {
+        self.waits_beside(kind, name, field, before, 0).await;
+    }
+
+    /// [`waits`](Self::waits), on a channel `others` other clients are
+    /// subscribed to already (a Rust holder's watch).
+    pub async fn waits_beside(
+        &self,
+        kind: &str,
+        name: &str,
+        field: &str,
+        before: i64,
+        others: i64,
+    ) {
         // Both clients try, subscribe, then try again before they park; a
         // Redisson waiter that has not parked yet misses a "1" (read-unlock)
         // message (its LockPubSub releases only the threads already queued
         // on the latch) and sleeps out the lock's TTL, as it would after a
         // Java unlock. So: subscribed, and the second try made.
         if let Some(channel) = waiter_channel(kind, name, field) {
-            self.subscribed(&channel, 1).await;
+            self.subscribed(&channel, 1 + others).await;
         }
         self.scripts_since(before, 2).await;
     }
@@ -180,10 +180,21 @@ impl Scene {
     /// Java's thread t2 waits in `lock()` of the `kind` lock `name` (see
     /// [`Scene::waits`]): its owner field, and the call.
     pub async fn java_waits(&mut self, kind: &str, name: &str) -> (String, Pending) {
+        self.java_waits_beside(kind, name, 0).await
+    }
+
+    /// [`java_waits`](Self::java_waits), on a channel `others` other clients
+    /// are subscribed to already (a Rust holder's watch).
+    pub async fn java_waits_beside(
+        &mut self,
+        kind: &str,
+        name: &str,
+        others: i64,
+    ) -> (String, Pending) {
         let field = self.java.owner_field("t2").await;
         let before = script_calls(&self.fx.raw).await;
         let waiting = self.java.send("t2", &format!("lock {kind}:{name}")).await;
-        self.waits(kind, name, &field, before).await;
+        self.waits_beside(kind, name, &field, before, others).await;
         (field, waiting)
     }
 

@@ -55,10 +55,11 @@ pub async fn read_write(version: &str) {
     let what = "rust writer after java read unlock";
     let wg = w.woken(&s.steps, what, released.at).await;
     // Rust writer holds; a java reader waits and is woken by the write unlock ("1").
-    // The Rust writer's subscription must be gone first, or the count below
-    // could be its, not the Java reader's.
-    s.unsubscribed(&format!("redisson_rwlock:{{{name}}}")).await;
-    let (_, reading) = s.java_waits("read", &name).await;
+    // The Rust writer's client stays subscribed (its hold's watch): the Java
+    // reader is known to wait by its own subscription beside it.
+    s.subscribed(&format!("redisson_rwlock:{{{name}}}"), 1)
+        .await;
+    let (_, reading) = s.java_waits_beside("read", &name, 1).await;
     wg.unlock().await.unwrap();
     let what = "java reader after rust write unlock";
     java_woken(&s.steps, reading, what, Instant::now()).await;

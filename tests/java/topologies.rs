@@ -26,11 +26,18 @@ impl Subs<'_> {
     }
 
     pub async fn wait(&self, steps: &Steps, channel: &str) {
-        until(steps, &format!("a subscriber on {channel}"), || async {
-            self.count(channel).await >= 1
-        })
+        self.wait_for(steps, channel, 1).await;
+    }
+
+    /// Until `channel` has at least `n` subscribers.
+    pub async fn wait_for(&self, steps: &Steps, channel: &str, n: i64) {
+        until(
+            steps,
+            &format!("{n} subscriber(s) on {channel}"),
+            || async { self.count(channel).await >= n },
+        )
         .await;
-        steps.note(format!("rust: sees a subscriber on {channel}"));
+        steps.note(format!("rust: sees {n} subscriber(s) on {channel}"));
     }
 }
 
@@ -79,7 +86,8 @@ pub async fn core_on(
     woken(steps, "rust waiter after java unlock", released.at, at);
     // Rust -> Java.
     let waiting = java.send("t2", &format!("lock lock:{name}")).await;
-    subs.wait(steps, &channel).await;
+    // Java's, and the Rust client's (its hold's watch).
+    subs.wait_for(steps, &channel, 2).await;
     g.unlock().await.unwrap();
     let released = Instant::now();
     let reply = waiting.reply().await;

@@ -95,8 +95,9 @@ async fn waiter_is_woken_by_publish_long_before_the_ttl() {
             .unwrap();
         (guard.is_some(), Instant::now(), guard)
     });
-    // The waiter is waiting once its subscription shows up on the server.
-    wait_numsub(&fx.raw, &channel, 1).await;
+    // The waiter is waiting once its subscription shows up on the server
+    // (beside the holder's client's: its hold's watch).
+    wait_numsub(&fx.raw, &channel, 2).await;
     let released_at = Instant::now();
     holder.unlock().await.unwrap();
     let (acquired, at, guard) = waiter.await.unwrap();
@@ -114,8 +115,10 @@ async fn waiter_is_woken_by_publish_long_before_the_ttl() {
 #[tokio::test]
 async fn waiter_gives_up_at_its_deadline_and_leaves_the_channel() {
     let fx = Fixture::new("deadline").await;
-    let lock = fx.client.lock(&fx.name).unwrap();
-    let holder = lock.lock().await.unwrap();
+    let holder = fx.client.lock(&fx.name).unwrap().lock().await.unwrap();
+    // The waiter on a client of its own: the holder's client keeps its
+    // hold's watch on the channel.
+    let lock = fx.client().await.lock(&fx.name).unwrap();
     let started = Instant::now();
     let got = lock.try_lock_for(Duration::from_millis(300), None).await;
     let waited = started.elapsed();
@@ -129,8 +132,9 @@ async fn waiter_gives_up_at_its_deadline_and_leaves_the_channel() {
         .await
         .unwrap()
         .is_none());
-    wait_numsub(&fx.raw, lock.channel(), 0).await;
+    wait_numsub(&fx.raw, lock.channel(), 1).await;
     holder.unlock().await.unwrap();
+    wait_numsub(&fx.raw, lock.channel(), 0).await;
 }
 
 #[tokio::test]
@@ -232,7 +236,8 @@ async fn sharded_pubsub_wakes_waiters() {
             .custom(fred::cmd!("PUBSUB"), vec!["SHARDNUMSUB", &channel])
             .await
             .unwrap();
-        reply.get(1).and_then(|v| v.as_i64()) == Some(1)
+        // The waiter's client, and the holder's (its hold's watch).
+        reply.get(1).and_then(|v| v.as_i64()) == Some(2)
     })
     .await;
     assert_eq!(numsub(raw, &channel).await, 0, "no classic subscription");

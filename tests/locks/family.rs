@@ -167,7 +167,8 @@ async fn multi_lock_is_all_or_nothing() {
         }
     });
     let channel = client.lock(&names[1]).unwrap().channel().to_string();
-    wait_numsub(&fx.raw, &channel, 1).await;
+    // The waiter's client, and the blocker's (its hold's watch).
+    wait_numsub(&fx.raw, &channel, 2).await;
     blocker.unlock().await.unwrap();
     let guard = waiting.await.unwrap().expect("all three acquired");
     assert_eq!(guard.guards().len(), 3);

@@ -97,9 +97,9 @@ pub struct Guards {
     pub tenures: Vec<Tenure>,
     pub guards: Vec<GuardM>,
     current: BTreeMap<Field, usize>,
-    /// Whether the lock has a release channel a watcher listens on while
-    /// `lost()` is awaited (§2.6): RLock, non-reentrant, fenced, read and
-    /// write locks; not fair or spin locks.
+    /// Whether the lock has a release channel the client watches each hold
+    /// on (§2.6): RLock, non-reentrant, fenced, read and write locks; not
+    /// fair or spin locks.
     pub channel: bool,
 }
 

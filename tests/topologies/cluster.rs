@@ -49,7 +49,8 @@ async fn standoff(cluster: &Cluster, prefix: &str, lease: Duration) -> Standoff 
             .await,
         cluster.client().await,
         unique(prefix),
-        |channel| async move { cluster.subscriptions(&channel).await == 1 },
+        // The waiter's client, and the holder's (its hold's watch).
+        |channel| async move { cluster.subscriptions(&channel).await == 2 },
     )
     .await
 }

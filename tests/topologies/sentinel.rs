@@ -74,7 +74,8 @@ async fn across_failover(set: &Sentinels, what: &str, failover: impl AsyncFnOnce
         unique("failover"),
         |channel| {
             let raw = raw.clone();
-            async move { common::numsub(&raw, &channel).await == 1 }
+            // The waiter's client, and the holder's (its hold's watch).
+            async move { common::numsub(&raw, &channel).await == 2 }
         },
     )
     .await;

@@ -345,7 +345,13 @@ fn run_foreground_keeps_the_command_in_the_tools_group() {
 #[test]
 fn run_passes_the_fencing_token_and_handles_missing_commands() {
     let (server, mut raw, name) = setup("token");
-    raw.cmd(&["SET", &format!("redisson_lock_token:{{{name}}}"), "41"]);
+    // Tokens are max(counter + 1, server clock in µs): a counter above the
+    // clock (2^52) shows the counter is used.
+    raw.cmd(&[
+        "SET",
+        &format!("redisson_lock_token:{{{name}}}"),
+        "4503599627370496",
+    ]);
     let out = server.cli(&[
         "run",
         &name,
@@ -357,7 +363,10 @@ fn run_passes_the_fencing_token_and_handles_missing_commands() {
         "echo $REDISSON_LOCK_TOKEN $REDISSON_LOCK_KIND $REDISSON_LOCK_NAME",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(stdout(&out).trim(), format!("42 fenced {name}"));
+    assert_eq!(
+        stdout(&out).trim(),
+        format!("4503599627370497 fenced {name}")
+    );
 
     let out = server.cli(&["run", &name, "--", "/nonexistent/command"]);
     assert_eq!(code(&out), 127, "{}", stderr(&out));

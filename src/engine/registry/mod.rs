@@ -78,12 +78,11 @@ pub(crate) struct HoldKey {
     pub tenure: u64,
 }
 
-/// A recorded acquisition: the guard's handle, and for a hold that started
-/// a tenure of a registry that watches its tenures, a receiver that closes
-/// when the tenure ends.
+/// A recorded acquisition: the guard's handle, and whether it started a
+/// tenure (which is then to be watched, [`crate::engine::watch`]).
 pub(crate) struct Recorded {
     pub hold: HoldRef,
-    pub new_tenure: Option<watch::Receiver<()>>,
+    pub new_tenure: bool,
 }
 
 /// A guard's handle on its hold in the registry.
@@ -120,9 +119,6 @@ pub(crate) struct Holds {
     ids: AtomicU64,
     /// `lock_watchdog_timeout`: the lease of watchdog holds.
     pub(crate) watchdog: Duration,
-    /// Whether each tenure is watched (keyspace notifications): new tenures
-    /// then hand out a receiver that closes when they end.
-    watch_tenures: bool,
     /// The names of the forced unlocks through this client under way (one
     /// entry each; locked after `map` when both are).
     forcing: Mutex<Vec<String>>,
@@ -135,6 +131,18 @@ pub(crate) enum Unlocking {
     /// Send nothing: the hold's tenure ended (found gone, or released to
     /// zero), or its hold was taken away by an unlock without a guard.
     Stale,
+}
+
+/// A tenure, as its watcher sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Watched {
+    /// Over: stop watching.
+    Ended,
+    /// Current, with no guard left to tell (its last hold is being
+    /// released, or was forgotten): no check is needed.
+    Releasing,
+    /// Current, with guards: a wake-up is checked.
+    Held,
 }
 
 /// What an unlock replied, for the registry.
@@ -220,14 +228,12 @@ fn end_tenure(map: &mut HoldMap, name: &str, field: &str) {
 }
 
 impl Holds {
-    /// An empty registry for holds renewed to `watchdog`, whose tenures are
-    /// watched if `watch_tenures`.
-    pub(crate) fn new(watchdog: Duration, watch_tenures: bool) -> Holds {
+    /// An empty registry for holds renewed to `watchdog`.
+    pub(crate) fn new(watchdog: Duration) -> Holds {
         Holds {
             map: Mutex::default(),
             ids: AtomicU64::new(1),
             watchdog,
-            watch_tenures,
             forcing: Mutex::default(),
         }
     }
@@ -354,7 +360,7 @@ impl Holds {
                     kind,
                     status: tenure.status.subscribe(),
                 },
-                new_tenure: None,
+                new_tenure: false,
             };
         }
         if let Some(mut old) = entry.tenure.take() {
@@ -368,13 +374,6 @@ impl Holds {
                 );
             }
         }
-        let (alive, new_tenure) = if self.watch_tenures {
-            let alive = watch::Sender::new(());
-            let receiver = alive.subscribe();
-            (Some(alive), Some(receiver))
-        } else {
-            (None, None)
-        };
         let (expiry, certain) = (later(sent_at, ttl), safe_until(sent_at, ttl));
         let status = Status {
             lost: None,
@@ -391,7 +390,7 @@ impl Holds {
             expiry,
             certain,
             status: watch::Sender::new(status),
-            _alive: alive,
+            watched: None,
         };
         let handle = HoldRef {
             tenure: tenure.id,
@@ -402,7 +401,7 @@ impl Holds {
         entry.tenure = Some(tenure);
         Recorded {
             hold: handle,
-            new_tenure,
+            new_tenure: true,
         }
     }
 
@@ -444,11 +443,6 @@ impl Holds {
 
     /// Apply the reply of an unlock of tenure `id` of `(name, field)`.
     pub(crate) fn unlocked(&self, name: &str, field: &str, id: u64, reply: UnlockReply) {
-        if reply == UnlockReply::StillHeld {
-            return;
-        }
-        // Released to zero, or not held: the tenure is over. Its other
-        // guards, if any, lost their holds with it.
         let mut map = self.map.lock();
         let Some(entries) = map.get_mut(name) else {
             return;
@@ -460,6 +454,16 @@ impl Holds {
         let Some(tenure) = entry.tenure.as_mut().filter(|t| t.id == id) else {
             return;
         };
+        // Still held, with holds of this client left: the tenure goes on.
+        // With none left (no guard, none forgotten), it is over whatever the
+        // key says: a read unlock replies "still held" while other readers
+        // remain, and holds of the field this client did not take are not
+        // its to watch or renew.
+        if reply == UnlockReply::StillHeld && (!tenure.live.is_empty() || tenure.forgotten > 0) {
+            return;
+        }
+        // Released to zero, or not held: the tenure is over. Its other
+        // guards, if any, lost their holds with it.
         if !tenure.live.is_empty() && tenure.lose(LostReason::Gone) {
             tracing::warn!(
                 lock = name,
@@ -494,6 +498,35 @@ impl Holds {
     /// tenure of it).
     pub(crate) fn holds(&self, name: &str, field: &str) -> bool {
         entry_mut(&mut self.map.lock(), name, field).is_some_and(|e| e.tenure.is_some())
+    }
+
+    /// What a watcher of tenure `id` of `(name, field)` is to do.
+    pub(crate) fn watched(&self, name: &str, field: &str, id: u64) -> Watched {
+        match tenure_mut(&mut self.map.lock(), name, field, id) {
+            None => Watched::Ended,
+            Some(t) if t.live.is_empty() => Watched::Releasing,
+            Some(_) => Watched::Held,
+        }
+    }
+
+    /// The watch of tenure `id` of `(name, field)` starts: a receiver that
+    /// closes when the tenure ends, unless it ended already, has no guard
+    /// left to tell, or is watched already.
+    pub(crate) fn start_watch(
+        &self,
+        name: &str,
+        field: &str,
+        id: u64,
+    ) -> Option<watch::Receiver<()>> {
+        let mut map = self.map.lock();
+        let tenure = tenure_mut(&mut map, name, field, id)?;
+        if tenure.live.is_empty() || tenure.watched.is_some() {
+            return None;
+        }
+        let alive = watch::Sender::new(());
+        let receiver = alive.subscribe();
+        tenure.watched = Some(alive);
+        Some(receiver)
     }
 
     /// Whether tenure `id` is the current one of `(name, field)`.

@@ -85,9 +85,9 @@ pub(super) struct Tenure {
     /// What the guards of the current status observe; replaced (a new
     /// status) when a hold is taken after the status was lost.
     pub(super) status: watch::Sender<Status>,
-    /// Dropped with the tenure: ends what watches it (keyspace events), if
-    /// anything does.
-    pub(super) _alive: Option<watch::Sender<()>>,
+    /// Once its watch started: dropped with the tenure, which ends the
+    /// watch ([`crate::engine::watch`]).
+    pub(super) watched: Option<watch::Sender<()>>,
 }
 
 impl Tenure {

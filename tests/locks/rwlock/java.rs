@@ -131,7 +131,8 @@ async fn interop_with_a_simulated_java_reader() {
             .unwrap();
         (Instant::now(), guard)
     });
-    wait_numsub(raw, &channel, 1).await;
+    // The writer's client, and our reader's (its hold's watch).
+    wait_numsub(raw, &channel, 2).await;
 
     // Our reader leaves: the Java reader's timeout key keeps the hash.
     ours.unlock().await.unwrap();

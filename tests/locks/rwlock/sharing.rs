@@ -47,7 +47,9 @@ async fn many_readers_share_while_a_writer_waits() {
     let write = clients[0].read_write_lock(name).unwrap().write();
     assert!(write.try_lock().await.unwrap().is_none());
     let writer = spawn_timed_waiter(&write, Duration::from_secs(20));
-    wait_numsub(raw, &channel, 1).await;
+    // Both clients watch their readers' holds; the writer shares the
+    // first one's subscription.
+    wait_numsub(raw, &channel, 2).await;
     assert!(!writer.is_finished());
     release.wait().await;
     let released_at = Instant::now();
@@ -138,7 +140,8 @@ async fn downgrade_wakes_a_waiting_reader_long_before_the_ttl() {
 
     let read = reader_client.read_write_lock(name).unwrap().read();
     let waiter = spawn_timed_waiter(&read, Duration::from_secs(20));
-    wait_numsub(raw, &channel, 1).await;
+    // The reader's client, and the writer's (its holds' watch).
+    wait_numsub(raw, &channel, 2).await;
     let mut listener = Listener::new(raw, &channel).await;
     let downgraded_at = Instant::now();
     w.unlock().await.unwrap();

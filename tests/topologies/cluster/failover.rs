@@ -130,9 +130,9 @@ pub async fn slot_migrated_while_held(cluster: &Cluster) {
     let pttl: i64 = dst.pttl(&name).await.unwrap();
     assert!(pttl > 0, "renewed on the new node: pttl {pttl}");
     until(
-        "the waiter subscribed on the new node",
+        "the waiter (and the holder's watch) subscribed on the new node",
         Duration::from_secs(10),
-        || async { (cluster.subscriptions(&standoff.channel).await == 1).then_some(()) },
+        || async { (cluster.subscriptions(&standoff.channel).await == 2).then_some(()) },
     )
     .await;
     let _ = src.quit().await;
@@ -166,9 +166,9 @@ pub async fn graceful_failover(cluster: &Cluster) {
         "a graceful failover keeps the lock"
     );
     until(
-        "the waiter subscribed on the new master",
+        "the waiter (and the holder's watch) subscribed on the new master",
         Duration::from_secs(10),
-        || async { (cluster.subscriptions(&standoff.channel).await == 1).then_some(()) },
+        || async { (cluster.subscriptions(&standoff.channel).await == 2).then_some(()) },
     )
     .await;
     standoff.settle("graceful failover").await;

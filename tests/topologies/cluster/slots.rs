@@ -148,8 +148,9 @@ pub async fn wakes_by_publish_in_many_slots(cluster: &Cluster) {
             .collect();
         for name in &names {
             let channel = format!("redisson_lock__channel:{{{name}}}");
+            // The waiter's client, and the holder's (its hold's watch).
             until("the waiter subscribed", Duration::from_secs(5), || async {
-                (cluster.subscriptions(&channel).await == 1).then_some(())
+                (cluster.subscriptions(&channel).await == 2).then_some(())
             })
             .await;
         }
@@ -185,8 +186,9 @@ pub async fn both_mode_bridges_classic_and_sharded(cluster: &Cluster) {
         let lock = both.lock(&name).unwrap();
         let channel = lock.channel().to_string();
         let waiter = common::spawn_waiter(&lock, Duration::from_secs(25));
+        // The Both client both ways, and the holder's watch.
         until("subscribed both ways", Duration::from_secs(5), || async {
-            (cluster.subscriptions(&channel).await == 2).then_some(())
+            (cluster.subscriptions(&channel).await == 3).then_some(())
         })
         .await;
         let got = handed_over(guard, waiter, &format!("{mode:?} woke Both")).await;
@@ -196,7 +198,8 @@ pub async fn both_mode_bridges_classic_and_sharded(cluster: &Cluster) {
         until(
             "the other side subscribed",
             Duration::from_secs(5),
-            || async { (cluster.subscriptions(&channel).await == 1).then_some(()) },
+            // Beside the Both client's watch of its hold, both ways.
+            || async { (cluster.subscriptions(&channel).await == 3).then_some(()) },
         )
         .await;
         let got = handed_over(got, waiter, &format!("Both woke {mode:?}")).await;
