@@ -149,6 +149,7 @@ impl RawLock {
                 order,
                 waiting: None,
                 next_in_line: NEXT_IN_LINE_FIRST,
+                tried: false,
             };
             self.acquire_as(&mut attempts, shared)
         });
@@ -436,6 +437,8 @@ struct LockAttempts<'a> {
     waiting: Option<Waiting>,
     /// The next re-check after [`Attempt::NextInLine`].
     next_in_line: Duration,
+    /// Whether an attempt was made.
+    tried: bool,
 }
 
 impl waiter::Attempts for LockAttempts<'_> {
@@ -443,8 +446,17 @@ impl waiter::Attempts for LockAttempts<'_> {
 
     async fn attempt(&mut self) -> Result<Outcome<Acquired>> {
         // The previous attempt's undo, if any, must land first; if it could
-        // not, whether this owner holds is unknown: stop here.
-        let Some(mut turn) = self.deadline.run(self.order.clone().lock_owned()).await else {
+        // not, whether this owner holds is unknown: stop here. Every
+        // acquisition makes one attempt, `try_lock` too: the first waits for
+        // the turn (another command of this owner field in flight) for up
+        // to a command's timeout, even past its deadline.
+        let deadline = if self.tried {
+            self.deadline
+        } else {
+            self.deadline.at_least(self.lock.inner().config.timeout)
+        };
+        self.tried = true;
+        let Some(mut turn) = deadline.run(self.order.clone().lock_owned()).await else {
             return Ok(Outcome::OutOfTime);
         };
         if let Some(e) = turn.take() {

@@ -93,6 +93,7 @@ pub struct Tenure {
 }
 
 /// The guards' side of one case.
+#[derive(Clone)]
 pub struct Guards {
     pub tenures: Vec<Tenure>,
     pub guards: Vec<GuardM>,

@@ -110,6 +110,17 @@ pub enum Op {
     Unlock {
         g: usize,
     },
+    /// `join!` of a guard's `unlock()` and a `try_lock(lease)` by the same
+    /// owner (issue 34: a stale release racing a fresh take), the take
+    /// polled first if `take_first`. Redis may run them in either order;
+    /// the model accepts either, and holds the client to the one Redis's
+    /// state shows. Not while a waiter waits (it could take the lock
+    /// between the two).
+    UnlockRetake {
+        g: usize,
+        lease: Lease,
+        take_first: bool,
+    },
     /// `with_owner(o).unlock()`, the unlock without a guard (Java's style;
     /// a Java owner: `unlock()`).
     OwnerUnlock {
@@ -164,6 +175,20 @@ impl fmt::Debug for Op {
             ),
             Op::Reenter { g } => write!(f, "guard[-{}].reenter()", g + 1),
             Op::Unlock { g } => write!(f, "guard[-{}].unlock()", g + 1),
+            Op::UnlockRetake {
+                g,
+                lease,
+                take_first,
+            } => {
+                let (a, b) = (
+                    format!("guard[-{}].unlock()", g + 1),
+                    format!("its_owner.try_lock(lease={lease})"),
+                );
+                match take_first {
+                    false => write!(f, "join!({a}, {b})"),
+                    true => write!(f, "join!({b}, {a})"),
+                }
+            }
             Op::OwnerUnlock { o } => write!(f, "{}.unlock()", who(o)),
             Op::Forget { g } => write!(f, "guard[-{}].forget()", g + 1),
             Op::Extend { g, lease } => write!(f, "guard[-{}].extend({lease})", g + 1),
@@ -203,6 +228,8 @@ pub fn strategy_for(kinds: Vec<Kind>, owners: usize) -> impl Strategy<Value = (K
             .prop_map(|(o, wait, lease)| Op::Acquire { o, wait, lease }),
         2 => g.clone().prop_map(|g| Op::Reenter { g }),
         4 => g.clone().prop_map(|g| Op::Unlock { g }),
+        2 => (g.clone(), Lease::strategy(), any::<bool>())
+            .prop_map(|(g, lease, take_first)| Op::UnlockRetake { g, lease, take_first }),
         2 => o.clone().prop_map(|o| Op::OwnerUnlock { o }),
         1 => g.clone().prop_map(|g| Op::Forget { g }),
         2 => (g, Lease::explicit()).prop_map(|(g, lease)| Op::Extend { g, lease }),
@@ -231,6 +258,7 @@ pub fn strategy() -> impl Strategy<Value = (Kind, Vec<Op>)> {
 
 /// The model: Redis's view (holder, count, expiry of `N`, token, queue)
 /// and the guards' view.
+#[derive(Clone)]
 pub(super) struct Model {
     pub(super) kind: Kind,
     pub(super) holder: Option<(usize, u32)>,
@@ -246,6 +274,8 @@ pub(super) struct Model {
 
 #[derive(Debug, PartialEq)]
 pub(super) enum Out {
+    /// The two replies of a concurrent step, in the order of its `Op`.
+    Pair(Box<Out>, Box<Out>),
     Acquired(Option<i64>),
     Busy,
     Released,
@@ -385,6 +415,19 @@ pub(super) fn out_of<T>(r: Result<T, Error>, ok: impl FnOnce(T) -> Out) -> Out {
         Err(Error::NotHeld { .. }) => Out::NotHeld,
         Err(Error::NotReentrant { .. }) => Out::NotReentrant,
         Err(e) => Out::Other(e.to_string()),
+    }
+}
+
+/// The model's side of guard `g`'s `unlock()` by owner `o` (sent at
+/// `t0`, answered at `t1`): what it replies.
+fn model_unlock(m: &mut Model, g: usize, o: usize, t0: Instant, t1: Instant) -> Out {
+    match m.g.releasing(g) {
+        None => Out::NotHeld,
+        t => {
+            let reply = m.unlock(o, t0, t1);
+            m.g.replied(t, reply);
+            unlocked(reply)
+        }
     }
 }
 
@@ -718,6 +761,26 @@ impl Case<'_> {
                     (out_of(real, |()| Out::Released), model)
                 }
             },
+            Op::UnlockRetake {
+                g,
+                lease,
+                take_first,
+            } => {
+                let Some(g) = self.m.g.pick(g, |guard| guard.state == GState::Live) else {
+                    step.record(op, "n/a (no guard)");
+                    return Ok(None);
+                };
+                if !self.m.waiting.is_empty() {
+                    // A waiter woken by the unlock could take the lock
+                    // between the two: a third order, not modelled.
+                    step.record(op, "n/a (waiters)");
+                    return Ok(None);
+                }
+                let o = self.resolve(g);
+                return Ok(Some(
+                    self.unlock_retake(g, o, lease.get(), take_first, t0).await,
+                ));
+            }
             Op::OwnerUnlock { o } => self.owner_unlock(o, t0).await,
             Op::Forget { g } => {
                 let Some(g) = self.m.g.pick(g, |guard| guard.state == GState::Live) else {
@@ -844,6 +907,109 @@ impl Case<'_> {
         }
     }
 
+    /// [`Op::UnlockRetake`] of guard `g` of owner `o`, sent at `t0`.
+    async fn unlock_retake(
+        &mut self,
+        g: usize,
+        o: usize,
+        lease: Option<Duration>,
+        take_first: bool,
+        t0: Instant,
+    ) -> (Out, Out) {
+        let old = self.reals.take(g);
+        let unlock = async move {
+            match old {
+                Some(guard) => out_of(guard.unlock().await, |()| Out::Released),
+                None => Out::Other("no real guard".into()),
+            }
+        };
+        let (fenced, any) = (self.h.fenced[o].clone(), self.h.any[o].clone());
+        let kind = self.kind;
+        let take = async move {
+            if kind == Kind::Fenced {
+                match fenced.try_lock_for(Duration::ZERO, lease).await {
+                    Ok(Some(g)) => (
+                        Out::Acquired(Some(g.fencing_token())),
+                        Some(Real::Fenced(g)),
+                    ),
+                    r => (out_of(r, |_| Out::Busy), None),
+                }
+            } else {
+                match any.try_lock_for(Duration::ZERO, lease).await {
+                    Ok(Some(g)) => (Out::Acquired(None), Some(Real::Any(g))),
+                    r => (out_of(r, |_| Out::Busy), None),
+                }
+            }
+        };
+        let (unlocked_real, (taken_real, guard)) = if take_first {
+            let (t, u) = tokio::join!(take, unlock);
+            (u, t)
+        } else {
+            tokio::join!(unlock, take)
+        };
+        let t1 = Instant::now();
+        // Either order is a linearization (both were in flight together):
+        // the model runs each on a copy.
+        let orders = [false, true].map(|retake_first| {
+            let mut m = self.m.clone();
+            let (unlocked, taken, count) = if retake_first {
+                let r = m.acquire(o, lease, t0, t1);
+                let taken = m.acquired(&r);
+                let count = r.ok();
+                if let Some(c) = count {
+                    m.g.acquired((o, Half::Lock), c, lease, confirmed(lease, t0, t1));
+                }
+                (model_unlock(&mut m, g, o, t0, t1), taken, count)
+            } else {
+                let unlocked = model_unlock(&mut m, g, o, t0, t1);
+                let r = m.acquire(o, lease, t0, t1);
+                let taken = m.acquired(&r);
+                let count = r.ok();
+                if let Some(c) = count {
+                    m.g.acquired((o, Half::Lock), c, lease, confirmed(lease, t0, t1));
+                }
+                (unlocked, taken, count)
+            };
+            (m, unlocked, taken, count)
+        });
+        // The order whose replies are the real ones; of two such, the one
+        // whose hold count and expiry of `N` Redis shows.
+        let state = read_state(self.env, self.kind, self.name).await.ok();
+        let matching =
+            |(_, u, t, _): &(Model, Out, Out, Option<u32>)| *u == unlocked_real && *t == taken_real;
+        let shown = |(m, ..): &(Model, Out, Out, Option<u32>)| {
+            let Some(s) = &state else { return false };
+            let count = s
+                .hash
+                .get(&self.env.field(o))
+                .and_then(|c| c.parse::<u32>().ok());
+            let held = m.holder.filter(|(h, _)| *h == o).map(|(_, n)| n);
+            held == count && (held.is_none() || m.n.fits(m.renewing(), s.pttl, s.r.0, s.r.1))
+        };
+        let chosen = orders
+            .iter()
+            .position(|c| matching(c) && shown(c))
+            .or_else(|| orders.iter().position(matching))
+            .unwrap_or(usize::from(take_first));
+        let [a, b] = orders;
+        let (m, unlocked, taken, count) = if chosen == 0 { a } else { b };
+        self.m = m;
+        match count {
+            Some(_) => {
+                let newest = self.m.g.guards.len() - 1;
+                match guard {
+                    Some(guard) => self.reals.set(newest, guard),
+                    None => self.reals.reserve(newest),
+                }
+            }
+            None => self.strays.extend(guard),
+        }
+        (
+            Out::Pair(Box::new(unlocked_real), Box::new(taken_real)),
+            Out::Pair(Box::new(unlocked), Box::new(taken)),
+        )
+    }
+
     /// `with_owner(o).unlock()` (Rust) or Java's `unlock()`.
     async fn owner_unlock(&mut self, o: usize, t0: Instant) -> (Out, Out) {
         let real = match java::slot(o) {
@@ -895,6 +1061,7 @@ fn op_owner(op: &Op) -> Option<usize> {
         | Op::SpawnWaiter { o } => Some(o),
         Op::Reenter { .. }
         | Op::Unlock { .. }
+        | Op::UnlockRetake { .. }
         | Op::Forget { .. }
         | Op::Extend { .. }
         | Op::ForceUnlock { .. }

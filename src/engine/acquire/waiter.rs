@@ -86,6 +86,16 @@ impl Deadline {
         }
     }
 
+    /// This deadline, or `at_least` from now if that is later (a deadline
+    /// without a limit stays so).
+    pub(crate) fn at_least(self, at_least: Duration) -> Deadline {
+        let floor = Instant::now().checked_add(at_least);
+        Deadline {
+            at: self.at.map(|at| floor.map_or(at, |f| at.max(f))),
+            once: self.once,
+        }
+    }
+
     fn expired(self) -> bool {
         self.at.is_some_and(|d| Instant::now() >= d)
     }
