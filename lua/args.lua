@@ -46,7 +46,8 @@
 --                   field stays at 0): release() runs, then 1 is latched.
 -- lengthen(key, ms) set `key`'s TTL to `ms` milliseconds unless it already lives
 --                   at least that long: PEXPIRE max(PTTL, ms). No script of this
---                   crate shortens the TTL of a lock it holds (docs/PROTOCOL.md §2.9).
+--                   crate shortens the TTL of a lock it holds but the read unlock's
+--                   need (docs/PROTOCOL.md §2.9, §5.3).
 -- take_rw(hash, mode, field)  take the free read-write lock `hash` in mode
 --                   `mode` for `field`, with one hold (its TTL is the caller's).
 -- unlock_mode(hash, cmd, channel, message, latch, ttl)  the mode of the read-write

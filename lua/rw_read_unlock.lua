@@ -9,6 +9,8 @@
 -- ARGV[2]  owner field "<clientId>:<ownerId>", non-empty
 -- ARGV[3]  publish command, "PUBLISH", "SPUBLISH" or "BOTH"
 -- ARGV[4]  latch TTL in milliseconds, 1..3155760000000
+-- ARGV[5]  optional: how long the owner's remaining read holds need to last, in
+--          milliseconds, 1..3155760000000 (the client knows each of its holds' lease)
 -- Returns  nil if N has no mode (message published and latch 1 written anyway, as
 --          Redisson does) or the owner holds no read lock; 0 if N stays held (held
 --          for writing: its TTL kept; held for reading: its TTL set to the longest
@@ -16,14 +18,20 @@
 --          published. A replay of the same request id returns the first result from
 --          the latch. An INVALID_ARGUMENT error, before anything is written, if an
 --          argument is out of range (args.lua).
--- Beyond Redisson: the owner's timeout key that goes (the last, <prefix>:<count + 1>)
--- hands its remaining time on to the one that becomes the last, so that the owner's
--- remaining holds keep what they were given whichever hold is released, and a writer's
--- TTL is never cut to a reader's (docs/PROTOCOL.md §5.3).
+-- Beyond Redisson: with ARGV[5], the owner's remaining timeout keys live exactly that
+-- long (none longer, and its last one that long), whichever of its holds was released;
+-- without it, the key that goes (the last, <prefix>:<count + 1>) hands its remaining time
+-- on to the one that becomes the last, so that the remaining holds keep at least what
+-- they were given. Either way a writer's TTL is never cut to a reader's
+-- (docs/PROTOCOL.md §5.3).
 text_arg(1)
 text_arg(2)
 publish_arg(3)
 ms_arg(4)
+local need = nil
+if #ARGV >= 5 then
+    need = ms_arg(5)
+end
 local function unlock()
     local mode = unlock_mode(KEYS[1], ARGV[3], KEYS[2], ARGV[1], KEYS[5], ARGV[4])
     if mode == nil or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
@@ -35,6 +43,20 @@ local function unlock()
     redis.call('del', gone)
     if count == 0 then
         redis.call('hdel', KEYS[1], ARGV[2])
+    elseif need ~= nil then
+        local longest = 0
+        for k = 1, count do
+            local key = KEYS[3] .. ':' .. k
+            local remain = redis.call('pttl', key)
+            if remain > need then
+                redis.call('pexpire', key, need)
+                remain = need
+            end
+            longest = math.max(longest, remain)
+        end
+        if longest < need then
+            redis.call('set', KEYS[3] .. ':' .. count, 1, 'px', need)
+        end
     elseif left > 0 then
         local last = KEYS[3] .. ':' .. count
         if redis.call('pttl', last) < left then

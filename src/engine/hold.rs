@@ -216,6 +216,10 @@ impl RawHold {
             return Err(held.not_held());
         }
         let renewal = held.raw.proto.renewal();
+        // In the field's turn: a read unlock sets the owner's time to what
+        // its holds need, which this may change.
+        let order = inner.holds.order(name, &held.field);
+        let _turn = order.order.clone().lock_owned().await;
         let key = HoldKey {
             name: name.to_owned(),
             field: held.field.clone(),

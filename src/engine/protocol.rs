@@ -108,8 +108,24 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     }
 
     /// The unlock script: one hold of `field` away, latch at `latch` (its
-    /// TTL sized for a hold whose lease is `lease_ms`).
-    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall;
+    /// TTL sized for a hold whose lease is `lease_ms`); `need_ms`, where
+    /// [`releases_to_need`](Self::releases_to_need) and known, how long the
+    /// owner's remaining holds need to last.
+    fn unlock_call(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        latch: &str,
+        need_ms: Option<i64>,
+    ) -> ScriptCall;
+
+    /// Whether an unlock sets the time the owner's remaining holds keep to
+    /// what they need (the read lock, docs/PROTOCOL.md §5.3); other kinds'
+    /// unlocks leave a held key's TTL as it is.
+    fn releases_to_need(&self) -> bool {
+        false
+    }
 
     /// The prefix of this lock's unlock latch keys.
     fn latch_prefix(&self) -> &str {

@@ -4,6 +4,7 @@
 //! the hold registry; nothing sent for a guard whose tenure has ended.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use fred::types::Value;
 use tokio::time::Instant;
@@ -52,7 +53,7 @@ pub(crate) async fn release(
     // has ended sends nothing, and needs no turn.
     if let Whose::Guard(hold) = whose {
         if let Unlocking::Stale = inner.holds.unlocking(name, field, hold) {
-            return release_unlocked(inner, proto, field, lease, Target::Stale, patience).await;
+            return release_with(inner, proto, field, lease, Target::Stale, None, patience).await;
         }
     }
     // The rest in the field's turn (docs/PROTOCOL.md §2.9, *One turn per
@@ -72,7 +73,16 @@ pub(crate) async fn release(
             .unlocking_any(name, field)
             .map_or(Target::Unknown, Target::Tenure),
     };
-    release_unlocked(inner, proto, field, lease, target, patience).await
+    // A read unlock sets the owner's remaining time to what its remaining
+    // holds need: their guards are lowered to it first (in the turn, so no
+    // re-entry or `extend` of the field lands in between).
+    let need = match target {
+        Target::Tenure(id) if proto.releases_to_need() => {
+            inner.holds.remaining_need(name, field, id)
+        }
+        _ => None,
+    };
+    release_with(inner, proto, field, lease, target, need, patience).await
 }
 
 /// Which tenure an unlock applies to.
@@ -107,17 +117,19 @@ pub(crate) async fn release_in_turn(
         },
         None => Target::Unknown,
     };
-    release_unlocked(inner, proto, field, lease, target, patience).await
+    release_with(inner, proto, field, lease, target, None, patience).await
 }
 
-/// Send the unlock of one hold of `field` of `target`, in a
+/// Send the unlock of one hold of `field` of `target` (`need`: what the
+/// owner's remaining holds need, where the kind sets it), in a
 /// `redisson_lock.release` span, and apply its reply to the registry.
-async fn release_unlocked(
+async fn release_with(
     inner: &Arc<Inner>,
     proto: &dyn Protocol,
     field: &str,
     lease: Lease,
     target: Target,
+    need: Option<Duration>,
     patience: Patience,
 ) -> Result<Unlocked> {
     let span = tracing::debug_span!(
@@ -136,7 +148,7 @@ async fn release_unlocked(
         })
     } else {
         // Pinned in place, as in `acquire`.
-        let releasing = std::pin::pin!(unlock(inner, proto, field, lease, patience));
+        let releasing = std::pin::pin!(unlock(inner, proto, field, lease, need, patience));
         releasing.instrument(span.clone()).await
     };
     let reply = match &outcome {
@@ -165,6 +177,7 @@ async fn unlock(
     proto: &dyn Protocol,
     field: &str,
     lease: Lease,
+    need: Option<Duration>,
     patience: Patience,
 ) -> Result<Unlocked> {
     let latch = crate::base::keys::latch_key(proto.latch_prefix());
@@ -177,10 +190,15 @@ async fn unlock(
     let timeout = inner.config.timeout;
     let latest = Instant::now() + inner.env.latch_ttl(lease).saturating_sub(timeout);
     let tried = std::sync::atomic::AtomicBool::new(false);
+    // Rounded up: never less than the holds need.
+    let need_ms = need.map(|d| {
+        crate::connection::script::millis(d.saturating_add(Duration::from_nanos(999_999)))
+    });
     let unlock = || {
         let first = !tried.swap(true, std::sync::atomic::Ordering::Relaxed);
         let left = latest.saturating_duration_since(Instant::now());
-        let build = || proto.unlock_call(&inner.env, field, lease_ms, &latch);
+        let latch = &latch;
+        let build = move || proto.unlock_call(&inner.env, field, lease_ms, latch, need_ms);
         async move {
             if first {
                 inner.redis.eval_as(build, Late::Deliver).await

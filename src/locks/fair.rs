@@ -209,7 +209,14 @@ impl Protocol for Fair {
         Waiting::Channel(format!("{}:{field}", self.lock.channel))
     }
 
-    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn unlock_call(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        latch: &str,
+        _: Option<i64>,
+    ) -> ScriptCall {
         ScriptCall::new(
             &FAIR_UNLOCK,
             &[

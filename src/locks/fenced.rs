@@ -150,8 +150,15 @@ impl Protocol for Fenced {
         Err(Error::Protocol(format!("fenced lock replied {reply:?}")))
     }
 
-    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
-        self.rlock.unlock_call(env, field, lease_ms, latch)
+    fn unlock_call(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        latch: &str,
+        need_ms: Option<i64>,
+    ) -> ScriptCall {
+        self.rlock.unlock_call(env, field, lease_ms, latch, need_ms)
     }
 
     fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {

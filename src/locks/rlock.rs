@@ -128,7 +128,14 @@ impl Protocol for Reentrant {
         self.plain_acquire_call(take.field, take.lease_ms)
     }
 
-    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn unlock_call(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        latch: &str,
+        _: Option<i64>,
+    ) -> ScriptCall {
         unlock_call(&UNLOCK, "0", env, &self.keys, field, lease_ms, latch)
     }
 
@@ -228,7 +235,7 @@ pub(crate) mod tests {
         let acquire = lock.acquire_call(&env, take(&field));
         assert_eq!(keys(&acquire), ["orders"]);
         assert_eq!(acquire.args, [Value::Integer(30_000), Value::from("c:7")]);
-        let release = lock.unlock_call(&env, &field, 30_000, "latch");
+        let release = lock.unlock_call(&env, &field, 30_000, "latch", None);
         assert_eq!(
             keys(&release),
             ["orders", "redisson_lock__channel:{orders}", "latch"]

@@ -267,7 +267,14 @@ impl Protocol for Read {
         )
     }
 
-    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn unlock_call(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        latch: &str,
+        need_ms: Option<i64>,
+    ) -> ScriptCall {
         ScriptCall::new(
             &RW_READ_UNLOCK,
             &[
@@ -277,13 +284,20 @@ impl Protocol for Read {
                 &self.keys.key_prefix,
                 latch,
             ],
-            vec![
+            [
                 Value::from("0"),
                 Value::from(field),
                 env.publish(),
                 env.latch_ttl_ms(lease_ms),
-            ],
+            ]
+            .into_iter()
+            .chain(need_ms.map(|ms| Value::Integer(ms.max(1))))
+            .collect(),
         )
+    }
+
+    fn releases_to_need(&self) -> bool {
+        true
     }
 
     fn is_locked_call(&self) -> ScriptCall {
@@ -332,7 +346,14 @@ impl Protocol for Write {
         )
     }
 
-    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn unlock_call(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        latch: &str,
+        _: Option<i64>,
+    ) -> ScriptCall {
         let keys = &self.keys.lock;
         unlock_call(&RW_WRITE_UNLOCK, "1", env, keys, field, lease_ms, latch)
     }
@@ -393,7 +414,7 @@ mod tests {
         let owner = Owner::new(3);
         assert_eq!(read.field(&env, owner), "c:3");
         assert_eq!(write.field(&env, owner), "c:3:write");
-        let release = read.unlock_call(&env, "c:3", 30_000, "latch");
+        let release = read.unlock_call(&env, "c:3", 30_000, "latch", None);
         assert_eq!(
             keys(&release),
             [
@@ -408,7 +429,7 @@ mod tests {
             release.args[..3],
             [Value::from("0"), Value::from("c:3"), Value::from("PUBLISH")]
         );
-        let release = write.unlock_call(&env, "c:3:write", 30_000, "latch");
+        let release = write.unlock_call(&env, "c:3:write", 30_000, "latch", None);
         assert_eq!(keys(&release), ["doc", "redisson_rwlock:{doc}", "latch"]);
         assert_eq!(release.args[0], Value::from("1"));
         assert_eq!(read.release_channel(), Some("redisson_rwlock:{doc}"));

@@ -82,7 +82,14 @@ impl Protocol for Spin {
         None
     }
 
-    fn unlock_call(&self, env: &ScriptEnv, field: &str, lease_ms: i64, latch: &str) -> ScriptCall {
+    fn unlock_call(
+        &self,
+        env: &ScriptEnv,
+        field: &str,
+        lease_ms: i64,
+        latch: &str,
+        _: Option<i64>,
+    ) -> ScriptCall {
         ScriptCall::new(
             &SPIN_UNLOCK,
             &[self.name(), latch],

@@ -76,6 +76,9 @@ pub struct GuardM {
     /// Lost in this step by an event or a renewal: its `lost()` must fire
     /// within this long.
     pub hear: Option<Duration>,
+    /// The expiry its own command (its acquisition, or its last `extend`)
+    /// set: what it needs (§5.3, a read unlock).
+    pub own: Ttl,
 }
 
 /// One tenure.
@@ -218,6 +221,7 @@ impl Guards {
             state: GState::Live,
             lost: None,
             hear: None,
+            own: confirmed,
         });
         g
     }
@@ -277,6 +281,54 @@ impl Guards {
         Some(t)
     }
 
+    /// A read unlock for tenure `t` (`None`: none known), sent at `t0` and
+    /// answered at `t1`, sets the owner's remaining time to what its
+    /// remaining guards need (§5.3): that need, where the client knows it
+    /// (a live guard is left, and no forgotten hold), after lowering the
+    /// guards' expiry to it. A renewed guard needs the watchdog timeout from
+    /// the unlock; another what its own command set, the unlock landing up
+    /// to its round trip later (and rounded up to the millisecond).
+    pub fn remaining_need(&mut self, t: Option<usize>, t0: Instant, t1: Instant) -> Option<Ttl> {
+        let t = t?;
+        let of_tenure = |g: &&GuardM| g.tenure == t;
+        if self
+            .guards
+            .iter()
+            .filter(of_tenure)
+            .any(|g| g.state == GState::Forgotten)
+        {
+            return None;
+        }
+        let renewing = self.renewing(t);
+        let slack = (t1 - t0) + Duration::from_millis(1);
+        let live: Vec<&GuardM> = self
+            .guards
+            .iter()
+            .filter(of_tenure)
+            .filter(|g| g.state == GState::Live)
+            .collect();
+        let (mut need, mut own): (Option<Ttl>, Option<Ttl>) = (None, None);
+        for g in live {
+            let (n, o) = if renewing && g.lease.is_none() && g.lost.is_none() {
+                let w = Ttl::set(WATCHDOG, t0, t1 + Duration::from_millis(1));
+                (w, w)
+            } else {
+                (
+                    Ttl {
+                        lo: g.own.lo,
+                        hi: g.own.hi + slack,
+                    },
+                    g.own,
+                )
+            };
+            need = Some(need.map_or(n, |m| m.max(n)));
+            own = Some(own.map_or(o, |m| m.max(o)));
+        }
+        let tenure = &mut self.tenures[t];
+        tenure.exp = tenure.exp.min(own?);
+        need
+    }
+
     /// Apply the reply of an unlock sent for tenure `t`.
     pub fn replied(&mut self, t: Option<usize>, reply: Reply) {
         let Some(t) = t else { return };
@@ -311,6 +363,7 @@ impl Guards {
         if found {
             self.tenures[t].exp = self.tenures[t].exp.max(Ttl::set(lease, t0, t1));
             self.guards[g].lease = Some(lease);
+            self.guards[g].own = Ttl::set(lease, t0, t1);
         } else if self.current(self.guards[g].field) == Some(t) {
             self.end(t, LostReason::Gone, None);
         }

@@ -42,6 +42,23 @@ impl Ttl {
         }
     }
 
+    /// The earlier of two expiries: a key cut to a need (`PEXPIRE key
+    /// need` when it lives longer).
+    pub fn min(self, other: Ttl) -> Ttl {
+        Ttl {
+            lo: self.lo.min(other.lo),
+            hi: self.hi.min(other.hi),
+        }
+    }
+
+    /// Either of two expiries (which one, the model cannot tell).
+    pub fn either(self, other: Ttl) -> Ttl {
+        Ttl {
+            lo: self.lo.min(other.lo),
+            hi: self.hi.max(other.hi),
+        }
+    }
+
     /// `PEXPIRE key (PTTL key + L)`.
     pub fn plus(self, l: Duration) -> Ttl {
         Ttl {

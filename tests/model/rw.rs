@@ -350,6 +350,15 @@ impl Model {
         }
     }
 
+    /// What a Rust read unlock for tenure `t` sends as its owner's need
+    /// (§5.3); nothing for a write unlock.
+    fn need(&mut self, half: Half, t: Option<usize>, t0: Instant, t1: Instant) -> Option<Ttl> {
+        match half {
+            Half::Read => self.g.remaining_need(t, t0, t1),
+            _ => None,
+        }
+    }
+
     /// The longest remaining timeout key of any reader (§5.3 step 5).
     fn longest_reader_key(&self, at: Instant) -> Option<Ttl> {
         (0..self.readers.len())
@@ -364,8 +373,9 @@ impl Model {
             .reduce(Ttl::max)
     }
 
-    /// §5.3 (and Redisson's read unlock for a Java owner).
-    fn read_unlock(&mut self, o: usize, t1: Instant) -> Result<Reply, NoMode> {
+    /// §5.3 (and Redisson's read unlock for a Java owner); `need`: what
+    /// the owner's remaining holds need, where the client sends it.
+    fn read_unlock(&mut self, o: usize, t1: Instant, need: Option<Ttl>) -> Result<Reply, NoMode> {
         let Some(mode) = self.mode else {
             return Err(NoMode);
         };
@@ -379,10 +389,31 @@ impl Model {
         self.readers[o] -= 1;
         let c = self.readers[o] as usize;
         if !java && c > 0 {
-            // The owner's new last key takes over the leaving one's time.
-            if let Some(r) = gone {
-                let last = &mut self.tkeys[o][c - 1];
-                *last = Some(last.map_or(r, |k| k.max(r)));
+            match need {
+                // No key of the owner lives longer than its holds need, and
+                // one lives that long: a key that reached it, cut to it, or
+                // else the last one, set to it.
+                Some(need) => {
+                    let keys = &mut self.tkeys[o][..c];
+                    let certainly = keys.iter().flatten().any(|k| k.lo >= need.hi);
+                    let possibly = keys.iter().flatten().any(|k| k.hi >= need.lo);
+                    for k in keys.iter_mut().flatten() {
+                        *k = k.min(need);
+                    }
+                    let last = &mut keys[c - 1];
+                    if !possibly {
+                        *last = Some(need);
+                    } else if !certainly {
+                        *last = Some(last.map_or(need, |k| k.either(need)));
+                    }
+                }
+                // The owner's new last key takes over the leaving one's time.
+                None => {
+                    if let Some(r) = gone {
+                        let last = &mut self.tkeys[o][c - 1];
+                        *last = Some(last.map_or(r, |k| k.max(r)));
+                    }
+                }
             }
         }
         let others = self.writer.is_some() || self.readers.iter().any(|&c| c > 0);
@@ -437,9 +468,10 @@ impl Model {
         t0: Instant,
         t1: Instant,
         java_legacy: bool,
+        need: Option<Ttl>,
     ) -> (Reply, Out) {
         let r = match half {
-            Half::Read => self.read_unlock(o, t1),
+            Half::Read => self.read_unlock(o, t1, need),
             _ => self.write_unlock(o, t0, t1),
         };
         match r {
@@ -717,7 +749,8 @@ impl<'a> Case<'a> {
                             let fresh = self.m.g.acquired((o, half), 1, lease, conf);
                             self.reals.reserve(fresh);
                             let t = self.m.g.releasing(fresh);
-                            let (reply, _) = self.m.unlock(o, half, t0, t1, false);
+                            let need = self.m.need(half, t, t0, t1);
+                            let (reply, _) = self.m.unlock(o, half, t0, t1, false, need);
                             self.m.g.replied(t, reply);
                             Out::NotHeld
                         }
@@ -746,7 +779,8 @@ impl<'a> Case<'a> {
                     let model = match self.m.g.releasing(g) {
                         None => Out::NotHeld,
                         t => {
-                            let (reply, out) = self.m.unlock(o, half, t0, t1, false);
+                            let need = self.m.need(half, t, t0, t1);
+                            let (reply, out) = self.m.unlock(o, half, t0, t1, false, need);
                             self.m.g.replied(t, reply);
                             out
                         }
@@ -832,7 +866,7 @@ impl<'a> Case<'a> {
                                 .acquired((o, Half::Read), c, lease, confirmed(lease, t0, t1));
                         self.reals.reserve(r);
                         let t = self.m.g.releasing(g);
-                        let (reply, _) = self.m.unlock(o, Half::Write, t0, t1, false);
+                        let (reply, _) = self.m.unlock(o, Half::Write, t0, t1, false, None);
                         self.m.g.replied(t, reply);
                         Out::Acquired(None)
                     }
@@ -896,7 +930,8 @@ impl<'a> Case<'a> {
             self.m.g.releasing_any((o, half))
         };
         let legacy = java && !self.env.java.as_ref().is_some_and(|j| j.since_3_44);
-        let (reply, out) = self.m.unlock(o, half, t0, t1, legacy);
+        let need = self.m.need(half, t, t0, t1);
+        let (reply, out) = self.m.unlock(o, half, t0, t1, legacy, need);
         self.m.g.replied(t, reply);
         (real, out)
     }

@@ -166,3 +166,69 @@ async fn rw_read_unlock_keeps_the_owners_time() {
         "the writer's"
     );
 }
+
+/// With the owner's need (ARGV[5], issue 34 item 7): no timeout key of the
+/// owner outlives it, and one lives that long, whichever hold went; the
+/// hash then lives as long as the longest reader key (docs/PROTOCOL.md
+/// §5.3). A need that is not an integer of milliseconds is refused before
+/// anything is written.
+#[tokio::test]
+async fn rw_read_unlock_sets_the_owners_need() {
+    let t = Bench::new("read-unlock-need").await;
+    let [n, channel, prefix, timeouts] = rw_keys(&t.name);
+    let (t1, t2, t3) = (
+        format!("{timeouts}:1"),
+        format!("{timeouts}:2"),
+        format!("{timeouts}:3"),
+    );
+    let unlock = |need: &'static str| {
+        let keys = [
+            n.clone(),
+            channel.clone(),
+            timeouts.clone(),
+            prefix.clone(),
+            latch(&n),
+        ];
+        let args = vec![s("0"), s("c:1"), s("PUBLISH"), s(16_000), s(need)];
+        let t = &t;
+        async move {
+            t.eval(body!("args.lua", "rw_read_unlock.lua"), &keys, args)
+                .await
+        }
+    };
+    let set_up = |counts: &'static str, ttls: [&'static str; 3]| {
+        let t = &t;
+        let (n, t1, t2, t3) = (n.clone(), t1.clone(), t2.clone(), t3.clone());
+        async move {
+            t.cmd(&["DEL", &n, &t1, &t2, &t3]).await;
+            t.cmd(&["HSET", &n, "mode", "read", "c:1", counts]).await;
+            t.cmd(&["PEXPIRE", &n, "60000"]).await;
+            for (key, ttl) in [(&t1, ttls[0]), (&t2, ttls[1]), (&t3, ttls[2])] {
+                t.cmd(&["SET", key, "1", "PX", ttl]).await;
+            }
+        }
+    };
+    // Three holds (60 s, 5 s, 30 s); the one with the 60 s key went, the
+    // others need 30 s: the 60 s key is cut to it, the hash follows.
+    set_up("3", ["60000", "5000", "30000"]).await;
+    assert_eq!(unlock("30000").await.unwrap().as_i64(), Some(0));
+    assert_eq!(t.cmd(&["EXISTS", &t3]).await.as_i64(), Some(0));
+    assert!((29_000..=30_000).contains(&t.pttl(&t1).await), "cut");
+    assert!((4_000..=5_000).contains(&t.pttl(&t2).await), "kept");
+    assert!((29_000..=30_000).contains(&t.pttl(&n).await), "the hash");
+    // The remaining keys are shorter than the need: the last gets it.
+    set_up("3", ["5000", "6000", "60000"]).await;
+    assert_eq!(unlock("40000").await.unwrap().as_i64(), Some(0));
+    assert!((4_000..=5_000).contains(&t.pttl(&t1).await));
+    assert!((39_000..=40_000).contains(&t.pttl(&t2).await), "set");
+    assert!((39_000..=40_000).contains(&t.pttl(&n).await), "the hash");
+    // A bad need: nothing written.
+    set_up("3", ["5000", "6000", "60000"]).await;
+    let refused = unlock("0").await.unwrap_err();
+    assert!(refused.to_string().contains("ARGV[5]"), "{refused}");
+    assert_eq!(
+        t.cmd(&["HGET", &n, "c:1"]).await.as_string().as_deref(),
+        Some("3")
+    );
+    assert!(t.pttl(&t3).await > 59_000);
+}

@@ -25,7 +25,10 @@
 //!   this client holds (re-entry, renewal and `extend` set
 //!   `max(PTTL, lease)`; an unlock that leaves holds keeps the TTL), so the
 //!   latest certainty is the largest, and a command whose reply is lost can
-//!   only have lengthened it.
+//!   only have lengthened it. The one exception, a read unlock that sets
+//!   the owner's time to what its remaining holds need, lowers their
+//!   certainty to that first ([`Holds::remaining_need`]), in the field's
+//!   turn (as `extend` runs).
 //! * A guard that was told its hold is lost stays lost: a later
 //!   confirmation (a renewal that arrives late, a re-entry that finds the
 //!   field still there) starts a new status for new guards and never
@@ -295,6 +298,8 @@ impl Holds {
             id: hold,
             lease,
             renews: lease == Lease::Watchdog,
+            ends: later(sent_at, ttl),
+            certain: safe_until(sent_at, ttl),
         };
         let mut map = self.map.lock();
         with_entries(&mut map, name, |entries| {
@@ -590,8 +595,42 @@ impl Holds {
         };
         live.lease = Lease::Fixed(lease);
         live.renews = false;
+        live.ends = later(sent_at, lease);
+        live.certain = safe_until(sent_at, lease);
         tenure.confirmed(sent_at, lease);
         tenure.publish();
         true
+    }
+
+    /// An unlock of tenure `id` of `(name, field)` that sets the owner's
+    /// remaining time to what its remaining holds need (a read unlock,
+    /// docs/PROTOCOL.md §5.3) is about to be sent: that need, from now (the
+    /// watchdog timeout if one of them is renewed, else the latest end its
+    /// own command gave one of them), after lowering what the tenure's
+    /// guards believe to it. `None` where it is not known (a forgotten hold
+    /// is left, or no hold is): the unlock then keeps what Redis has.
+    pub(crate) fn remaining_need(&self, name: &str, field: &str, id: u64) -> Option<Duration> {
+        let mut map = self.map.lock();
+        let tenure = tenure_mut(&mut map, name, field, id)?;
+        if tenure.forgotten > 0 || tenure.live.is_empty() {
+            return None;
+        }
+        // A renewed hold needs the watchdog timeout from the unlock on (the
+        // renewals keep it so); another, what its own command gave it.
+        let now = Instant::now();
+        let (mut ends, mut certain) = (now, now);
+        for live in &tenure.live {
+            let (e, c) = if live.renews {
+                (later(now, self.watchdog), safe_until(now, self.watchdog))
+            } else {
+                (live.ends, live.certain)
+            };
+            ends = ends.max(e);
+            certain = certain.max(c);
+        }
+        tenure.expiry = tenure.expiry.min(ends);
+        tenure.certain = tenure.certain.min(certain);
+        tenure.publish();
+        Some(ends.saturating_duration_since(now))
     }
 }

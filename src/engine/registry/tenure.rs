@@ -61,6 +61,10 @@ pub(super) struct Live {
     /// Renewed by the watchdog: taken without a lease, and its status was
     /// not lost since.
     pub(super) renews: bool,
+    /// What its own command (the acquisition, or its last `extend`) gave
+    /// it: the earliest its TTL can end, and [`safe_until`] of that.
+    pub(super) ends: Instant,
+    pub(super) certain: Instant,
 }
 
 /// One field's life in Redis, as far as this client knows it.

@@ -144,3 +144,70 @@ async fn renewal_reports_a_lost_read_hold() {
         .expect("renewal found the read hold gone");
     assert!(matches!(r.unlock().await, Err(Error::NotHeld { .. })));
 }
+
+/// Issue 34, item 7 (Redisson's `testReadLockLeaseTimeout`, scaled down): a
+/// read hold with a 1 s lease, the same owner re-entering 600 ms later with
+/// 1 s, then one of the two released. The owner's timeout keys, and the
+/// hash, then live exactly as long as the remaining hold needs: ~400 ms
+/// when the re-entry goes (Java's unlock leaves the same), ~1 s when the
+/// first hold goes; and the remaining guard's `expires_at()` says so. A
+/// writer gets the lock when the remaining hold ends, not later.
+#[tokio::test]
+async fn a_read_hold_keeps_what_it_was_given_and_no_more() {
+    let fx = Fixture::new("rw-exact").await;
+    let lease = Duration::from_millis(1000);
+    let later = Duration::from_millis(600);
+    for first_goes in [false, true] {
+        let name = unique("rw-exact");
+        let rw = fx.client.read_write_lock(&name).unwrap();
+        let owner = redisson_lock::Owner::new(7);
+        let read = rw.read().with_owner(owner);
+        let first = read.lock_with_lease(lease).await.unwrap();
+        let first_end = tokio::time::Instant::now() + lease;
+        tokio::time::sleep(later).await;
+        let second = read.lock_with_lease(lease).await.unwrap();
+        let second_end = tokio::time::Instant::now() + lease;
+        let (kept, kept_end) = if first_goes {
+            first.unlock().await.unwrap();
+            (second, second_end)
+        } else {
+            second.unlock().await.unwrap();
+            (first, first_end)
+        };
+        let need = kept_end
+            .saturating_duration_since(tokio::time::Instant::now())
+            .as_millis() as i64;
+        let key = timeout_key(&name, kept.field(), 1);
+        for (what, ttl) in [
+            ("owner's timeout key", fx.pttl(&key).await),
+            ("hash", fx.pttl(&name).await),
+        ] {
+            assert!(
+                ttl > 0 && ttl <= need + 30 && ttl >= need - 100,
+                "first_goes {first_goes}: {what} PTTL {ttl}, the remaining hold needs {need}"
+            );
+        }
+        let expires = kept.expires_at().expect("a leased hold");
+        assert!(
+            expires <= kept_end.into_std() + Duration::from_millis(5),
+            "first_goes {first_goes}: expires_at() beyond the remaining hold's lease"
+        );
+        // A writer (another client, Java's role in Redisson's test) gets the
+        // lock once the remaining hold's lease ends.
+        let other = fx.client().await;
+        let writer = other.read_write_lock(&name).unwrap().write();
+        let started = tokio::time::Instant::now();
+        let w = writer
+            .try_lock_for(Duration::from_secs(5), None)
+            .await
+            .unwrap()
+            .expect("the writer gets the lock");
+        let waited = started.elapsed();
+        assert!(
+            waited <= kept_end.saturating_duration_since(started) + Duration::from_millis(300),
+            "first_goes {first_goes}: the writer waited {waited:?}"
+        );
+        assert!(kept.is_lost());
+        w.unlock().await.unwrap();
+    }
+}
