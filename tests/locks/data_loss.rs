@@ -1,6 +1,6 @@
 //! A fenced lock's tokens across a server's data loss (docs/PROTOCOL.md §6.2,
 //! *Data loss*): a restart without persistence, and a restart from a snapshot
-//! older than the last token. The crate's next token is the server clock in
+//! older than the last token; and what an empty restart does to semaphores. The crate's next token is the server clock in
 //! microseconds, above every token handed out before; Java's INCR continues
 //! from there; a Java acquisition that comes first after the loss starts
 //! again at 1 (what remains).
@@ -93,4 +93,59 @@ async fn tokens_stay_above_a_snapshot_older_than_the_last_token() {
     );
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a restart without persistence does to the semaphores
+/// (docs/PROTOCOL.md §6.2, *What a restart without persistence does to
+/// semaphores*): the count comes back missing while a holder from before
+/// still holds its permit. An `RSemaphore` set again to 2 that then gets
+/// back the pre-restart permit counts 3; left unset, that give-back creates
+/// it with 1 and a later `try_set_permits` fails. A permit-expirable
+/// semaphore set again keeps the set count: the pre-restart holder's
+/// release finds its id unknown and writes nothing.
+#[tokio::test]
+async fn semaphores_across_an_empty_restart() {
+    let mut server = Server::private();
+    let client = server.client().await;
+
+    // RSemaphore, set again after the loss.
+    let sem = client.semaphore(&unique("sem-restart")).unwrap();
+    assert!(sem.try_set_permits(2).await.unwrap());
+    let before = sem.acquire(1).await.unwrap();
+    server.restart();
+    assert_eq!(sem.available_permits().await.unwrap(), 0, "the count is gone");
+    assert!(sem.try_set_permits(2).await.unwrap(), "set again");
+    before.release().await.unwrap();
+    assert_eq!(
+        sem.available_permits().await.unwrap(),
+        3,
+        "the pre-restart permit is counted on top of the 2 set"
+    );
+
+    // RSemaphore left unset: the give-back creates it with 1.
+    let sem = client.semaphore(&unique("sem-restart-unset")).unwrap();
+    assert!(sem.try_set_permits(2).await.unwrap());
+    let before = sem.acquire(1).await.unwrap();
+    server.restart();
+    assert_eq!(sem.available_permits().await.unwrap(), 0, "the count is gone");
+    before.release().await.unwrap();
+    assert_eq!(sem.available_permits().await.unwrap(), 1);
+    assert!(!sem.try_set_permits(2).await.unwrap(), "already set by the give-back");
+
+    // RPermitExpirableSemaphore set again: the old holder's release writes
+    // nothing, the count stays as set.
+    let pes = client
+        .permit_expirable_semaphore(&unique("pes-restart"))
+        .unwrap();
+    assert!(pes.try_set_permits(2).await.unwrap());
+    let before = pes.acquire(None).await.unwrap();
+    server.restart();
+    // (A read first: it is retried while the client reconnects; a write is
+    // sent once.)
+    assert_eq!(pes.available_permits().await.unwrap(), 0, "the count is gone");
+    assert!(pes.try_set_permits(2).await.unwrap(), "set again");
+    assert_eq!(pes.available_permits().await.unwrap(), 2);
+    let released = before.release().await.unwrap();
+    assert!(!released, "its id is unknown after the loss");
+    assert_eq!(pes.available_permits().await.unwrap(), 2, "nothing written");
 }
