@@ -1,13 +1,16 @@
 //! Watching a tenure for its loss on channels (docs/PROTOCOL.md §2.6, §2.9).
 //!
-//! From the moment an acquisition starts a tenure until the tenure ends,
-//! the client watches, in the background, the lock's release channel
+//! From [`SETTLE`] after an acquisition starts a tenure until the tenure
+//! ends, the client watches, in the background, the lock's release channel
 //! (every kind that has one: a forced unlock, and a release by whoever took
 //! the lock after an expiry, publish there) and, when
 //! [`Config::keyspace_notifications`](crate::Config::keyspace_notifications)
 //! is on, the key's keyspace channel. So every guard hears such a loss
-//! within a round trip, whether or not its `lost()` is awaited:
-//! `is_lost()` turns true by itself.
+//! within a round trip (one in its first moments, when the watch starts),
+//! whether or not its `lost()` is awaited: `is_lost()` turns true by
+//! itself. One service task per client ([`run`]) starts the watches that
+//! are due; a hold released before then costs no subscription, no check
+//! and no task.
 //!
 //! A watcher shares the channel's subscription without being counted as a
 //! waiter. It checks the hold (`HEXISTS`) once its subscription is active,

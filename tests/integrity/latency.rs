@@ -1,13 +1,18 @@
-//! How long `lost()` takes to fire after a hold is removed, per kind ×
-//! cause × how the client listens (RELIABILITY.md, *Hearing a loss*). A
-//! measurement, not a check: it prints a table.
+//! How long a guard takes to know it lost its hold after the hold is
+//! removed, per kind × cause × how the client listens and how the guard
+//! hears (`lost()` awaited, `is_lost()` polled, async or blocking)
+//! (RELIABILITY.md, *Hearing a loss*). A measurement, not a check: it
+//! prints a table.
 //!
 //! `cargo test --release --test integrity -- --ignored loss_latency_table --nocapture`
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use fred::prelude::*;
-use redisson_lock::{AnyKind, Client, Lock};
+use redisson_lock::blocking::BlockingClient;
+use redisson_lock::{AnyKind, Client, Lock, LockGuard};
 use tokio::time::Instant;
 
 use crate::common::java::{Peer, Steps, Topology};
@@ -23,6 +28,9 @@ const CHECK: Duration = Duration::from_millis(100);
 
 #[derive(Clone, Copy, PartialEq)]
 enum Listening {
+    /// The default `Config`.
+    Default,
+    /// A 3 s watchdog.
     Plain,
     Keyspace,
     HoldCheck,
@@ -56,29 +64,78 @@ fn java_kind(kind: &str) -> &str {
     }
 }
 
-/// Remove the hold of `lock` (held by `guard`) by `cause`, with `lost()`
-/// awaited; how long until it fired.
+/// How the guard learns of the loss.
+#[derive(Clone, Copy, PartialEq)]
+enum Hearing {
+    /// `lost()` awaited.
+    Awaited,
+    /// `is_lost()` polled every millisecond, `lost()` never awaited.
+    Polled,
+    /// A blocking guard (`BlockingClient`, on a thread of its own) polling
+    /// `is_lost()` every millisecond.
+    Blocking,
+}
+
+/// Take `lock` (of `kind`, on `blocking` for [`Hearing::Blocking`]),
+/// remove the hold by `cause` and return how long until the guard knew, at
+/// most `within`.
+#[allow(clippy::too_many_arguments)]
 async fn measure(
     client_other: &Client,
     raw: &fred::clients::Client,
     java: Option<&mut Peer>,
     kind: &str,
     lock: &Lock<AnyKind>,
-    listening: Listening,
+    blocking: Option<&Arc<BlockingClient>>,
+    (listening, hearing): (Listening, Hearing),
     cause: Cause,
+    within: Duration,
 ) -> Option<Duration> {
     let key = lock.name().to_owned();
-    let guard = lock.lock().await.unwrap();
-    let lost = tokio::spawn(guard.lost());
-    // Let the watchers settle: the release-channel watcher (kinds with one)
-    // and the keyspace watcher.
+    enum Held {
+        Async(LockGuard<AnyKind>),
+        Blocking(tokio::sync::oneshot::Receiver<Option<std::time::Instant>>),
+    }
+    let held = match (hearing, blocking) {
+        (Hearing::Blocking, Some(client)) => {
+            // A plain thread, as blocking code runs (not one of the
+            // runtime's, where the blocking API refuses to block).
+            let (client, lock) = (client.clone(), lock.clone());
+            let (taken, is_taken) = tokio::sync::oneshot::channel();
+            let (lost_at, polling) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                let guard = client.wrap(lock).lock().unwrap();
+                let _ = taken.send(());
+                let deadline = std::time::Instant::now() + within + Duration::from_secs(1);
+                let mut at = None;
+                while std::time::Instant::now() < deadline {
+                    if guard.is_lost() {
+                        at = Some(std::time::Instant::now());
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                drop(guard);
+                let _ = lost_at.send(at);
+            });
+            is_taken.await.unwrap();
+            Held::Blocking(polling)
+        }
+        _ => Held::Async(lock.lock().await.unwrap()),
+    };
+    let lost = match &held {
+        Held::Async(guard) if hearing == Hearing::Awaited => Some(tokio::spawn(guard.lost())),
+        _ => None,
+    };
+    // Let the watchers settle: the hold's watch (10 ms after it starts) and
+    // the keyspace watcher.
     if listening == Listening::Keyspace {
         while numsub(raw, &keyspace(&key)).await < 1 {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let start = Instant::now();
+    let start = std::time::Instant::now();
     match cause {
         Cause::Del => {
             let _: i64 = raw.del(&key).await.unwrap();
@@ -100,10 +157,28 @@ async fn measure(
             java.ok("t1", &format!("forceunlock {obj}")).await;
         }
     }
-    let within = WATCHDOG * 2;
-    let fired = tokio::time::timeout(within, lost).await.ok();
-    drop(guard);
-    fired.map(|_| start.elapsed())
+    let at = match (held, lost) {
+        (Held::Async(guard), Some(lost)) => {
+            let fired = tokio::time::timeout(within, lost).await.ok();
+            drop(guard);
+            fired.map(|_| std::time::Instant::now())
+        }
+        (Held::Async(guard), None) => {
+            let deadline = Instant::now() + within;
+            let mut at = None;
+            while Instant::now() < deadline {
+                if guard.is_lost() {
+                    at = Some(std::time::Instant::now());
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            drop(guard);
+            at
+        }
+        (Held::Blocking(polling), _) => polling.await.ok().flatten(),
+    };
+    at.map(|at| at.saturating_duration_since(start))
 }
 
 /// The base name `every_kind` suffixed to make `key`.
@@ -132,10 +207,33 @@ async fn loss_latency_table() {
         ),
         None => None,
     };
-    let modes = [
-        (Listening::Plain, "plain"),
-        (Listening::Keyspace, "keyspace notifications"),
-        (Listening::HoldCheck, "hold check 100 ms"),
+    // The default `Config` (30 s watchdog: renewals every 10 s) first, as
+    // a guard hears a loss async and blocking, `lost()` awaited or
+    // `is_lost()` polled; then a 3 s watchdog with `lost()` awaited, and the
+    // two ways of listening for more.
+    let columns = [
+        (
+            Listening::Default,
+            Hearing::Awaited,
+            "default: lost() awaited",
+        ),
+        (
+            Listening::Default,
+            Hearing::Polled,
+            "default: is_lost() polled",
+        ),
+        (
+            Listening::Default,
+            Hearing::Blocking,
+            "default: blocking, is_lost() polled",
+        ),
+        (Listening::Plain, Hearing::Awaited, "watchdog 3 s"),
+        (
+            Listening::Keyspace,
+            Hearing::Awaited,
+            "keyspace notifications",
+        ),
+        (Listening::HoldCheck, Hearing::Awaited, "hold check 100 ms"),
     ];
     let causes = [
         Cause::Del,
@@ -143,47 +241,79 @@ async fn loss_latency_table() {
         Cause::RustForceUnlock,
         Cause::JavaForceUnlock,
     ];
-    println!("| kind | removal | {} |", modes.map(|(_, m)| m).join(" | "));
-    println!("|---|---|{}", "---:|".repeat(modes.len()));
+    println!(
+        "| kind | removal | {} |",
+        columns.map(|(_, _, c)| c).join(" | ")
+    );
+    println!("|---|---|{}", "---:|".repeat(columns.len()));
+    let url = server.url.clone();
+    let blocking = std::thread::spawn(move || Arc::new(BlockingClient::from_url(&url).unwrap()))
+        .join()
+        .unwrap();
     let mut clients = Vec::new();
-    for (mode, _) in modes {
-        let client = server
-            .client_with(|c| {
-                let c = c.lock_watchdog_timeout(WATCHDOG);
-                match mode {
-                    Listening::Plain => c,
-                    Listening::Keyspace => c.keyspace_notifications(true),
-                    Listening::HoldCheck => c.hold_check_interval(CHECK),
-                }
-            })
-            .await;
-        clients.push((mode, client));
+    for (listening, hearing, _) in columns {
+        let client = match listening {
+            Listening::Default if hearing == Hearing::Blocking => blocking.client().clone(),
+            Listening::Default => server.client().await,
+            _ => {
+                server
+                    .client_with(|c| {
+                        let c = c.lock_watchdog_timeout(WATCHDOG);
+                        match listening {
+                            Listening::Keyspace => c.keyspace_notifications(true),
+                            Listening::HoldCheck => c.hold_check_interval(CHECK),
+                            _ => c,
+                        }
+                    })
+                    .await
+            }
+        };
+        clients.push((listening, hearing, client));
     }
     for kind in ["lock", "fair", "read", "write", "spin", "fenced"] {
         for cause in causes {
             let mut cells = Vec::new();
-            for (mode, client) in &clients {
+            for (listening, hearing, client) in &clients {
                 let name = unique("latency");
                 let lock = every_kind(client, &name)
                     .into_iter()
                     .find(|(k, _)| *k == kind)
                     .unwrap()
                     .1;
-                let took = measure(&other, &raw, java.as_mut(), kind, &lock, *mode, cause).await;
+                // The next renewal is a third of the watchdog away.
+                let within = match listening {
+                    Listening::Default => Duration::from_secs(12),
+                    _ => WATCHDOG * 2,
+                };
+                let took = measure(
+                    &other,
+                    &raw,
+                    java.as_mut(),
+                    kind,
+                    &lock,
+                    Some(&blocking),
+                    (*listening, *hearing),
+                    cause,
+                    within,
+                )
+                .await;
                 cells.push(match took {
                     Some(d) if d < Duration::from_millis(10) => {
                         format!("{:.1} ms", d.as_secs_f64() * 1000.0)
                     }
-                    Some(d) => format!("{} ms", d.as_millis()),
+                    Some(d) if d < Duration::from_secs(1) => format!("{} ms", d.as_millis()),
+                    Some(d) => format!("{:.1} s", d.as_secs_f64()),
                     None if cause == Cause::JavaForceUnlock && java.is_none() => {
                         "(no Java)".to_owned()
                     }
-                    None => format!("> {} s", (WATCHDOG * 2).as_secs()),
+                    None => format!("> {} s", within.as_secs()),
                 });
             }
             println!("| {kind} | {} | {} |", cause.label(), cells.join(" | "));
         }
     }
+    drop(clients);
+    std::thread::spawn(move || drop(blocking)).join().unwrap();
 }
 
 /// What the hold check costs the server for 10 000 holds: the script calls

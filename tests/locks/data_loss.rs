@@ -113,7 +113,11 @@ async fn semaphores_across_an_empty_restart() {
     assert!(sem.try_set_permits(2).await.unwrap());
     let before = sem.acquire(1).await.unwrap();
     server.restart();
-    assert_eq!(sem.available_permits().await.unwrap(), 0, "the count is gone");
+    assert_eq!(
+        sem.available_permits().await.unwrap(),
+        0,
+        "the count is gone"
+    );
     assert!(sem.try_set_permits(2).await.unwrap(), "set again");
     before.release().await.unwrap();
     assert_eq!(
@@ -127,10 +131,17 @@ async fn semaphores_across_an_empty_restart() {
     assert!(sem.try_set_permits(2).await.unwrap());
     let before = sem.acquire(1).await.unwrap();
     server.restart();
-    assert_eq!(sem.available_permits().await.unwrap(), 0, "the count is gone");
+    assert_eq!(
+        sem.available_permits().await.unwrap(),
+        0,
+        "the count is gone"
+    );
     before.release().await.unwrap();
     assert_eq!(sem.available_permits().await.unwrap(), 1);
-    assert!(!sem.try_set_permits(2).await.unwrap(), "already set by the give-back");
+    assert!(
+        !sem.try_set_permits(2).await.unwrap(),
+        "already set by the give-back"
+    );
 
     // RPermitExpirableSemaphore set again: the old holder's release writes
     // nothing, the count stays as set.
@@ -142,7 +153,11 @@ async fn semaphores_across_an_empty_restart() {
     server.restart();
     // (A read first: it is retried while the client reconnects; a write is
     // sent once.)
-    assert_eq!(pes.available_permits().await.unwrap(), 0, "the count is gone");
+    assert_eq!(
+        pes.available_permits().await.unwrap(),
+        0,
+        "the count is gone"
+    );
     assert!(pes.try_set_permits(2).await.unwrap(), "set again");
     assert_eq!(pes.available_permits().await.unwrap(), 2);
     let released = before.release().await.unwrap();

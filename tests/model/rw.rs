@@ -42,6 +42,15 @@ pub enum Op {
     Unlock {
         g: usize,
     },
+    /// `join!` of a guard's `unlock()` and a `try_lock(lease)` of the same
+    /// half by the same owner, the take polled first if `take_first`
+    /// (issue 34): either order Redis may run is accepted, the one its state
+    /// shows is kept.
+    UnlockRetake {
+        g: usize,
+        lease: Lease,
+        take_first: bool,
+    },
     /// `with_owner(o).unlock()` of `half` (a Java owner: `unlock()`).
     OwnerUnlock {
         o: usize,
@@ -109,6 +118,20 @@ impl fmt::Debug for Op {
             }
             Op::Reenter { g } => write!(f, "guard[-{}].reenter()", g + 1),
             Op::Unlock { g } => write!(f, "guard[-{}].unlock()", g + 1),
+            Op::UnlockRetake {
+                g,
+                lease,
+                take_first,
+            } => {
+                let (a, b) = (
+                    format!("guard[-{}].unlock()", g + 1),
+                    format!("its_owner.try_lock(lease={lease})"),
+                );
+                match take_first {
+                    false => write!(f, "join!({a}, {b})"),
+                    true => write!(f, "join!({b}, {a})"),
+                }
+            }
             Op::OwnerUnlock { o, half } => write!(f, "{}.{}.unlock()", who(o), h(half)),
             Op::Forget { g } => write!(f, "guard[-{}].forget()", g + 1),
             Op::Extend { g, lease } => write!(f, "guard[-{}].extend({lease})", g + 1),
@@ -131,6 +154,8 @@ pub fn strategy_for(owners: usize) -> impl Strategy<Value = Vec<Op>> {
             .prop_map(|(o, half, wait, lease)| Op::Acquire { o, half, wait, lease }),
         2 => g.clone().prop_map(|g| Op::Reenter { g }),
         4 => g.clone().prop_map(|g| Op::Unlock { g }),
+        2 => (g.clone(), Lease::strategy(), any::<bool>())
+            .prop_map(|(g, lease, take_first)| Op::UnlockRetake { g, lease, take_first }),
         2 => (o.clone(), half.clone()).prop_map(|(o, half)| Op::OwnerUnlock { o, half }),
         1 => g.clone().prop_map(|g| Op::Forget { g }),
         2 => (g.clone(), Lease::explicit()).prop_map(|(g, lease)| Op::Extend { g, lease }),
@@ -155,6 +180,7 @@ enum Mode {
 /// An unlock found no `mode` (the hash is gone).
 struct NoMode;
 
+#[derive(Clone)]
 struct Model {
     mode: Option<Mode>,
     writer: Option<(usize, u32)>,
@@ -494,7 +520,12 @@ impl Model {
         if half == Half::Read {
             let c = self.readers[o] as usize;
             for k in self.tkeys[o].iter_mut().take(c).flatten() {
-                *k = k.max(e);
+                // A key whose own time may have run out before the extend
+                // ran (a short-leased key of a renewed owner, which a
+                // renewal keeps only if one came in time) is either gone,
+                // as `PEXPIRE` of a missing key does nothing, or extended;
+                // the next read of the state tells (`learn`).
+                *k = if k.lo <= t1 { k.either(e) } else { k.max(e) };
             }
         }
         self.n = self.n.max(e);
@@ -788,6 +819,21 @@ impl<'a> Case<'a> {
                     (out_of(real, |()| Out::Released), model)
                 }
             },
+            Op::UnlockRetake {
+                g,
+                lease,
+                take_first,
+            } => {
+                let Some(g) = self.m.g.pick(g, |guard| guard.state == GState::Live) else {
+                    step.record(op, "n/a (no guard)");
+                    return Ok(None);
+                };
+                let (o, half) = self.resolve(g);
+                return Ok(Some(
+                    self.unlock_retake(g, o, half, lease.get(), take_first, t0)
+                        .await,
+                ));
+            }
             Op::OwnerUnlock { o, half } => self.owner_unlock(o, half, t0).await,
             Op::Forget { g } => {
                 let Some(g) = self.m.g.pick(g, |guard| guard.state == GState::Live) else {
@@ -910,6 +956,110 @@ impl<'a> Case<'a> {
         Ok(Some(out))
     }
 
+    /// [`Op::UnlockRetake`] of guard `g` of owner `o`'s `half`, sent at
+    /// `t0`.
+    async fn unlock_retake(
+        &mut self,
+        g: usize,
+        o: usize,
+        half: Half,
+        lease: Option<Duration>,
+        take_first: bool,
+        t0: Instant,
+    ) -> (Out, Out) {
+        let old = self.reals.take(g);
+        let unlock = async move {
+            match old {
+                Some(guard) => out_of(guard.unlock().await, |()| Out::Released),
+                None => Out::Other("no real guard".into()),
+            }
+        };
+        let (read, write) = (self.h.read[o].clone(), self.h.write[o].clone());
+        let take = async move {
+            let got = match half {
+                Half::Read => read
+                    .try_lock_for(Duration::ZERO, lease)
+                    .await
+                    .map(|g| g.map(Real::Read)),
+                _ => write
+                    .try_lock_for(Duration::ZERO, lease)
+                    .await
+                    .map(|g| g.map(Real::Write)),
+            };
+            match got {
+                Ok(Some(g)) => (Out::Acquired(None), Some(g)),
+                r => (out_of(r, |_| Out::Busy), None),
+            }
+        };
+        let (unlocked_real, (taken_real, guard)) = if take_first {
+            let (t, u) = tokio::join!(take, unlock);
+            (u, t)
+        } else {
+            tokio::join!(unlock, take)
+        };
+        let t1 = Instant::now();
+        // Either order is a linearization: the model runs each on a copy.
+        let orders = [false, true].map(|retake_first| {
+            let mut m = self.m.clone();
+            let take = |m: &mut Model| match m.acquire(o, half, lease, t0, t1) {
+                Ok((c, conf)) => {
+                    m.g.acquired((o, half), c, lease, conf);
+                    (Out::Acquired(None), true)
+                }
+                Err(e) => (e, false),
+            };
+            let unlock = |m: &mut Model| match m.g.releasing(g) {
+                None => Out::NotHeld,
+                t => {
+                    let need = m.need(half, t, t0, t1);
+                    let (reply, out) = m.unlock(o, half, t0, t1, false, need);
+                    m.g.replied(t, reply);
+                    out
+                }
+            };
+            let (unlocked, (taken, acquired)) = if retake_first {
+                let t = take(&mut m);
+                (unlock(&mut m), t)
+            } else {
+                let u = unlock(&mut m);
+                (u, take(&mut m))
+            };
+            (m, unlocked, taken, acquired)
+        });
+        // The order whose replies are the real ones; of two such, the one
+        // whose state (hash, `N`'s expiry, the timeout keys) Redis shows.
+        let state = read_state(self.env, self.name).await.ok();
+        let matching =
+            |(_, u, t, _): &(Model, Out, Out, bool)| *u == unlocked_real && *t == taken_real;
+        let (env, name) = (self.env, self.name);
+        let shown = |(m, ..): &(Model, Out, Out, bool)| {
+            state
+                .as_ref()
+                .is_some_and(|s| differences(env, name, m, s).is_ok())
+        };
+        let chosen = orders
+            .iter()
+            .position(|c| matching(c) && shown(c))
+            .or_else(|| orders.iter().position(matching))
+            .unwrap_or(usize::from(take_first));
+        let [a, b] = orders;
+        let (m, unlocked, taken, acquired) = if chosen == 0 { a } else { b };
+        self.m = m;
+        if acquired {
+            let newest = self.m.g.guards.len() - 1;
+            match guard {
+                Some(guard) => self.reals.set(newest, guard),
+                None => self.reals.reserve(newest),
+            }
+        } else {
+            self.strays.extend(guard);
+        }
+        (
+            Out::Pair(Box::new(unlocked_real), Box::new(taken_real)),
+            Out::Pair(Box::new(unlocked), Box::new(taken)),
+        )
+    }
+
     /// `with_owner(o).unlock()` of `half` (Rust) or Java's `unlock()`.
     async fn owner_unlock(&mut self, o: usize, half: Half, t0: Instant) -> (Out, Out) {
         let java = java::slot(o).is_some();
@@ -937,55 +1087,69 @@ impl<'a> Case<'a> {
     }
 
     fn check_state(&self, step: &mut Step<'_>, s: &State) -> StepResult<()> {
-        let (env, name, m) = (self.env, self.name, &self.m);
-        let mut hash = BTreeMap::new();
-        if let Some(mode) = m.mode {
-            let mode = if mode == Mode::Read { "read" } else { "write" };
-            hash.insert("mode".to_owned(), mode.to_owned());
-            for (o, &c) in m.readers.iter().enumerate() {
-                if c > 0 {
-                    hash.insert(env.field(o), c.to_string());
-                }
-            }
-            if let Some((w, c)) = m.writer {
-                hash.insert(format!("{}:write", env.field(w)), c.to_string());
-            }
+        match differences(self.env, self.name, &self.m, s) {
+            Ok(()) => Ok(()),
+            Err(why) => step.mismatch(why),
         }
-        step.expect("HGETALL N", s.hash.clone(), hash)?;
-        if m.mode.is_none() {
-            step.expect("PTTL N", s.pttl, -2)?;
-        } else if !m.n.fits(m.renewing_n(), s.pttl, s.r.0, s.r.1) {
-            step.mismatch(format!(
-                "PTTL N: real {}, model {}",
-                s.pttl,
-                window_str(m.n.at(m.renewing_n(), s.r.1), s.r.0)
-            ))?;
-        }
-        let mut expected = BTreeMap::new();
-        for (o, keys) in m.tkeys.iter().enumerate() {
-            for (i, k) in keys.iter().enumerate() {
-                if let Some(e) = k {
-                    expected.insert(timeout_key(env, name, o, i + 1), (*e, m.renewing_keys(o)));
-                }
-            }
-        }
-        let real: Vec<&String> = s.tkeys.keys().collect();
-        let want: Vec<&String> = expected.keys().collect();
-        step.expect("reader timeout keys", real, want)?;
-        for (k, (e, renewing)) in &expected {
-            let pttl = s.tkeys[k];
-            // Listed, then expired before its PTTL was read: Redis allows
-            // that once the key's expiry window has begun.
-            let expired_since_listed = pttl == -2 && e.may_have_expired(*renewing, s.r.1);
-            if !expired_since_listed && !e.fits(*renewing, pttl, s.r.0, s.r.1) {
-                step.mismatch(format!(
-                    "PTTL {k}: real {pttl}, model {}",
-                    window_str(e.at(*renewing, s.r.1), s.r.0)
-                ))?;
-            }
-        }
-        Ok(())
     }
+}
+
+/// The first way Redis's state `s` differs from the model `m`, if any.
+fn differences(env: &Env, name: &str, m: &Model, s: &State) -> Result<(), String> {
+    let expect = |what: &str, real: &dyn fmt::Debug, model: &dyn fmt::Debug, same: bool| {
+        if same {
+            Ok(())
+        } else {
+            Err(format!("{what}: real {real:?}, model {model:?}"))
+        }
+    };
+    let mut hash = BTreeMap::new();
+    if let Some(mode) = m.mode {
+        let mode = if mode == Mode::Read { "read" } else { "write" };
+        hash.insert("mode".to_owned(), mode.to_owned());
+        for (o, &c) in m.readers.iter().enumerate() {
+            if c > 0 {
+                hash.insert(env.field(o), c.to_string());
+            }
+        }
+        if let Some((w, c)) = m.writer {
+            hash.insert(format!("{}:write", env.field(w)), c.to_string());
+        }
+    }
+    expect("HGETALL N", &s.hash, &hash, s.hash == hash)?;
+    if m.mode.is_none() {
+        expect("PTTL N", &s.pttl, &-2, s.pttl == -2)?;
+    } else if !m.n.fits(m.renewing_n(), s.pttl, s.r.0, s.r.1) {
+        return Err(format!(
+            "PTTL N: real {}, model {}",
+            s.pttl,
+            window_str(m.n.at(m.renewing_n(), s.r.1), s.r.0)
+        ));
+    }
+    let mut expected = BTreeMap::new();
+    for (o, keys) in m.tkeys.iter().enumerate() {
+        for (i, k) in keys.iter().enumerate() {
+            if let Some(e) = k {
+                expected.insert(timeout_key(env, name, o, i + 1), (*e, m.renewing_keys(o)));
+            }
+        }
+    }
+    let real: Vec<&String> = s.tkeys.keys().collect();
+    let want: Vec<&String> = expected.keys().collect();
+    expect("reader timeout keys", &real, &want, real == want)?;
+    for (k, (e, renewing)) in &expected {
+        let pttl = s.tkeys[k];
+        // Listed, then expired before its PTTL was read: Redis allows
+        // that once the key's expiry window has begun.
+        let expired_since_listed = pttl == -2 && e.may_have_expired(*renewing, s.r.1);
+        if !expired_since_listed && !e.fits(*renewing, pttl, s.r.0, s.r.1) {
+            return Err(format!(
+                "PTTL {k}: real {pttl}, model {}",
+                window_str(e.at(*renewing, s.r.1), s.r.0)
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn timeout_key(env: &Env, name: &str, o: usize, k: usize) -> String {
