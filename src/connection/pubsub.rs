@@ -143,7 +143,8 @@ impl Hub {
 
     /// Join `channel` as a watcher: woken through
     /// [`Subscription::any_message`] by every message, never counted or
-    /// woken as a waiter. A keyspace channel (`__keyspace@<db>__:<key>`) is
+    /// woken as a waiter. It waits for the subscription without a time
+    /// limit (it fails only if the server refuses it or the hub stops). A keyspace channel (`__keyspace@<db>__:<key>`) is
     /// subscribed on the node that holds the key, and wakes its watchers
     /// only for events that can remove the key or a field of it.
     pub(crate) async fn watch(&self, channel: &str) -> Result<Subscription> {
@@ -197,11 +198,15 @@ impl Hub {
             let _ = self.shared.ops.send(Op::Subscribe(channel.to_owned()));
         }
         let mut ready = subscription.entry.ready.subscribe();
-        let outcome = tokio::time::timeout(
-            self.shared.timeout,
-            ready.wait_for(|r| !matches!(r, Ready::Pending)),
-        )
-        .await;
+        let settled = ready.wait_for(|r| !matches!(r, Ready::Pending));
+        // A watcher is background work nobody waits on: it waits for its
+        // subscription as long as the queue of them takes (many holds taken
+        // at once), rather than give up and queue it again.
+        let outcome = if watcher {
+            Ok(settled.await)
+        } else {
+            tokio::time::timeout(self.shared.timeout, settled).await
+        };
         match outcome {
             Err(_) => Err(Error::Timeout(self.shared.timeout)),
             Ok(Err(_)) => Err(Error::connection("pub/sub hub stopped")),

@@ -237,3 +237,74 @@ fn release_channel(kind: &str, key: &str) -> String {
         _ => format!("redisson_lock__channel:{{{key}}}"),
     }
 }
+
+/// Many holds taken at once (2 000 names on one client) are all watched:
+/// every lock's channel gets its subscription (queued on the client's one
+/// pub/sub connection, each watch waiting its turn), a forced unlock of any
+/// of them is heard within a round trip, and releasing them all leaves no
+/// subscription behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_holds_are_all_watched() {
+    use futures::StreamExt;
+    const HOLDS: usize = 2_000;
+    let server = Server::private();
+    let client = server.client().await;
+    let other = server.client().await;
+    let raw = server.raw().await;
+    let prefix = unique("many-watched");
+    let guards: Vec<_> = futures::stream::iter(0..HOLDS)
+        .map(|i| {
+            let lock = client.lock(&format!("{prefix}:{i}")).unwrap();
+            async move { lock.lock().await.unwrap() }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    let pattern = format!("redisson_lock__channel:{{{prefix}:*");
+    let channels = || {
+        let (raw, pattern) = (raw.clone(), pattern.clone());
+        async move {
+            let listed: Vec<String> = raw
+                .custom(fred::cmd!("PUBSUB"), vec!["CHANNELS", pattern.as_str()])
+                .await
+                .unwrap();
+            listed.len()
+        }
+    };
+    let started = tokio::time::Instant::now();
+    while channels().await < HOLDS {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{} of {HOLDS} watched after 30 s",
+            channels().await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!(
+        "{HOLDS} holds watched {:?} after the last was taken",
+        started.elapsed()
+    );
+    let victim = &guards[HOLDS / 2];
+    assert!(other
+        .lock(victim.name())
+        .unwrap()
+        .force_unlock()
+        .await
+        .unwrap());
+    let (after, reason) = told_after(victim, HEARD, "one of many").await;
+    assert_eq!(reason, LostReason::Gone);
+    println!("forced unlock of one of {HOLDS} heard after {after:?}");
+    assert_eq!(guards.iter().filter(|g| g.is_lost()).count(), 1);
+    for guard in guards {
+        drop(guard);
+    }
+    let started = tokio::time::Instant::now();
+    while channels().await > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{} subscriptions left 30 s after the release",
+            channels().await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -277,6 +277,11 @@ impl Guards {
             if let Some(&newest) = live.last() {
                 self.guards[newest].state = GState::Taken;
             }
+        } else if let Some(forgotten) = (0..self.guards.len())
+            .find(|&g| self.guards[g].tenure == t && self.guards[g].state == GState::Forgotten)
+        {
+            // The hold it takes is a forgotten one: no longer counted.
+            self.guards[forgotten].state = GState::Released;
         }
         Some(t)
     }
@@ -313,10 +318,12 @@ impl Guards {
                 let w = Ttl::set(WATCHDOG, t0, t1 + Duration::from_millis(1));
                 (w, w)
             } else {
+                // Sent from when the client computes it, at least 1 ms:
+                // an end already past becomes "now".
                 (
                     Ttl {
-                        lo: g.own.lo,
-                        hi: g.own.hi + slack,
+                        lo: g.own.lo.max(t0),
+                        hi: g.own.hi.max(t1) + slack,
                     },
                     g.own,
                 )
@@ -326,6 +333,8 @@ impl Guards {
         }
         let tenure = &mut self.tenures[t];
         tenure.exp = tenure.exp.min(own?);
+        // Lowered to a time already past: its guards are lost now.
+        self.flip(t1);
         need
     }
 
