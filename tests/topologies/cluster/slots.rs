@@ -44,7 +44,8 @@ pub async fn auto_mode(cluster: &Cluster, sharded: bool) {
         until(
             &format!("a subscriber by {used}"),
             Duration::from_secs(5),
-            || async { (cluster.count(used, &channel).await == 1).then_some(()) },
+            // The waiter's client, and the holder's (its hold's watch).
+            || async { (cluster.count(used, &channel).await == 2).then_some(()) },
         )
         .await;
         assert_eq!(cluster.count(unused, &channel).await, 0, "none by {unused}");
@@ -350,8 +351,8 @@ pub async fn keyspace_notifications_on_every_master(cluster: &Cluster, sharded: 
             )
             .await;
             let _: i64 = raw.del(&name).await.unwrap();
-            // Not `lost()`: awaiting it would also check the hold on its
-            // own; this is the registry hearing the event.
+            // Not `lost()` (the registry's signal either way): the guard's
+            // own view, as a blocking job would poll it.
             until("the DEL heard", Duration::from_secs(1), || async {
                 guard.is_lost().then_some(())
             })
