@@ -60,6 +60,10 @@ pub async fn read_write(version: &str) {
     s.subscribed(&format!("redisson_rwlock:{{{name}}}"), 1)
         .await;
     let (_, reading) = s.java_waits_beside("read", &name, 1).await;
+    // Redisson's reader wakes on "1" only once parked on its latch, a moment
+    // after its second try: a round trip through the JVM (thread t1, free)
+    // gives t2 that moment before the unlock publishes.
+    s.java.ok("t1", "ping").await;
     wg.unlock().await.unwrap();
     let what = "java reader after rust write unlock";
     java_woken(&s.steps, reading, what, Instant::now()).await;
