@@ -93,7 +93,7 @@ impl Client {
         }));
         let id = config.client_id.unwrap_or_else(Uuid::new_v4);
         let env = ScriptEnv::new(&config, id.hyphenated().to_string(), commands.publish());
-        let watches = Arc::new(crate::engine::watch::Watches::default());
+        let watches = Arc::new(crate::engine::watches::Watches::default());
         let inner = Arc::new(Inner {
             id,
             config,

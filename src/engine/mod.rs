@@ -13,3 +13,4 @@ pub(crate) mod script_env;
 pub(crate) mod shared;
 pub(crate) mod unlock;
 pub(crate) mod watch;
+pub(crate) mod watches;

@@ -28,7 +28,7 @@ pub(crate) struct Inner {
     pub(crate) env: ScriptEnv,
     pub(crate) holds: Arc<Holds>,
     /// The tenures whose watch is yet to start ([`crate::engine::watch`]).
-    pub(crate) watches: Arc<crate::engine::watch::Watches>,
+    pub(crate) watches: Arc<crate::engine::watches::Watches>,
     pub(crate) runtime: Handle,
     /// Background work finishing what callers started (releases, queue
     /// leaves), which a shutdown waits for.

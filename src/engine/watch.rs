@@ -21,56 +21,18 @@
 //! being released: that release's own message wakes it). It tells the
 //! registry when the field is gone.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use fred::interfaces::HashesInterface;
-use parking_lot::Mutex;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::base::error::Result;
 use crate::engine::registry::Watched;
 use crate::engine::shared::Inner;
-
-/// How long after a tenure starts its watch begins. Short holds (most
-/// critical sections) then cost nothing: no subscription, no check, no
-/// task; a loss in a hold's first moments is heard this much later (the
-/// check when the watch starts finds it), any later one within a round
-/// trip.
-pub(crate) const SETTLE: Duration = Duration::from_millis(10);
-
-/// The watch service wakes at most once per this, starting every watch
-/// that is due: a watch starts between [`SETTLE`] and `SETTLE + GRAIN`
-/// after its tenure.
-const GRAIN: Duration = Duration::from_millis(5);
-
-/// One tenure to watch: `field`'s hold of the lock `name`, in tenure
-/// `tenure`, taken by a command sent at `sent_at`.
-pub(crate) struct Tenure {
-    pub name: String,
-    pub field: String,
-    pub tenure: u64,
-    pub sent_at: Instant,
-}
-
-/// A tenure whose watch is due at `at`, on `channels` (each with what a
-/// loss heard there is reported as).
-struct Due {
-    at: Instant,
-    tenure: Tenure,
-    channels: Vec<(String, &'static str)>,
-}
-
-/// The tenures waiting for their watch to start, oldest first (they are
-/// all due [`SETTLE`] after they start), for the client's watch service.
-#[derive(Default)]
-pub(crate) struct Watches {
-    queue: Mutex<VecDeque<Due>>,
-    /// Told when the queue stops being empty.
-    queued: Notify,
-}
+use crate::engine::watches::{Due, GRAIN, SETTLE};
+pub(crate) use crate::engine::watches::{Tenure, Watches};
 
 /// Schedule the watch of `tenure`, which started at `sent_at`, on its lock's
 /// release channel (if the kind has one) and keyspace channel (if the
@@ -93,11 +55,7 @@ pub(crate) fn schedule(inner: &Inner, tenure: Tenure, release_channel: Option<&s
         tenure,
         channels,
     };
-    let mut queue = inner.watches.queue.lock();
-    queue.push_back(due);
-    if queue.len() == 1 {
-        inner.watches.queued.notify_one();
-    }
+    inner.watches.push(due);
 }
 
 /// The client's watch service: starts each queued tenure's watch when it is
@@ -111,11 +69,11 @@ pub(crate) async fn run(
     let mut woke = Instant::now();
     loop {
         // At most one wake-up per `GRAIN`, however many tenures start.
-        let next = watches.queue.lock().front().map(|d| d.at.max(woke + GRAIN));
+        let next = watches.next_at().map(|at| at.max(woke + GRAIN));
         let wait = async {
             match next {
                 Some(at) => tokio::time::sleep_until(at).await,
-                None => watches.queued.notified().await,
+                None => watches.queued().await,
             }
         };
         tokio::select! {
@@ -127,11 +85,7 @@ pub(crate) async fn run(
         }
         let now = Instant::now();
         woke = now;
-        let due: Vec<Due> = {
-            let mut queue = watches.queue.lock();
-            let n = queue.iter().take_while(|d| d.at <= now).count();
-            queue.drain(..n).collect()
-        };
+        let due = watches.due(now);
         if due.is_empty() {
             continue;
         }
