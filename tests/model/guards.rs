@@ -151,6 +151,20 @@ impl Guards {
         self.current(field).is_some_and(|t| self.renewing(t))
     }
 
+    /// Whether live guard `g`'s real twin shows the `expires_at()` the model
+    /// allows it (`None` while renewed, else within its tenure's window).
+    pub fn shows(&self, g: usize, real: &Real) -> bool {
+        let t = self.guards[g].tenure;
+        let ms = Duration::from_millis(1);
+        match real.expires_at() {
+            None => self.renewing(t),
+            Some(e) => {
+                let w = self.tenures[t].exp;
+                !self.renewing(t) && e + ms >= w.lo && e <= w.hi + ms
+            }
+        }
+    }
+
     /// The renewed tenures, to compare before and after a step.
     pub fn renewing_now(&self) -> Vec<bool> {
         (0..self.tenures.len()).map(|t| self.renewing(t)).collect()

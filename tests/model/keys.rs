@@ -17,6 +17,16 @@ use std::time::{Duration, Instant};
 
 use super::{Exp, MARGIN, RENEW_SLACK, WATCHDOG};
 
+/// How far a `PTTL` may lie outside a window, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slack {
+    /// None: to tell apart two orders of a step whose windows both fit
+    /// with rounding.
+    Strict = 0,
+    /// Redis's and the clock's rounding: what every check allows.
+    Rounding = 3,
+}
+
 /// When a key expires unless touched again: somewhere in `[lo, hi]`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ttl {
@@ -103,9 +113,23 @@ impl Ttl {
     /// Whether a real `PTTL` read between `r0` and `r1` fits (`0`: the
     /// key is in its last millisecond, where its window allows that).
     pub fn fits(self, renewing: bool, pttl: i64, r0: Instant, r1: Instant) -> bool {
+        self.fits_by(renewing, pttl, r0, r1, Slack::Rounding)
+    }
+
+    /// [`fits`](Self::fits), with `slack` for Redis's and the clock's
+    /// rounding.
+    pub fn fits_by(
+        self,
+        renewing: bool,
+        pttl: i64,
+        r0: Instant,
+        r1: Instant,
+        slack: Slack,
+    ) -> bool {
+        let slack = slack as i64;
         let w = self.at(renewing, r1);
-        let low = w.lo.saturating_duration_since(r1).as_millis() as i64 - 3;
-        let high = w.hi.saturating_duration_since(r0).as_millis() as i64 + 3;
+        let low = w.lo.saturating_duration_since(r1).as_millis() as i64 - slack;
+        let high = w.hi.saturating_duration_since(r0).as_millis() as i64 + slack;
         pttl >= 0 && pttl >= low && pttl <= high
     }
 

@@ -14,7 +14,7 @@ use redisson_lock::{AnyKind, Error, Fenced, Lock};
 
 use super::guards::{GState, Guards, Half, Real, Reals, Reply};
 use super::java::{self, Java};
-use super::keys::Ttl;
+use super::keys::{Slack, Ttl};
 use super::lock_waits::{cancel_waiter, check_state, handover, read_state, State, Waiter};
 use super::{
     ms, Env, Exp, Step, StepResult, JAVA_WATCHDOG, LEASE, LONG_LEASE, OWNERS, WAIT, WATCHDOG,
@@ -916,6 +916,9 @@ impl Case<'_> {
         take_first: bool,
         t0: Instant,
     ) -> (Out, Out) {
+        // The renewals running before the step: a run may land while the
+        // pair is in flight, so each order is judged with them stopped.
+        let before = self.m.before();
         let old = self.reals.take(g);
         let unlock = async move {
             match old {
@@ -970,27 +973,32 @@ impl Case<'_> {
                 }
                 (unlocked, taken, count)
             };
+            m.after(&before, t1);
             (m, unlocked, taken, count)
         });
-        // The order whose replies are the real ones; of two such, the one
-        // whose hold count and expiry of `N` Redis shows.
+        // The order whose replies are the real ones and whose hold count
+        // and expiry of `N` Redis shows ([`choose`]).
         let state = read_state(self.env, self.kind, self.name).await.ok();
         let matching =
             |(_, u, t, _): &(Model, Out, Out, Option<u32>)| *u == unlocked_real && *t == taken_real;
-        let shown = |(m, ..): &(Model, Out, Out, Option<u32>)| {
-            let Some(s) = &state else { return false };
-            let count = s
-                .hash
-                .get(&self.env.field(o))
-                .and_then(|c| c.parse::<u32>().ok());
-            let held = m.holder.filter(|(h, _)| *h == o).map(|(_, n)| n);
-            held == count && (held.is_none() || m.n.fits(m.renewing(), s.pttl, s.r.0, s.r.1))
+        let field = self.env.field(o);
+        let shown = |slack: Slack| {
+            let (state, field) = (&state, &field);
+            move |(m, ..): &(Model, Out, Out, Option<u32>)| {
+                let Some(s) = state else { return false };
+                let count = s.hash.get(field).and_then(|c| c.parse::<u32>().ok());
+                let held = m.holder.filter(|(h, _)| *h == o).map(|(_, n)| n);
+                held == count
+                    && (held.is_none() || m.n.fits_by(m.renewing(), s.pttl, s.r.0, s.r.1, slack))
+            }
         };
-        let chosen = orders
-            .iter()
-            .position(|c| matching(c) && shown(c))
-            .or_else(|| orders.iter().position(matching))
-            .unwrap_or(usize::from(take_first));
+        // A renewal run in flight can leave both expiries possible: then the
+        // one the new guard shows (which `finish` checks again).
+        let seen = |(m, _, _, count): &(Model, Out, Out, Option<u32>)| match (&guard, count) {
+            (Some(real), Some(_)) => m.g.shows(m.g.guards.len() - 1, real),
+            _ => true,
+        };
+        let chosen = choose(&orders, matching, shown, seen).unwrap_or(usize::from(take_first));
         let [a, b] = orders;
         let (m, unlocked, taken, count) = if chosen == 0 { a } else { b };
         self.m = m;
@@ -1045,6 +1053,30 @@ impl Case<'_> {
         }
         clients.iter().filter(|&&c| c).count() as i64
     }
+}
+
+/// Which of a concurrent step's two orders (each run on a copy of the model)
+/// to go on with: of those whose replies are the real ones (`matching`), the
+/// first whose state Redis shows (`shown`) strictly, else within rounding,
+/// preferring among those the one whose new guard shows what the model
+/// allows it (`seen`: a renewal run in flight can leave both expiries
+/// possible), else the first matching one. The rest of the step checks the
+/// chosen order as any other.
+pub(super) fn choose<C, F: Fn(&C) -> bool>(
+    orders: &[C; 2],
+    matching: impl Fn(&C) -> bool,
+    shown: impl Fn(Slack) -> F,
+    seen: impl Fn(&C) -> bool,
+) -> Option<usize> {
+    for slack in [Slack::Strict, Slack::Rounding] {
+        let shown = shown(slack);
+        let fits = |c: &C| matching(c) && shown(c);
+        let pick = orders.iter().position(|c| fits(c) && seen(c));
+        if let Some(i) = pick.or_else(|| orders.iter().position(fits)) {
+            return Some(i);
+        }
+    }
+    orders.iter().position(matching)
 }
 
 /// What an acquisition with `lease` (`None`: the watchdog) sent at `t0`

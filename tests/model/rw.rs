@@ -21,8 +21,8 @@ use redisson_lock::{Error, ReadLock, WriteLock};
 
 use super::guards::{GState, Guards, Half, Real, Reals, Reply};
 use super::java;
-use super::keys::Ttl;
-use super::locks::{confirmed, out_of, owner, sleep, Lease, Out};
+use super::keys::{Slack, Ttl};
+use super::locks::{choose, confirmed, out_of, owner, sleep, Lease, Out};
 use super::{ms, window_str, Env, Exp, Step, StepResult, JAVA_WATCHDOG, OWNERS, WAIT, WATCHDOG};
 
 #[derive(Clone)]
@@ -672,23 +672,7 @@ impl<'a> Case<'a> {
     /// tells. (The owner's longest key always carries the renewal, so `N`
     /// and the guards do not depend on it.)
     fn learn(&mut self, s: &State) {
-        let m = &mut self.m;
-        if m.mode.is_some() && m.n.fits(m.renewing_n(), s.pttl, s.r.0, s.r.1) {
-            m.n.observed(s.pttl, s.r.0);
-        }
-        for o in 0..m.tkeys.len() {
-            let renewing = m.renewing_keys(o);
-            for (i, k) in m.tkeys[o].iter_mut().enumerate() {
-                let key = timeout_key(self.env, self.name, o, i + 1);
-                match (k.as_mut(), s.tkeys.get(&key)) {
-                    (Some(t), Some(&p)) if t.fits(renewing, p, s.r.0, s.r.1) => {
-                        t.observed(p, s.r.0);
-                    }
-                    (Some(t), None) if t.lo <= s.r.1 => *k = None,
-                    _ => {}
-                }
-            }
-        }
+        learn(self.env, self.name, &mut self.m, s);
     }
 
     async fn apply(&mut self, step: &mut Step<'_>, op: &Op) -> StepResult<Option<(Out, Out)>> {
@@ -967,6 +951,9 @@ impl<'a> Case<'a> {
         take_first: bool,
         t0: Instant,
     ) -> (Out, Out) {
+        // The renewals running before the step: a run may land while the
+        // pair is in flight, so each order is judged with them stopped.
+        let before = self.m.before();
         let old = self.reals.take(g);
         let unlock = async move {
             match old {
@@ -1024,24 +1011,36 @@ impl<'a> Case<'a> {
                 let u = unlock(&mut m);
                 (u, take(&mut m))
             };
+            m.after(&before, t1);
             (m, unlocked, taken, acquired)
         });
-        // The order whose replies are the real ones; of two such, the one
-        // whose state (hash, `N`'s expiry, the timeout keys) Redis shows.
+        // The order whose replies are the real ones and whose state (hash,
+        // `N`'s expiry, the timeout keys) Redis shows ([`choose`]).
         let state = read_state(self.env, self.name).await.ok();
         let matching =
             |(_, u, t, _): &(Model, Out, Out, bool)| *u == unlocked_real && *t == taken_real;
         let (env, name) = (self.env, self.name);
-        let shown = |(m, ..): &(Model, Out, Out, bool)| {
-            state
-                .as_ref()
-                .is_some_and(|s| differences(env, name, m, s).is_ok())
+        let mut orders = orders;
+        if let Some(s) = &state {
+            for (m, ..) in &mut orders {
+                drop_gone_keys(env, name, m, s);
+            }
+        }
+        let shown = |slack: Slack| {
+            let state = &state;
+            move |(m, ..): &(Model, Out, Out, bool)| {
+                state
+                    .as_ref()
+                    .is_some_and(|s| differences(env, name, m, s, slack).is_ok())
+            }
         };
-        let chosen = orders
-            .iter()
-            .position(|c| matching(c) && shown(c))
-            .or_else(|| orders.iter().position(matching))
-            .unwrap_or(usize::from(take_first));
+        // A renewal run in flight can leave both expiries possible: then the
+        // one the new guard shows (which `finish` checks again).
+        let seen = |(m, _, _, acquired): &(Model, Out, Out, bool)| match &guard {
+            Some(real) if *acquired => m.g.shows(m.g.guards.len() - 1, real),
+            _ => true,
+        };
+        let chosen = choose(&orders, matching, shown, seen).unwrap_or(usize::from(take_first));
         let [a, b] = orders;
         let (m, unlocked, taken, acquired) = if chosen == 0 { a } else { b };
         self.m = m;
@@ -1087,15 +1086,16 @@ impl<'a> Case<'a> {
     }
 
     fn check_state(&self, step: &mut Step<'_>, s: &State) -> StepResult<()> {
-        match differences(self.env, self.name, &self.m, s) {
+        match differences(self.env, self.name, &self.m, s, Slack::Rounding) {
             Ok(()) => Ok(()),
             Err(why) => step.mismatch(why),
         }
     }
 }
 
-/// The first way Redis's state `s` differs from the model `m`, if any.
-fn differences(env: &Env, name: &str, m: &Model, s: &State) -> Result<(), String> {
+/// The first way Redis's state `s` differs from the model `m`, if any,
+/// each `PTTL` allowed `slack`.
+fn differences(env: &Env, name: &str, m: &Model, s: &State, slack: Slack) -> Result<(), String> {
     let expect = |what: &str, real: &dyn fmt::Debug, model: &dyn fmt::Debug, same: bool| {
         if same {
             Ok(())
@@ -1119,7 +1119,7 @@ fn differences(env: &Env, name: &str, m: &Model, s: &State) -> Result<(), String
     expect("HGETALL N", &s.hash, &hash, s.hash == hash)?;
     if m.mode.is_none() {
         expect("PTTL N", &s.pttl, &-2, s.pttl == -2)?;
-    } else if !m.n.fits(m.renewing_n(), s.pttl, s.r.0, s.r.1) {
+    } else if !m.n.fits_by(m.renewing_n(), s.pttl, s.r.0, s.r.1, slack) {
         return Err(format!(
             "PTTL N: real {}, model {}",
             s.pttl,
@@ -1142,7 +1142,7 @@ fn differences(env: &Env, name: &str, m: &Model, s: &State) -> Result<(), String
         // Listed, then expired before its PTTL was read: Redis allows
         // that once the key's expiry window has begun.
         let expired_since_listed = pttl == -2 && e.may_have_expired(*renewing, s.r.1);
-        if !expired_since_listed && !e.fits(*renewing, pttl, s.r.0, s.r.1) {
+        if !expired_since_listed && !e.fits_by(*renewing, pttl, s.r.0, s.r.1, slack) {
             return Err(format!(
                 "PTTL {k}: real {pttl}, model {}",
                 window_str(e.at(*renewing, s.r.1), s.r.0)
@@ -1150,6 +1150,39 @@ fn differences(env: &Env, name: &str, m: &Model, s: &State) -> Result<(), String
         }
     }
     Ok(())
+}
+
+/// The model `m` of lock `name` learns what state `s` proves
+/// ([`Case::learn`]): the `PTTL`s that fit, and the timeout keys gone.
+fn learn(env: &Env, name: &str, m: &mut Model, s: &State) {
+    if m.mode.is_some() && m.n.fits(m.renewing_n(), s.pttl, s.r.0, s.r.1) {
+        m.n.observed(s.pttl, s.r.0);
+    }
+    for o in 0..m.tkeys.len() {
+        let renewing = m.renewing_keys(o);
+        for (i, k) in m.tkeys[o].iter_mut().enumerate() {
+            let key = timeout_key(env, name, o, i + 1);
+            if let (Some(t), Some(&p)) = (k.as_mut(), s.tkeys.get(&key)) {
+                if t.fits(renewing, p, s.r.0, s.r.1) {
+                    t.observed(p, s.r.0);
+                }
+            }
+        }
+    }
+    drop_gone_keys(env, name, m, s);
+}
+
+/// The timeout keys of `m` that state `s` lacks and whose own TTL may have
+/// run out are gone (a renewal came too late for them).
+fn drop_gone_keys(env: &Env, name: &str, m: &mut Model, s: &State) {
+    for o in 0..m.tkeys.len() {
+        for (i, k) in m.tkeys[o].iter_mut().enumerate() {
+            let key = timeout_key(env, name, o, i + 1);
+            if k.is_some_and(|t| t.lo <= s.r.1) && !s.tkeys.contains_key(&key) {
+                *k = None;
+            }
+        }
+    }
 }
 
 fn timeout_key(env: &Env, name: &str, o: usize, k: usize) -> String {

@@ -107,16 +107,17 @@ impl Tenure {
         }
     }
 
-    /// Publish the status after a change of leases or certainty (a lost
-    /// status keeps its validity: it is never revived). Not when no guard
-    /// is left to observe it.
+    /// Publish the status after a change of leases or certainty. A lost
+    /// status keeps its validity, whether it was found lost or its
+    /// certainty passed: it is never revived (a guard may have been told).
+    /// Not when no guard is left to observe it.
     pub(super) fn publish(&self) {
         if self.live.is_empty() {
             return;
         }
-        let now = self.current();
+        let (now, at) = (self.current(), Instant::now());
         self.status.send_if_modified(|s| {
-            if s.lost.is_some() {
+            if s.lost_at(at).is_some() {
                 return false;
             }
             let changed = s.expires != now.expires || s.valid_until != now.valid_until;

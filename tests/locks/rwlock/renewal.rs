@@ -211,3 +211,29 @@ async fn a_read_hold_keeps_what_it_was_given_and_no_more() {
         w.unlock().await.unwrap();
     }
 }
+
+/// A read hold whose lease ran out while the owner's watchdog hold kept
+/// the lock: when the watchdog hold goes, the read unlock cuts the owner's
+/// time to what the remaining hold needs (nothing: its lease is past), so
+/// that guard is lost; a re-entry by the same owner right after does not
+/// revive it (a lost status is never untold, docs/PROTOCOL.md §2.9). The
+/// re-entry starts a status of its own.
+#[tokio::test]
+async fn a_hold_past_its_lease_stays_lost_after_a_re_entry() {
+    let fx = Fixture::new("rw-past").await;
+    let rw = fx.client.read_write_lock(&fx.name).unwrap();
+    let read = rw.read().with_owner(redisson_lock::Owner::new(7));
+    let renewed = read.lock().await.unwrap();
+    let leased = read.lock_with_lease(Duration::from_millis(100)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(!leased.is_lost(), "the renewed hold keeps the lock: not lost yet");
+    renewed.unlock().await.unwrap();
+    assert_eq!(leased.lost_reason(), Some(redisson_lock::LostReason::LeaseEnded));
+    // Whether the re-entry finds the field (it lives ~1 ms more) or takes
+    // it afresh, the guard past its lease stays lost.
+    let again = read.lock().await.unwrap();
+    assert_eq!(leased.lost_reason(), Some(redisson_lock::LostReason::LeaseEnded));
+    assert!(!again.is_lost());
+    again.unlock().await.unwrap();
+    drop(leased);
+}
