@@ -224,15 +224,27 @@ async fn a_hold_past_its_lease_stays_lost_after_a_re_entry() {
     let rw = fx.client.read_write_lock(&fx.name).unwrap();
     let read = rw.read().with_owner(redisson_lock::Owner::new(7));
     let renewed = read.lock().await.unwrap();
-    let leased = read.lock_with_lease(Duration::from_millis(100)).await.unwrap();
+    let leased = read
+        .lock_with_lease(Duration::from_millis(100))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(150)).await;
-    assert!(!leased.is_lost(), "the renewed hold keeps the lock: not lost yet");
+    assert!(
+        !leased.is_lost(),
+        "the renewed hold keeps the lock: not lost yet"
+    );
     renewed.unlock().await.unwrap();
-    assert_eq!(leased.lost_reason(), Some(redisson_lock::LostReason::LeaseEnded));
+    assert_eq!(
+        leased.lost_reason(),
+        Some(redisson_lock::LostReason::LeaseEnded)
+    );
     // Whether the re-entry finds the field (it lives ~1 ms more) or takes
     // it afresh, the guard past its lease stays lost.
     let again = read.lock().await.unwrap();
-    assert_eq!(leased.lost_reason(), Some(redisson_lock::LostReason::LeaseEnded));
+    assert_eq!(
+        leased.lost_reason(),
+        Some(redisson_lock::LostReason::LeaseEnded)
+    );
     assert!(!again.is_lost());
     again.unlock().await.unwrap();
     drop(leased);
