@@ -61,13 +61,13 @@ pub enum Error {
     /// The connection to Redis failed or was lost (also: a command that
     /// could not be sent because no connection was up).
     #[error("Redis connection error{at}: {0}", at = .0.at())]
-    Connection(#[source] Cause),
+    Connection(Cause),
     /// Redis is reachable but cannot serve the command right now: it is
     /// loading its data after a restart (`LOADING`), busy with a script
     /// (`BUSY`), or its cluster is failing over (`TRYAGAIN`, `CLUSTERDOWN`,
     /// `MASTERDOWN`, `READONLY`).
     #[error("Redis is temporarily unavailable{at}: {0}", at = .0.at())]
-    Unavailable(#[source] Cause),
+    Unavailable(Cause),
     /// A write was made on the master, but none of its `replicas` confirmed
     /// it within `timeout` ([`Config::replica_sync`](crate::Config::replica_sync)):
     /// a failover now could lose it. Transient: an acquisition that ran is
@@ -83,17 +83,17 @@ pub enum Error {
     /// may not run a command or touch a key or channel a lock needs
     /// (`NOPERM`). Not transient: check the user, password and ACL rules.
     #[error("Redis refused access{at}: {0}", at = .0.at())]
-    Auth(#[source] Cause),
+    Auth(Cause),
     /// The TLS handshake failed: the server's certificate is not trusted
     /// (wrong or missing CA) or not valid for the host name, the server
     /// does not speak TLS on that port, or the TLS set-up was refused. Not
     /// transient: check the CA given in
     /// [`Config::redis`](crate::Config::redis)`.tls` and the host name.
     #[error("TLS handshake with Redis failed{at}: {0}", at = .0.at())]
-    Tls(#[source] Cause),
+    Tls(Cause),
     /// Redis answered with an error not covered above.
     #[error("Redis error{at}: {0}", at = .0.at())]
-    Redis(#[source] Cause),
+    Redis(Cause),
     /// Redis answered with something this crate does not understand.
     #[error("unexpected reply from Redis: {0}")]
     Protocol(String),
@@ -235,9 +235,26 @@ impl Error {
     }
 }
 
-/// What went wrong underneath a [`Error::Connection`],
-/// [`Error::Unavailable`] or [`Error::Redis`]: a message, and the Redis
-/// client's error as the [`source`](std::error::Error::source), if there is one.
+/// What went wrong underneath an [`Error::Connection`],
+/// [`Error::Unavailable`], [`Error::Auth`], [`Error::Tls`] or
+/// [`Error::Redis`]: a message, which the error's text includes, and the
+/// Redis client's error it was made from ([`redis_error`](Self::redis_error)).
+///
+/// The error's [`source`](std::error::Error::source) is `None`: its text
+/// already says what the Redis client's error says, and a chain printed
+/// with its sources (`anyhow`'s `{:#}`) reads it once.
+///
+/// ```
+/// # async fn demo() {
+/// use redisson_lock::{Client, Config, Error};
+/// // Nothing listens on port 1 of loopback: the connection is refused.
+/// let config = Config::from_url("redis://127.0.0.1:1").unwrap();
+/// if let Err(Error::Connection(cause)) = Client::connect(config).await {
+///     assert!(std::error::Error::source(&Error::Connection(cause.clone())).is_none());
+///     let _fred: Option<&fred::error::Error> = cause.redis_error();
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Cause {
     message: String,
@@ -287,13 +304,9 @@ impl std::fmt::Display for Cause {
     }
 }
 
-impl std::error::Error for Cause {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
+/// No [`source`](std::error::Error::source): the message is the Redis
+/// client's error in words ([`redis_error`](Cause::redis_error) has it).
+impl std::error::Error for Cause {}
 
 /// fred's error as text for people: fred shows an I/O error by its Rust
 /// `Debug` form (`Os { code: 111, kind: ConnectionRefused, message:

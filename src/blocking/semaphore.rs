@@ -104,23 +104,6 @@ impl BlockingSemaphore {
         Ok(permit.map(|p| self.permit(p)))
     }
 
-    /// Take `permits` permits, waiting up to `wait`.
-    ///
-    /// # Errors
-    ///
-    /// As [`try_acquire_permits_for`](Self::try_acquire_permits_for).
-    #[deprecated(
-        since = "0.1.0",
-        note = "takes (wait, permits), the reverse of Java's tryAcquire(permits, wait): use try_acquire_permits_for(permits, wait)"
-    )]
-    pub fn try_acquire_for(
-        &self,
-        wait: Duration,
-        permits: u32,
-    ) -> Result<Option<BlockingSemaphorePermit>> {
-        self.try_acquire_permits_for(permits, wait)
-    }
-
     /// Give `permits` permits back without a permit guard.
     ///
     /// # Errors

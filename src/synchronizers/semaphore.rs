@@ -177,32 +177,7 @@ impl Semaphore {
         self.acquire_within(Some(Duration::ZERO), permits).await
     }
 
-    /// Take `permits` permits, waiting up to `wait` (Redisson's
-    /// `tryAcquire(permits, wait)`; zero: try once; above
-    /// [`MAX_DURATION`](crate::MAX_DURATION): no time limit). `None` if the
-    /// time ran out.
-    ///
-    /// # Errors
-    ///
-    /// As [`acquire`](Self::acquire); transient failures are retried until
-    /// the deadline, which then returns the last transient error.
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`acquire`](Self::acquire).
-    #[deprecated(
-        since = "0.1.0",
-        note = "takes (wait, permits), the reverse of Java's tryAcquire(permits, wait): use try_acquire_permits_for(permits, wait)"
-    )]
-    pub async fn try_acquire_for(
-        &self,
-        wait: Duration,
-        permits: u32,
-    ) -> Result<Option<SemaphorePermit>> {
-        self.acquire_within(Some(wait), permits).await
-    }
-
-    async fn acquire_within(
+    pub(crate) async fn acquire_within(
         &self,
         wait: Option<Duration>,
         permits: u32,

@@ -65,8 +65,7 @@ impl Semaphore {
         permits: u32,
         wait: Duration,
     ) -> Result<Option<crate::synchronizers::semaphore::SemaphorePermit>> {
-        #[allow(deprecated)]
-        self.try_acquire_for(wait, permits).await
+        self.acquire_within(Some(wait), permits).await
     }
 
     /// Give `permits` permits back without a permit guard (Redisson's
