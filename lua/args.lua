@@ -31,6 +31,21 @@
 -- publish(cmd, channel, message)  publish by `cmd` (a checked publish_arg):
 --                   PUBLISH, SPUBLISH, or BOTH (the two, for clusters whose
 --                   clients disagree on sharded pub/sub).
+-- permitted(pub, checks)  refuse, before the script's first write, a call it may make
+--                   that the user's ACL forbids: the error reply
+--                   NOPERM this user may not run <COMMAND> on <key or channel> (nothing written).
+--                   `checks` is a flat list of pairs, a command then the key or channel it
+--                   acts on ({'hincrby', KEYS[1], 'publish', KEYS[2]}): every command the
+--                   script may run after its first write, on every path, reads included
+--                   (a key it names at run time by a name of the same shape). 'publish'
+--                   stands for `pub`, the script's checked publish_arg (BOTH: PUBLISH and
+--                   SPUBLISH). Redis 7 and Valkey check each pair with redis.acl_check_cmd
+--                   (command, key and channel rules). Redis 6.2 has no such check: there
+--                   EVAL itself checked the declared keys, each other key is read once
+--                   with EXISTS, which a 6.2 key rule (it allows every command or none)
+--                   refuses, the commands were checked when the client connected
+--                   (lua/acl_probe.lua), and a channel rule is not checked (6.2 allows
+--                   every channel unless a user's rules say otherwise).
 -- The steps the lock kinds' scripts share (docs/PROTOCOL.md §2.2-§2.5, §5.3-§5.7);
 -- each script still states its whole wire contract in its own header:
 -- holds(hash, field, refusal)  whether `field` holds the lock hash `hash`; when it
@@ -150,6 +165,39 @@ local function publish(cmd, channel, message)
         redis.call('SPUBLISH', channel, message)
     else
         redis.call(cmd, channel, message)
+    end
+end
+
+local function permitted(pub, checks)
+    local check = redis.acl_check_cmd
+    local refuse = function(cmd, target)
+        fail('NOPERM this user may not run ' .. string.upper(cmd) .. ' on ' .. target)
+    end
+    -- On 6.2, EVAL checked the declared keys already.
+    local seen = {}
+    for _, key in ipairs(KEYS) do
+        seen[key] = true
+    end
+    for i = 1, #checks, 2 do
+        local cmd, target = checks[i], checks[i + 1]
+        if check == nil then
+            if cmd ~= 'publish' and not seen[target] then
+                seen[target] = true
+                local r = redis.pcall('exists', target)
+                if type(r) == 'table' and string.find(r.err or '', "can't access", 1, true) then
+                    refuse(cmd, target)
+                end
+            end
+        elseif cmd == 'publish' then
+            if pub ~= 'SPUBLISH' and not check('publish', target, '0') then
+                refuse('publish', target)
+            end
+            if pub ~= 'PUBLISH' and not check('spublish', target, '0') then
+                refuse('spublish', target)
+            end
+        elseif not check(cmd, target) then
+            refuse(cmd, target)
+        end
     end
 end
 

@@ -11,10 +11,14 @@
 -- Returns  nothing. Idempotent. Beyond Redisson: if the waiter leaving was the head
 --          and the lock is free, the new head is sent `0` on its channel, since an
 --          unlock message may have gone to the waiter that left. An INVALID_ARGUMENT
---          error, before anything is written, if an argument is out of range (args.lua).
+--          error, before anything is written, if an argument is out of range; a NOPERM
+--          error, before anything is written, if the user's ACL forbids a call it may
+--          make (args.lua).
 text_arg(1)
 local wait = ms0_arg(2)
 publish_arg(3)
+permitted(ARGV[3], {'zincrby', KEYS[2], 'zrem', KEYS[2], 'lrem', KEYS[1], 'exists', KEYS[3],
+    'lindex', KEYS[1], 'publish', KEYS[4] .. ':x'})
 local queue = redis.call('lrange', KEYS[1], 0, -1)
 local position = #queue + 1
 for i = 1, #queue do

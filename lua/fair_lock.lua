@@ -29,7 +29,9 @@
 --            stall the queue (Redisson's waiters spin or sleep out the lease).
 --          A queued waiter never sleeps past the holder's lease: its expiry is not
 --          announced, and the next head must re-check then. An INVALID_ARGUMENT
---          error, before anything is written, if an argument is out of range (args.lua).
+--          error, before anything is written, if an argument is out of range; a NOPERM
+--          error, before anything is written, if the user's ACL forbids a call it may
+--          make (args.lua).
 -- Beyond Redisson: when the lock is free but another waiter is at the head, the head is
 -- sent 0 on its channel (whatever the mode): a Java Redisson 3.12-3.23 head can be parked
 -- without a timeout on a lock whose holder died (§4.4, §11.2), and a live head merely
@@ -40,6 +42,10 @@ local wait = ms0_arg(3)
 local now = epoch_ms_arg(4)
 flag_arg(5)
 publish_arg(6)
+permitted(ARGV[6], {'lindex', KEYS[2], 'zscore', KEYS[3], 'zrem', KEYS[3], 'lpop', KEYS[2],
+    'exists', KEYS[1], 'exists', KEYS[2], 'zrange', KEYS[3], 'zincrby', KEYS[3],
+    'hset', KEYS[1], 'pexpire', KEYS[1], 'hexists', KEYS[1], 'hincrby', KEYS[1],
+    'pttl', KEYS[1], 'publish', KEYS[4] .. ':x', 'zadd', KEYS[3], 'rpush', KEYS[2]})
 purge_stale_head(KEYS[2], KEYS[3], now)
 -- free, and nobody ahead of us: take it, and shift the remaining deadlines
 if redis.call('exists', KEYS[1]) == 0 and

@@ -14,7 +14,9 @@
 --          head is sent `0`). Deviation, read only by this crate: on a lock that no
 --          longer exists the head is still woken, but the reply is nil (Redisson replies
 --          1), so a holder whose lock expired learns it. An INVALID_ARGUMENT error,
---          before anything is written, if an argument is out of range (args.lua).
+--          before anything is written, if an argument is out of range; a NOPERM error,
+--          before anything is written, if the user's ACL forbids a call it may make
+--          (args.lua).
 text_arg(1)
 text_arg(2)
 local now = epoch_ms_arg(3)
@@ -34,4 +36,7 @@ local function unlock()
     end
     return released
 end
+permitted(ARGV[4], {'lindex', KEYS[2], 'zscore', KEYS[3], 'zrem', KEYS[3], 'lpop', KEYS[2],
+    'exists', KEYS[1], 'publish', KEYS[4] .. ':x', 'hexists', KEYS[1], 'hincrby', KEYS[1],
+    'set', KEYS[5], 'del', KEYS[1]})
 return replayed(KEYS[5]) or unlock()

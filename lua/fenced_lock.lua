@@ -10,8 +10,9 @@
 --          below it, written to the counter; else INCR of the counter (as Java's
 --          Redisson does). The TTL as lock.lua sets it. Otherwise PTTL of N in
 --          milliseconds. An INVALID_ARGUMENT error, before anything is written, if
---          an argument is out of range (args.lua); a WRONGTYPE error, with nothing
---          written, if the counter is not a number.
+--          an argument is out of range; a NOPERM error, before anything is written, if
+--          the user's ACL forbids a call it may make (args.lua); a WRONGTYPE error,
+--          with nothing written, if the counter is not a number.
 -- The clock is read before the writes: replicate the writes, not the script (the
 -- default from Redis 5 on, the only mode from 7; asked for here for a 6.2 set to
 -- lua-replicate-commands no).
@@ -20,6 +21,8 @@ if redis.replicate_commands then
 end
 ms_arg(1)
 text_arg(2)
+permitted(nil, {'get', KEYS[2], 'set', KEYS[2], 'incr', KEYS[2], 'hincrby', KEYS[1],
+    'pttl', KEYS[1], 'pexpire', KEYS[1]})
 
 local function wrong_counter()
     return redis.error_reply('WRONGTYPE fencing token ' .. KEYS[2] .. ' is not a counter')

@@ -6,9 +6,12 @@
 -- Returns  the count after DECR N: at 0 or below N is deleted, and at exactly 0
 --          "0" is published (a latch that did not exist gives -1 and is left
 --          absent). An INVALID_ARGUMENT error (args.lua), or a WRONGTYPE error if
---          N is not an integer string (count.lua), before anything is written.
+--          N is not an integer string (count.lua), before anything is written; a
+--          NOPERM error, before anything is written, if the user's ACL forbids a
+--          call it may make (args.lua).
 flag_arg(1)
 publish_arg(2)
+permitted(ARGV[2], {'decr', KEYS[1], 'del', KEYS[1], 'publish', KEYS[2]})
 count_of(KEYS[1])
 local count = redis.call('decr', KEYS[1])
 if count <= 0 then

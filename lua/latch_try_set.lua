@@ -7,10 +7,12 @@
 -- Returns  1 if N did not exist: N set to c (no TTL) and "1" published; else 0,
 --          nothing written. An INVALID_ARGUMENT error (args.lua), or a WRONGTYPE
 --          error if N exists but is not an integer string (count.lua), before
---          anything is written.
+--          anything is written; a NOPERM error, before anything is written, if the
+--          user's ACL forbids a call it may make (args.lua).
 flag_arg(1)
 positive_arg(2)
 publish_arg(3)
+permitted(ARGV[3], {'set', KEYS[1], 'publish', KEYS[2]})
 if count_of(KEYS[1]) ~= nil then
     return 0
 end

@@ -9,9 +9,11 @@
 --          taken afresh); the TTL is the lease on a fresh take and max(PTTL, lease)
 --          on re-entry (never shortened). Otherwise PTTL of N in milliseconds (-1 if
 --          someone removed its TTL). An INVALID_ARGUMENT error, before anything is
---          written, if an argument is out of range (args.lua).
+--          written, if an argument is out of range; a NOPERM error, before anything
+--          is written, if the user's ACL forbids a call it may make (args.lua).
 ms_arg(1)
 text_arg(2)
+permitted(nil, {'hincrby', KEYS[1], 'pttl', KEYS[1], 'pexpire', KEYS[1]})
 if redis.call('exists', KEYS[1]) == 0 or holds(KEYS[1], ARGV[2], ARGV[3]) then
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     lengthen(KEYS[1], ARGV[1])

@@ -16,7 +16,9 @@
 --          {0, score} with the earliest expiry in Z, or {0, -1} when Z is empty
 --          or its earliest permit never expires. An INVALID_ARGUMENT error
 --          (args.lua), or a WRONGTYPE error if N is not an integer string
---          (count.lua) or Z not a zset, before anything is written.
+--          (count.lua) or Z not a zset, before anything is written; a NOPERM
+--          error, before anything is written, if the user's ACL forbids a call it
+--          may make (args.lua).
 local n = permits_arg(1)
 if #ARGV ~= 5 + n then
     bad_arg(1, 'the number of permit ids after ARGV[5] (' .. (#ARGV - 5) .. ')')
@@ -26,6 +28,9 @@ epoch_ms_arg(3)
 local never = epoch_ms_arg(4)
 publish_arg(5)
 id_args(6)
+permitted(ARGV[5], {'zrem', KEYS[2], 'incrby', KEYS[1], 'publish', KEYS[3],
+    'get', KEYS[1], 'decrby', KEYS[1], 'zadd', KEYS[2], 'pttl', KEYS[1],
+    'pexpire', KEYS[2], 'zrange', KEYS[2]})
 count_of(KEYS[1])
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[5], n)
 local available = count_of(KEYS[1])

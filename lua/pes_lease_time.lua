@@ -11,11 +11,14 @@
 --          if it never expires; else its remaining lease, score - now, in ms.
 --          An INVALID_ARGUMENT error (args.lua), or a WRONGTYPE error if N is
 --          not an integer string (count.lua) or Z not a zset, before anything
---          is written.
+--          is written; a NOPERM error, before anything is written, if the user's
+--          ACL forbids a call it may make (args.lua).
 id_arg(1)
 local never = epoch_ms_arg(2)
 local now = epoch_ms_arg(3)
 publish_arg(4)
+permitted(ARGV[4], {'zrem', KEYS[2], 'incrby', KEYS[1], 'publish', KEYS[3],
+    'zscore', KEYS[2]})
 count_of(KEYS[1])
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[4], nil)
 local expiry = redis.call('zscore', KEYS[2], ARGV[1])

@@ -12,11 +12,13 @@
 --          1, or 0 if the permit had already expired (given back all the same).
 --          An INVALID_ARGUMENT error (args.lua), or a WRONGTYPE error if N is
 --          not an integer string (count.lua) or Z not a zset, before anything
---          is written.
+--          is written; a NOPERM error, before anything is written, if the user's
+--          ACL forbids a call it may make (args.lua).
 id_arg(1)
 permits_arg(2)
 local now = epoch_ms_arg(3)
 publish_arg(4)
+permitted(ARGV[4], {'zrem', KEYS[3], 'incrby', KEYS[1], 'publish', KEYS[2]})
 count_of(KEYS[1])
 local expiry = redis.call('zscore', KEYS[3], ARGV[1])
 if expiry == false or redis.call('zrem', KEYS[3], ARGV[1]) ~= 1 then

@@ -13,7 +13,8 @@
 --          released, not the new total, as Redisson does), and the reply is r.
 --          An INVALID_ARGUMENT error (args.lua), or a WRONGTYPE error if N is
 --          not an integer string (count.lua) or Z not a zset, before anything
---          is written.
+--          is written; a NOPERM error, before anything is written, if the user's
+--          ACL forbids a call it may make (args.lua).
 local n = permits_arg(1)
 if #ARGV ~= 3 + n then
     bad_arg(1, 'the number of permit ids after ARGV[3] (' .. (#ARGV - 3) .. ')')
@@ -21,6 +22,7 @@ end
 local now = epoch_ms_arg(2)
 publish_arg(3)
 id_args(4)
+permitted(ARGV[3], {'zrem', KEYS[3], 'incrby', KEYS[1], 'publish', KEYS[2]})
 count_of(KEYS[1])
 for i = 4, #ARGV do
     local expiry = redis.call('zscore', KEYS[3], ARGV[i])

@@ -9,9 +9,12 @@
 --          p published; else, if GET N + ZCOUNT Z 0 +inf differs from p, N is
 --          incremented by the difference and p published. An INVALID_ARGUMENT
 --          error (args.lua), or a WRONGTYPE error if N is not an integer string
---          (count.lua) or Z not a zset, before anything is written.
+--          (count.lua) or Z not a zset, before anything is written; a NOPERM
+--          error, before anything is written, if the user's ACL forbids a call it
+--          may make (args.lua).
 local p = permits0_arg(1)
 publish_arg(2)
+permitted(ARGV[2], {'set', KEYS[1], 'incrby', KEYS[1], 'publish', KEYS[2]})
 local available = count_of(KEYS[1])
 local acquired = redis.call('zcount', KEYS[3], 0, '+inf')
 if available == nil then

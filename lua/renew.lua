@@ -6,7 +6,9 @@
 --             lives at least the lease (max(PTTL, lease): never shortened), 0 if it
 --             was gone (renewal must stop).
 --             An INVALID_ARGUMENT error, before anything is written, if an
---             argument is out of range, missing or extra (args.lua).
+--             argument is out of range, missing or extra; a NOPERM error, before
+--             anything is written, if the user's ACL forbids a call it may make
+--             (args.lua).
 ms_arg(1)
 for i = 2, #KEYS + 1 do
     text_arg(i)
@@ -14,6 +16,14 @@ end
 if #ARGV > #KEYS + 1 then
     bad_arg(#KEYS + 2, 'absent (one owner field per key)')
 end
+local checks = {}
+for i = 1, #KEYS do
+    for _, cmd in ipairs({'hexists', 'pttl', 'pexpire'}) do
+        checks[#checks + 1] = cmd
+        checks[#checks + 1] = KEYS[i]
+    end
+end
+permitted(nil, checks)
 local renewed = {}
 for i = 1, #KEYS do
     if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then

@@ -9,10 +9,13 @@
 --          TTL at least the lease (max(PTTL, lease)); otherwise PTTL of N in
 --          milliseconds (held for writing by someone else).
 --          An INVALID_ARGUMENT error, before anything is written, if an
---          argument is out of range (args.lua).
+--          argument is out of range; a NOPERM error, before anything is written,
+--          if the user's ACL forbids a call it may make (args.lua).
 ms_arg(1)
 text_arg(2)
 text_arg(3)
+permitted(nil, {'hset', KEYS[1], 'set', KEYS[2] .. ':1', 'pexpire', KEYS[2] .. ':1',
+    'pexpire', KEYS[1], 'hincrby', KEYS[1], 'pttl', KEYS[1]})
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
     take_rw(KEYS[1], 'read', ARGV[2])

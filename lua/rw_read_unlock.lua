@@ -17,7 +17,8 @@
 --          remaining reader timeout key); 1 if N was deleted and the message
 --          published. A replay of the same request id returns the first result from
 --          the latch. An INVALID_ARGUMENT error, before anything is written, if an
---          argument is out of range (args.lua).
+--          argument is out of range; a NOPERM error, before anything is written, if
+--          the user's ACL forbids a call it may make (args.lua).
 -- Beyond Redisson: with ARGV[5], the owner's remaining timeout keys live exactly that
 -- long (none longer, and its last one that long), whichever of its holds was released;
 -- without it, the key that goes (the last, <prefix>:<count + 1>) hands its remaining time
@@ -89,4 +90,8 @@ local function unlock()
     publish(ARGV[3], KEYS[2], ARGV[1])
     return latched(KEYS[5], ARGV[4], 1)
 end
+permitted(ARGV[3], {'publish', KEYS[2], 'set', KEYS[5], 'hincrby', KEYS[1],
+    'pttl', KEYS[3] .. ':1', 'del', KEYS[3] .. ':1', 'hdel', KEYS[1],
+    'pexpire', KEYS[3] .. ':1', 'set', KEYS[3] .. ':1', 'hlen', KEYS[1], 'hgetall', KEYS[1],
+    'pttl', KEYS[4] .. ':x:rwlock_timeout:1', 'pexpire', KEYS[1], 'del', KEYS[1]})
 return replayed(KEYS[5]) or unlock()

@@ -13,7 +13,8 @@
 --             shortened), 0 if none does (renewal must stop).
 --             An INVALID_ARGUMENT error, before anything is written, if an
 --             argument is out of range, missing or extra, or KEYS are not in
---             pairs (args.lua).
+--             pairs; a NOPERM error, before anything is written, if the user's ACL
+--             forbids a call it may make (args.lua).
 ms_arg(1)
 if #KEYS % 2 == 1 then
     fail('INVALID_ARGUMENT KEYS[' .. #KEYS .. '] must be followed by its key prefix')
@@ -29,6 +30,15 @@ end
 if arg <= #ARGV then
     bad_arg(arg, 'absent (one count and its owner fields per pair of keys)')
 end
+local checks = {}
+for i = 1, #KEYS, 2 do
+    local timeout = KEYS[i + 1] .. ':x:rwlock_timeout:1'
+    for _, check in ipairs({'hget', KEYS[i], 'pttl', timeout, 'pexpire', timeout,
+            'pttl', KEYS[i], 'pexpire', KEYS[i]}) do
+        checks[#checks + 1] = check
+    end
+end
+permitted(nil, checks)
 local renewed = {}
 arg = 2
 for i = 1, #KEYS, 2 do

@@ -6,9 +6,12 @@
 --          after it; the lease is ADDED to the remaining TTL, as Redisson does);
 --          otherwise PTTL of N in milliseconds (held by readers or another writer).
 --          An INVALID_ARGUMENT
---          error, before anything is written, if an argument is out of range (args.lua).
+--          error, before anything is written, if an argument is out of range; a NOPERM
+--          error, before anything is written, if the user's ACL forbids a call it may
+--          make (args.lua).
 ms_arg(1)
 text_arg(2)
+permitted(nil, {'hset', KEYS[1], 'pexpire', KEYS[1], 'hincrby', KEYS[1], 'pttl', KEYS[1]})
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
     take_rw(KEYS[1], 'write', ARGV[2])

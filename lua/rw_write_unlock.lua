@@ -13,7 +13,8 @@
 --          deleted, or, if the writer still holds read locks, downgraded to
 --          mode "read". A replay of the same request id returns the first result.
 --          An INVALID_ARGUMENT error, before anything is written, if an
---          argument is out of range (args.lua).
+--          argument is out of range; a NOPERM error, before anything is written,
+--          if the user's ACL forbids a call it may make (args.lua).
 -- Deviation from Redisson: the downgrade ALSO publishes "1" (Redisson publishes
 -- nothing there), so waiting readers re-check at once instead of sleeping out the
 -- TTL. An extra "1" only causes a harmless re-check on Java's side.
@@ -35,4 +36,6 @@ local function unlock()
         publish(ARGV[3], KEYS[2], ARGV[1])
     end)
 end
+permitted(ARGV[3], {'publish', KEYS[2], 'set', KEYS[3], 'hincrby', KEYS[1], 'hdel', KEYS[1],
+    'hlen', KEYS[1], 'del', KEYS[1], 'hset', KEYS[1]})
 return replayed(KEYS[3]) or unlock()

@@ -10,9 +10,12 @@
 -- Returns  1 when acquired (N decremented by n, the latch set to "1");
 --          0 when N is absent or holds fewer than n permits (nothing written).
 --          An INVALID_ARGUMENT error (args.lua), or a WRONGTYPE error if N is
---          not an integer string (count.lua), before anything is written.
+--          not an integer string (count.lua), before anything is written; a
+--          NOPERM error, before anything is written, if the user's ACL forbids a
+--          call it may make (args.lua).
 local n = permits_arg(1)
 ms_arg(2)
+permitted(nil, {'decrby', KEYS[1], 'set', KEYS[2]})
 local available = count_of(KEYS[1])
 if available ~= nil and available >= n then
     redis.call('decrby', KEYS[1], ARGV[1])

@@ -8,10 +8,12 @@
 --          if p > 0 (RPermitExpirableSemaphore)
 -- Returns  the new count. An INVALID_ARGUMENT error (args.lua), or a WRONGTYPE
 --          error if N is not an integer string (count.lua), before anything is
---          written.
+--          written; a NOPERM error, before anything is written, if the user's ACL
+--          forbids a call it may make (args.lua).
 local p = delta_arg(1)
 publish_arg(2)
 local expirable = flag_arg(3) == '1'
+permitted(ARGV[2], {'set', KEYS[1], 'publish', KEYS[2]})
 local count = (count_of(KEYS[1]) or 0) + p
 redis.call('set', KEYS[1], int_text(count))
 if not expirable then

@@ -4,7 +4,9 @@
 -- ARGV     none
 -- Returns  the count N held (nothing written if N does not exist: 0). A
 --          WRONGTYPE error if N is not an integer string (count.lua), before
---          anything is written.
+--          anything is written; a NOPERM error, before anything is written, if the
+--          user's ACL forbids a call it may make (args.lua).
+permitted(nil, {'set', KEYS[1]})
 local count = count_of(KEYS[1])
 if count == nil then
     return 0

@@ -14,11 +14,14 @@
 --          the count published, the latch set to "0"); nil when nothing was done
 --          (a retry of a release that ran, or an undo of an acquisition that took
 --          nothing). An INVALID_ARGUMENT error (args.lua), or a WRONGTYPE error if
---          N is not an integer string (count.lua), before anything is written.
+--          N is not an integer string (count.lua), before anything is written; a
+--          NOPERM error, before anything is written, if the user's ACL forbids a
+--          call it may make (args.lua).
 permits_arg(1)
 publish_arg(2)
 ms_arg(3)
 local undo = flag_arg(4) == '1'
+permitted(ARGV[2], {'incrby', KEYS[1], 'publish', KEYS[2], 'set', KEYS[3]})
 local latch = redis.call('get', KEYS[3])
 if latch == '0' or (undo and latch ~= '1') then
     return nil

@@ -6,9 +6,11 @@
 -- Returns  0 if N does not exist (nothing written); else 1: N incremented by n and
 --          the new count published. An INVALID_ARGUMENT error (args.lua), or a
 --          WRONGTYPE error if N is not an integer string (count.lua), before
---          anything is written.
+--          anything is written; a NOPERM error, before anything is written, if the
+--          user's ACL forbids a call it may make (args.lua).
 permits_arg(1)
 publish_arg(2)
+permitted(ARGV[2], {'incrby', KEYS[1], 'publish', KEYS[2]})
 if count_of(KEYS[1]) == nil then
     return 0
 end

@@ -8,12 +8,15 @@
 -- Returns  1 if N did not exist: N set to p (with PX ttl when given) and p
 --          published; else 0, nothing written. An INVALID_ARGUMENT error
 --          (args.lua), or a WRONGTYPE error if N is not an integer string
---          (count.lua), before anything is written.
+--          (count.lua), before anything is written; a NOPERM error, before
+--          anything is written, if the user's ACL forbids a call it may make
+--          (args.lua).
 permits0_arg(1)
 publish_arg(2)
 if ARGV[3] ~= nil then
     ms_arg(3)
 end
+permitted(ARGV[2], {'set', KEYS[1], 'publish', KEYS[2]})
 if count_of(KEYS[1]) ~= nil then
     return 0
 end

@@ -66,6 +66,15 @@ impl Client {
         let commands = Commands::resolve(config.pubsub_mode, &connections.redis, config.timeout)
             .await
             .map_err(|e| e.at(&config.server_description()))?;
+        let id = config.client_id.unwrap_or_else(Uuid::new_v4);
+        crate::connection::acl::check(
+            &connections.redis,
+            &id.hyphenated().to_string(),
+            commands.publish(),
+            config.timeout,
+        )
+        .await
+        .map_err(|e| e.at(&config.server_description()))?;
         if config.keyspace_notifications {
             crate::connection::pubsub_commands::check_keyspace_events(
                 &connections.redis,
@@ -91,7 +100,6 @@ impl Client {
             by_slot: config.redis.server.is_clustered(),
             check_every: config.hold_check_interval,
         }));
-        let id = config.client_id.unwrap_or_else(Uuid::new_v4);
         let env = ScriptEnv::new(&config, id.hyphenated().to_string(), commands.publish());
         let watches = Arc::new(crate::engine::watches::Watches::default());
         let inner = Arc::new(Inner {

@@ -12,6 +12,8 @@ mod common;
 
 #[path = "connect/auth.rs"]
 mod auth;
+#[path = "connect/permissions.rs"]
+mod permissions;
 
 use std::time::{Duration, Instant};
 

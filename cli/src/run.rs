@@ -392,12 +392,15 @@ pub async fn run(
                 ));
                 exit::LOST
             }
+            // Refused (an ACL rule) or not answered: the scripts write
+            // nothing when refused, so the hold stays until its TTL. The
+            // command's status would hide that: the error's status instead.
             Err(e) => {
                 say(format_args!(
-                    "could not release lock {:?} ({e}); it expires by its lease",
+                    "could not release lock {:?} ({e}); it stays held until its TTL runs out",
                     args.name
                 ));
-                code
+                crate::exit::CliError::Lock(e).status()
             }
         }
     };

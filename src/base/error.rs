@@ -195,6 +195,15 @@ impl Error {
 
 impl Error {
     /// A connection error of this crate's own (no underlying fred error).
+    /// An [`Error::Auth`] with `message` (a refusal the client found).
+    pub(crate) fn auth(message: impl Into<String>) -> Error {
+        Error::Auth(Cause {
+            message: message.into(),
+            source: None,
+            server: None,
+        })
+    }
+
     pub(crate) fn connection(message: impl Into<String>) -> Error {
         Error::Connection(Cause {
             message: message.into(),

@@ -1,8 +1,10 @@
-//! The Redis layer: configuration and URL parsing (TLS included), connecting,
+//! The Redis layer: configuration and URL parsing (TLS included), connecting
+//! (and the ACL check made then),
 //! the command connection with its retries, running Lua scripts (each kind
 //! declares its own), the pub/sub hub, and keys deleted soon without a round
 //! trip of their own. It knows no lock kind.
 
+pub(crate) mod acl;
 pub(crate) mod config;
 pub(crate) mod connect;
 pub(crate) mod deferred_delete;

@@ -115,3 +115,54 @@ fn rediss_urls_follow_the_tools_tls_features() {
         );
     }
 }
+
+/// An ACL user the locks' scripts cannot work for (issue 34, item 5):
+/// without PUBLISH, `run` is refused when it connects, with 77, naming the
+/// command, and never runs the command. One whose channel rules leave out
+/// the lock's channel gets the lock, runs the command, and then cannot
+/// release it: 77, the real cause, and (where the server can check a
+/// channel rule in a script: Redis 7, Valkey) the hold left whole, held
+/// until its TTL, as the message says.
+#[test]
+fn acl_refusals_exit_77_with_the_cause() {
+    let server = Server::private(&[]);
+    let mut raw = server.raw();
+    raw.cmd(&[
+        "ACL", "SETUSER", "nopub", "on", ">pw", "~*", "&*", "+@all", "-publish",
+    ]);
+    let url = format!("redis://nopub:pw@127.0.0.1:{}", server.port);
+    let out = tool_with_redis_url(
+        &url,
+        &["run", "acl-nopub", "--", "touch", "/nonexistent/ran"],
+    );
+    assert_eq!(code(&out), 77, "{}", stderr(&out));
+    assert!(stderr(&out).contains("PUBLISH"), "{}", stderr(&out));
+    assert!(!raw.exists("acl-nopub"));
+
+    raw.cmd(&[
+        "ACL",
+        "SETUSER",
+        "nochan",
+        "on",
+        ">pw",
+        "~*",
+        "resetchannels",
+        "&other:*",
+        "+@all",
+    ]);
+    let scripts_check = raw
+        .cmd(&["EVAL", "return redis.acl_check_cmd and 1 or 0", "0"])
+        .int()
+        == 1;
+    let url = format!("redis://nochan:pw@127.0.0.1:{}", server.port);
+    let out = tool_with_redis_url(&url, &["run", "acl-nochan", "--", "true"]);
+    assert_eq!(code(&out), 77, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("could not release"),
+        "{}",
+        stderr(&out)
+    );
+    if scripts_check {
+        assert!(raw.exists("acl-nochan"), "the hold stays until its TTL");
+    }
+}
