@@ -43,6 +43,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             start.elapsed().as_millis()
         ),
         LatchOpened::Deleted => println!("the import was called off"),
+        // `LatchOpened` is `#[non_exhaustive]`: a later version may add ways.
+        other => println!("the wait ended: {other:?}"),
     }
 
     // Deleting a latch ends every wait on it (Redisson's own await() would hang).

@@ -169,18 +169,18 @@ local function publish(cmd, channel, message)
 end
 
 local function permitted(pub, checks)
-    local check = redis.acl_check_cmd
-    local refuse = function(cmd, target)
+    local function refuse(cmd, target)
         fail('NOPERM this user may not run ' .. string.upper(cmd) .. ' on ' .. target)
     end
-    -- On 6.2, EVAL checked the declared keys already.
-    local seen = {}
-    for _, key in ipairs(KEYS) do
-        seen[key] = true
-    end
-    for i = 1, #checks, 2 do
-        local cmd, target = checks[i], checks[i + 1]
-        if check == nil then
+    local check = redis.acl_check_cmd
+    if check == nil then
+        -- Redis 6.2: EVAL checked the declared keys already; read the others.
+        local seen = {}
+        for _, key in ipairs(KEYS) do
+            seen[key] = true
+        end
+        for i = 1, #checks, 2 do
+            local cmd, target = checks[i], checks[i + 1]
             if cmd ~= 'publish' and not seen[target] then
                 seen[target] = true
                 local r = redis.pcall('exists', target)
@@ -188,7 +188,12 @@ local function permitted(pub, checks)
                     refuse(cmd, target)
                 end
             end
-        elseif cmd == 'publish' then
+        end
+        return
+    end
+    for i = 1, #checks, 2 do
+        local cmd, target = checks[i], checks[i + 1]
+        if cmd == 'publish' then
             if pub ~= 'SPUBLISH' and not check('publish', target, '0') then
                 refuse('publish', target)
             end

@@ -52,7 +52,16 @@ impl Client {
     /// [`Error::Connection`](crate::Error::Connection) if the server cannot
     /// be reached within `config.timeout`; [`Error::Auth`](crate::Error::Auth)
     /// if it refuses the credentials; another translated Redis error if it
-    /// answers the first commands with one.
+    /// answers the first commands with one; [`Error::Auth`](crate::Error::Auth)
+    /// naming the commands, if the ACL user may not run one the scripts
+    /// need (docs/PROTOCOL.md §9.5).
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (it starts the client's tasks on the current
+    /// one). From code without one, use
+    /// [`BlockingClient::connect`](crate::blocking::BlockingClient::connect),
+    /// which starts a runtime of its own.
     ///
     /// # Cancel safety
     ///
@@ -133,6 +142,10 @@ impl Client {
     ///
     /// [`Error::Config`](crate::Error::Config) for a URL that cannot be
     /// parsed; else as [`connect`](Self::connect).
+    ///
+    /// # Panics
+    ///
+    /// As [`connect`](Self::connect): outside a tokio runtime.
     ///
     /// # Cancel safety
     ///

@@ -94,6 +94,8 @@
 //!   private CA goes into [`Config::redis`]`.tls` (README, *TLS*); a
 //!   certificate that is not accepted is [`Error::Tls`].
 //! * `sentinel-auth`: separate credentials for Sentinel nodes.
+//! * `metrics`: counters, gauges and a histogram through the `metrics`
+//!   facade (README, *Metrics*).
 //!
 //! No password shows in `Debug` of [`Config`] or [`Client`], in an
 //! [`Error`], or in what the crate logs.

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 /// How a spin-lock waiter paces its attempts (Redisson's `LockOptions.BackOff`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BackOff {
     /// Delay `d0 = initial`, then `d(k+1) = min(max, multiplier * d(k) + jitter[0, k] ms)`.
     Exponential {

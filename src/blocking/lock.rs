@@ -268,8 +268,12 @@ impl<K: Kind> BlockingLock<K> {
     }
 }
 
-/// One hold taken by a thread. Dropping it unlocks synchronously; it cannot
-/// leave its thread, as the hold belongs to that thread.
+/// One hold taken by a thread. Dropping it unlocks on that thread: the drop
+/// waits for the unlock, at most the client's
+/// [`Config::timeout`](crate::Config::timeout), and then lets it finish in
+/// the background (a failure is logged). [`unlock`](Self::unlock) reports
+/// the outcome instead. It cannot leave its thread, as the hold belongs to
+/// that thread.
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct BlockingGuard<K: Kind> {
     guard: Bridged<LockGuard<K>>,

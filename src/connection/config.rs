@@ -245,42 +245,49 @@ impl Config {
     }
 
     /// Set [`lock_watchdog_timeout`](Self::lock_watchdog_timeout).
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn lock_watchdog_timeout(mut self, timeout: Duration) -> Self {
         self.lock_watchdog_timeout = timeout;
         self
     }
 
     /// Set [`lock_watchdog_batch_size`](Self::lock_watchdog_batch_size).
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn lock_watchdog_batch_size(mut self, size: usize) -> Self {
         self.lock_watchdog_batch_size = size;
         self
     }
 
     /// Set [`timeout`](Self::timeout).
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// Set [`retry_attempts`](Self::retry_attempts).
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn retry_attempts(mut self, attempts: u32) -> Self {
         self.retry_attempts = attempts;
         self
     }
 
     /// Set [`retry_delay`](Self::retry_delay).
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn retry_delay(mut self, delay: Duration) -> Self {
         self.retry_delay = delay;
         self
     }
 
     /// Set [`fair_lock_wait_timeout`](Self::fair_lock_wait_timeout).
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn fair_lock_wait_timeout(mut self, timeout: Duration) -> Self {
         self.fair_lock_wait_timeout = timeout;
         self
     }
 
     /// Set [`pubsub_mode`](Self::pubsub_mode).
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn pubsub_mode(mut self, mode: PubSubMode) -> Self {
         self.pubsub_mode = mode;
         self
@@ -288,12 +295,14 @@ impl Config {
 
     /// Set [`replica_sync`](Self::replica_sync): wait up to `timeout` for
     /// replicas after every lock write.
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn replica_sync(mut self, timeout: Duration) -> Self {
         self.replica_sync = Some(timeout);
         self
     }
 
     /// Set [`name_mapper`](Self::name_mapper).
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn name_mapper(mut self, mapper: impl NameMapper) -> Self {
         self.name_mapper = Some(Arc::new(mapper));
         self
@@ -301,18 +310,21 @@ impl Config {
 
     /// Set [`hold_check_interval`](Self::hold_check_interval): check every
     /// hold this often.
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn hold_check_interval(mut self, interval: Duration) -> Self {
         self.hold_check_interval = Some(interval);
         self
     }
 
     /// Set [`keyspace_notifications`](Self::keyspace_notifications).
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn keyspace_notifications(mut self, on: bool) -> Self {
         self.keyspace_notifications = on;
         self
     }
 
     /// Set [`client_id`](Self::client_id): act as the client with this id.
+    #[must_use = "a Config setter returns the changed Config"]
     pub fn client_id(mut self, id: uuid::Uuid) -> Self {
         self.client_id = Some(id);
         self

@@ -46,6 +46,12 @@ use crate::locks::kind::{AnyKind, Kind, ReentrantKind};
 ///   counts as lost, whatever the network does; so `lost()` resolves before
 ///   another client can take the lock.
 ///
+/// The release of a dropped guard runs on the client's runtime: a guard
+/// dropped after that runtime stopped (its `#[tokio::main]` returned, say)
+/// sends nothing, and its hold stays until its TTL (the watchdog timeout,
+/// or its lease). Unlock guards, or [`shutdown`](crate::Client::shutdown)
+/// the client, before the runtime ends.
+///
 /// A guard told its hold is gone sends nothing when unlocked or dropped
 /// (its `unlock()` reports [`NotHeld`](crate::Error::NotHeld)): the lock may
 /// since belong to someone else, or to a new hold of the same owner.

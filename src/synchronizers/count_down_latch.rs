@@ -43,6 +43,7 @@ const MAX_COUNT: u64 = (1 << 53) - 1;
 
 /// How an await ended (see [`CountDownLatch::await_zero`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LatchOpened {
     /// The count is zero: it was counted down to zero (or the latch had not
     /// been set, or was already gone, when the call began: Redisson's
@@ -66,6 +67,7 @@ pub enum LatchOpened {
 /// match shards.await_zero().await? {
 ///     redisson_lock::LatchOpened::Zero => println!("every shard finished"),
 ///     redisson_lock::LatchOpened::Deleted => println!("the import was called off"),
+///     other => println!("the wait ended: {other:?}"), // `#[non_exhaustive]`
 /// }
 /// # Ok(()) }
 /// ```

@@ -87,6 +87,7 @@ impl FromStr for PermitId {
 
 /// The remaining lease of a permit ([`PermitExpirableSemaphore::get_lease_time`](crate::PermitExpirableSemaphore::get_lease_time)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PermitLease {
     /// The permit expires after this long (per the acquiring client's clock).
     Expires(Duration),

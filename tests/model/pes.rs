@@ -308,6 +308,7 @@ async fn run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[Op]) -> StepResu
                         Out::Lease(format!("expires in {d:?}"))
                     }
                     (Ok(Some(PermitLease::Never)), _) => Out::Lease("never".into()),
+                    (Ok(Some(other)), _) => Out::Lease(format!("{other:?}")),
                     (Ok(None), _) => Out::Lease("none".into()),
                     (Err(e), _) => Out::Err(e.to_string()),
                 };
