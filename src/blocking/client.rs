@@ -22,6 +22,12 @@ impl Client {
 }
 
 /// A [`Client`] driven from blocking code. Cheap to clone.
+///
+/// Call [`shutdown`](Self::shutdown) before the end: when the last handle,
+/// lock handle and guard of a client made by [`connect`](Self::connect)
+/// is dropped, its runtime shuts down in the background, and releases still
+/// under way then may not reach Redis (their locks stay held until their
+/// TTLs).
 #[derive(Clone, Debug)]
 pub struct BlockingClient {
     pub(super) client: Client,
@@ -83,5 +89,19 @@ impl BlockingClient {
     /// The async client underneath.
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// Shut the client down as [`Client::shutdown`] does, waiting for it on
+    /// this thread: the releases under way finish (within the retry budget)
+    /// and the connections close; later calls fail with
+    /// [`Error::Closed`](crate::Error::Closed). Idempotent; every clone
+    /// shares it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`] when called from inside an async runtime
+    /// (nothing is done: use [`Client::shutdown`] there).
+    pub fn shutdown(&self) -> Result<()> {
+        self.runtime.run(self.client.shutdown())
     }
 }

@@ -179,3 +179,28 @@ fn dropping_a_guard_while_redis_is_paused_blocks_one_timeout_at_most() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// `BlockingClient::shutdown`: a guard's release still under way when it is
+/// called reaches Redis (nothing is left held), and every later call is
+/// `Error::Closed`; inside a runtime it refuses, doing nothing.
+#[test]
+fn shutdown_finishes_releases_and_closes() {
+    let server = Server::start();
+    let client = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    let name = unique("blocking-shutdown");
+    let lock = client.lock(&name).unwrap();
+    let guard = lock.lock().unwrap();
+    assert!(lock.is_locked().unwrap());
+    // Released in the background (dropped inside a runtime), then shut down.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        assert!(matches!(client.shutdown(), Err(Error::BlockingInAsync)));
+        drop(guard);
+    });
+    client.shutdown().unwrap();
+    client.shutdown().unwrap();
+    assert!(matches!(lock.is_locked(), Err(Error::Closed)));
+    let other = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    assert!(!other.lock(&name).unwrap().is_locked().unwrap(), "released");
+    other.shutdown().unwrap();
+}
