@@ -175,7 +175,7 @@ pub use locks::rlock::{NonReentrant, NonReentrantLock, RLock, Reentrant};
 pub use locks::rwlock::{Read, ReadLock, ReadWriteLock, Write, WriteLock};
 pub use locks::spin::{Spin, SpinLock};
 pub use synchronizers::count_down_latch::{CountDownLatch, LatchOpened};
-pub use synchronizers::permit_id::{PermitId, PermitLease};
+pub use synchronizers::permit_id::{ParsePermitIdError, PermitId, PermitLease};
 pub use synchronizers::permit_semaphore::{PermitExpirableSemaphore, PermitGuard};
 pub use synchronizers::semaphore::{Semaphore, SemaphorePermit};
 

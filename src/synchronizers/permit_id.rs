@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fred::types::Value;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::Error;
 
 /// The id of one permit of a [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore): 16 random bytes,
 /// stored as such in Redis (Redisson ≥ 3.17) and shown, as Java shows it,
@@ -61,15 +61,12 @@ impl fmt::Debug for PermitId {
 }
 
 impl FromStr for PermitId {
-    type Err = Error;
+    type Err = ParsePermitIdError;
 
     /// 32 hex digits (either case), as Java shows permit ids.
-    fn from_str(text: &str) -> Result<PermitId> {
-        let bad = || {
-            Error::InvalidArgument(format!(
-                "a permit id is 32 hex digits, got {:?}",
-                text.chars().take(40).collect::<String>()
-            ))
+    fn from_str(text: &str) -> Result<PermitId, ParsePermitIdError> {
+        let bad = || ParsePermitIdError {
+            got: text.chars().take(40).collect(),
         };
         let digits = text.as_bytes();
         // Hex digits only (`from_str_radix` would also take a `+`).
@@ -82,6 +79,30 @@ impl FromStr for PermitId {
             *byte = u8::from_str_radix(pair, 16).map_err(|_| bad())?;
         }
         Ok(PermitId(bytes))
+    }
+}
+
+/// Text that is not a [`PermitId`] (32 hex digits): what
+/// [`str::parse`] returns for it. Converts into
+/// [`Error::InvalidArgument`], so `?` works in code returning the crate's
+/// [`Result`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParsePermitIdError {
+    /// The text, cut to 40 characters.
+    got: String,
+}
+
+impl fmt::Display for ParsePermitIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a permit id is 32 hex digits, got {:?}", self.got)
+    }
+}
+
+impl std::error::Error for ParsePermitIdError {}
+
+impl From<ParsePermitIdError> for Error {
+    fn from(e: ParsePermitIdError) -> Error {
+        Error::InvalidArgument(e.to_string())
     }
 }
 
@@ -115,10 +136,9 @@ mod tests {
             "zz01abcdef102030405060708090a0ff",
             "é01abcdef102030405060708090a0f",
         ] {
-            assert!(matches!(
-                bad.parse::<PermitId>(),
-                Err(Error::InvalidArgument(_))
-            ));
+            let err = bad.parse::<PermitId>().unwrap_err();
+            assert!(err.to_string().starts_with("a permit id is 32 hex digits"));
+            assert!(matches!(Error::from(err), Error::InvalidArgument(_)));
         }
         assert_ne!(PermitId::random(), PermitId::random());
     }
