@@ -97,6 +97,10 @@ pub enum Error {
     /// Redis answered with something this crate does not understand.
     #[error("unexpected reply from Redis: {0}")]
     Protocol(String),
+    /// A state this crate's own logic rules out was reached: a bug in this
+    /// crate. Please report it, with the text.
+    #[error("internal error in redisson-lock (a bug: please report it): {0}")]
+    Internal(String),
     /// The client was shut down ([`Client::shutdown`](crate::Client::shutdown)).
     #[error("the client was shut down")]
     Closed,

@@ -455,7 +455,7 @@ impl<K: Kind> Lock<K> {
 }
 
 fn expect_acquired(acquired: Option<Acquired>) -> Result<Acquired> {
-    acquired.ok_or_else(|| Error::Protocol("an unbounded wait ended without the lock".into()))
+    acquired.ok_or_else(|| Error::Internal("an unbounded wait ended without the lock".into()))
 }
 
 /// A caller's lease: from one millisecond (PEXPIRE's unit) to

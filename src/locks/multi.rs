@@ -548,7 +548,7 @@ impl MultiGuard {
 /// The guard of a wait without a time limit, which ends with one.
 fn expect_guard(acquired: Result<Option<MultiGuard>>) -> Result<MultiGuard> {
     acquired?.ok_or_else(|| {
-        Error::Protocol("a wait without a time limit ended without the locks".into())
+        Error::Internal("a wait without a time limit ended without the locks".into())
     })
 }
 

@@ -212,7 +212,7 @@ impl CountDownLatch {
     pub async fn await_zero(&self) -> Result<LatchOpened> {
         match self.await_within(None).await? {
             Some(opened) => Ok(opened),
-            None => Err(Error::Protocol(
+            None => Err(Error::Internal(
                 "a wait without a time limit ended early".into(),
             )),
         }

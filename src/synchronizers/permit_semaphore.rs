@@ -208,7 +208,7 @@ impl PermitExpirableSemaphore {
     pub async fn acquire(&self, lease: Option<Duration>) -> Result<PermitGuard> {
         match self.acquire_within(None, lease).await? {
             Some(permit) => Ok(permit),
-            None => Err(Error::Protocol(
+            None => Err(Error::Internal(
                 "a wait without a time limit ended without a permit".into(),
             )),
         }

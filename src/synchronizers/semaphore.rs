@@ -156,7 +156,7 @@ impl Semaphore {
     pub async fn acquire(&self, permits: u32) -> Result<SemaphorePermit> {
         match self.acquire_within(None, permits).await? {
             Some(permit) => Ok(permit),
-            None => Err(Error::Protocol(
+            None => Err(Error::Internal(
                 "a wait without a time limit ended without permits".into(),
             )),
         }
