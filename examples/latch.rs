@@ -35,7 +35,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "{:>5} ms  waiting for {} shards",
         start.elapsed().as_millis(),
-        done.get_count().await?
+        done.count().await?
     );
     match done.await_zero().await? {
         LatchOpened::Zero => println!(

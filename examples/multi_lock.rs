@@ -27,11 +27,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // All or nothing, on one client; kinds mixed through erase().
     let client = &clients[0];
     let transfer = MultiLock::new([
-        client.lock(&format!("account-1-{id}"))?.erase(),
-        client.fair_lock(&format!("account-2-{id}"))?.erase(),
+        client.lock(&format!("account-1-{id}"))?.into_erased(),
+        client.fair_lock(&format!("account-2-{id}"))?.into_erased(),
     ])?;
     let both = transfer.lock().await?;
-    println!("holding {:?}", transfer.names());
+    println!("holding {:?}", transfer.names().collect::<Vec<_>>());
     assert!(client
         .lock(&format!("account-1-{id}"))?
         .try_lock()

@@ -42,7 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{:>5} ms  worker B got permit {} once A's lease ran out; {:?} of its lease left",
         start.elapsed().as_millis(),
         permit.id(),
-        other.get_lease_time(&permit.id()).await?
+        other.lease_time(&permit.id()).await?
     );
     permit.release().await?;
     println!("{} available again", other.available_permits().await?);

@@ -19,7 +19,7 @@
 //! reentrant kinds, `fencing_token` for fenced guards, `downgrade` for write
 //! guards. [`MultiLock`] takes several locks, on one client or on
 //! independent servers, as one (all of them, or a majority for RedLock);
-//! [`Lock::erase`] lets it mix kinds.
+//! [`Lock::into_erased`] lets it mix kinds.
 //!
 //! # Semaphores and count-down latch
 //!

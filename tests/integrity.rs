@@ -28,12 +28,18 @@ use redisson_lock::{AnyKind, Client, Lock, LockGuard, LostReason};
 pub fn every_kind(client: &Client, name: &str) -> Vec<(&'static str, Lock<AnyKind>)> {
     use common::make::*;
     vec![
-        ("lock", rlock(client, &format!("{name}-lock")).erase()),
-        ("fair", fair(client, &format!("{name}-fair")).erase()),
-        ("read", read(client, &format!("{name}-read")).erase()),
-        ("write", write(client, &format!("{name}-write")).erase()),
-        ("spin", spin(client, &format!("{name}-spin")).erase()),
-        ("fenced", fenced(client, &format!("{name}-fenced")).erase()),
+        ("lock", rlock(client, &format!("{name}-lock")).into_erased()),
+        ("fair", fair(client, &format!("{name}-fair")).into_erased()),
+        ("read", read(client, &format!("{name}-read")).into_erased()),
+        (
+            "write",
+            write(client, &format!("{name}-write")).into_erased(),
+        ),
+        ("spin", spin(client, &format!("{name}-spin")).into_erased()),
+        (
+            "fenced",
+            fenced(client, &format!("{name}-fenced")).into_erased(),
+        ),
     ]
 }
 

@@ -92,14 +92,14 @@ impl Signals {
 /// too, for its token.
 pub(crate) fn handle(client: &Client, kind: LockKind, name: &str) -> CliResult<Lock<AnyKind>> {
     Ok(match kind {
-        LockKind::Rlock => client.lock(name)?.erase(),
-        LockKind::NonReentrant => client.non_reentrant_lock(name)?.erase(),
-        LockKind::Fair => client.fair_lock(name)?.erase(),
-        LockKind::NonReentrantFair => client.non_reentrant_fair_lock(name)?.erase(),
-        LockKind::Read => client.read_write_lock(name)?.read().erase(),
-        LockKind::Write => client.read_write_lock(name)?.write().erase(),
-        LockKind::Spin => client.spin_lock(name)?.erase(),
-        LockKind::Fenced => client.fenced_lock(name)?.erase(),
+        LockKind::Rlock => client.lock(name)?.into_erased(),
+        LockKind::NonReentrant => client.non_reentrant_lock(name)?.into_erased(),
+        LockKind::Fair => client.fair_lock(name)?.into_erased(),
+        LockKind::NonReentrantFair => client.non_reentrant_fair_lock(name)?.into_erased(),
+        LockKind::Read => client.read_write_lock(name)?.read().into_erased(),
+        LockKind::Write => client.read_write_lock(name)?.write().into_erased(),
+        LockKind::Spin => client.spin_lock(name)?.into_erased(),
+        LockKind::Fenced => client.fenced_lock(name)?.into_erased(),
     })
 }
 
@@ -117,7 +117,7 @@ async fn acquire(
         };
         return Ok(guard.map(|g| {
             let token = g.fencing_token();
-            (g.erase(), Some(token))
+            (g.into_erased(), Some(token))
         }));
     }
     let lock = handle(client, args.kind, &args.name)?;

@@ -67,9 +67,9 @@ impl BlockingCountDownLatch {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
-    /// else as [`CountDownLatch::get_count`](crate::CountDownLatch::get_count).
-    pub fn get_count(&self) -> Result<i64> {
-        self.runtime.run(self.latch.get_count())?
+    /// else as [`CountDownLatch::count`](crate::CountDownLatch::count).
+    pub fn count(&self) -> Result<i64> {
+        self.runtime.run(self.latch.count())?
     }
 
     /// Delete the latch; returns whether it existed.
@@ -89,9 +89,9 @@ impl BlockingCountDownLatch {
     ///
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
     /// (nothing is sent); else as
-    /// [`CountDownLatch::is_exists`](crate::CountDownLatch::is_exists).
-    pub fn is_exists(&self) -> Result<bool> {
-        self.runtime.run(self.latch.is_exists())?
+    /// [`CountDownLatch::exists`](crate::CountDownLatch::exists).
+    pub fn exists(&self) -> Result<bool> {
+        self.runtime.run(self.latch.exists())?
     }
 
     /// Wait until the count is zero, or the latch is deleted.

@@ -7,15 +7,15 @@
 macro_rules! expirable {
     ($type:ty, $field:ident, $async:literal) => {
         impl $type {
-            #[doc = concat!("Whether it exists (`EXISTS N`); see [`", $async, "::is_exists`](crate::", $async, "::is_exists).")]
+            #[doc = concat!("Whether it exists (`EXISTS N`); see [`", $async, "::exists`](crate::", $async, "::exists).")]
             ///
             /// # Errors
             ///
             /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync)
             /// inside an async runtime (nothing is sent); else as the
             /// async call.
-            pub fn is_exists(&self) -> crate::Result<bool> {
-                self.runtime.run(self.$field.is_exists())?
+            pub fn exists(&self) -> crate::Result<bool> {
+                self.runtime.run(self.$field.exists())?
             }
 
             #[doc = concat!("Delete it (Redisson's `delete`); see [`", $async, "::delete`](crate::", $async, "::delete).")]

@@ -145,12 +145,12 @@ impl BlockingPermitExpirableSemaphore {
     ///
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
     /// else as
-    /// [`PermitExpirableSemaphore::get_lease_time`](crate::PermitExpirableSemaphore::get_lease_time).
-    pub fn get_lease_time(
+    /// [`PermitExpirableSemaphore::lease_time`](crate::PermitExpirableSemaphore::lease_time).
+    pub fn lease_time(
         &self,
         id: &crate::synchronizers::permit_id::PermitId,
     ) -> Result<Option<crate::synchronizers::permit_id::PermitLease>> {
-        self.runtime.run(self.semaphore.get_lease_time(id))?
+        self.runtime.run(self.semaphore.lease_time(id))?
     }
 
     /// The number of permits available now.

@@ -236,7 +236,7 @@ impl<K: Kind> LockGuard<K> {
     }
 
     /// This guard with its kind erased, as a multi-lock member.
-    pub fn erase(self) -> LockGuard<AnyKind> {
+    pub fn into_erased(self) -> LockGuard<AnyKind> {
         LockGuard {
             hold: self.hold,
             kind: Arc::new(AnyKind::new()),

@@ -21,7 +21,7 @@ pub trait Kind: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {}
 pub trait ReentrantKind: Kind {}
 
 /// Any kind: what a [`MultiLock`](crate::MultiLock) sees of its members,
-/// and what [`Lock::erase`](crate::Lock::erase) leaves.
+/// and what [`Lock::into_erased`](crate::Lock::into_erased) leaves.
 #[derive(Debug)]
 pub struct AnyKind {
     _private: (),

@@ -139,7 +139,8 @@ impl<K: Kind> Lock<K> {
 
     /// This handle with its kind erased, as a [`MultiLock`](crate::MultiLock)
     /// member.
-    pub fn erase(self) -> Lock<AnyKind> {
+    #[doc(alias = "erase")]
+    pub fn into_erased(self) -> Lock<AnyKind> {
         Lock {
             raw: self.raw,
             client: self.client,

@@ -51,7 +51,7 @@ pub struct MultiLock {
 
 impl MultiLock {
     /// All-or-nothing over `locks` (Redisson's `RedissonMultiLock`). For
-    /// members of several kinds, [`erase`](Lock::erase) each one.
+    /// members of several kinds, [`into_erased`](Lock::into_erased) each one.
     ///
     /// # Errors
     ///
@@ -185,8 +185,8 @@ impl MultiLock {
     }
 
     /// The members' names, in acquisition order.
-    pub fn names(&self) -> Vec<&str> {
-        self.members.iter().map(RawLock::name).collect()
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.members.iter().map(RawLock::name)
     }
 
     /// Wait as long as it takes; members are watchdog-renewed while held.

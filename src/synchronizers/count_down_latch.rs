@@ -163,8 +163,8 @@ impl CountDownLatch {
     /// # Cancel safety
     ///
     /// It only reads: dropping it at any point leaves nothing behind.
-    #[doc(alias = "count")]
-    pub async fn get_count(&self) -> Result<i64> {
+    #[doc(alias = "getCount")]
+    pub async fn count(&self) -> Result<i64> {
         get_count(self.inner(), &self.shared.handle.name).await
     }
 

@@ -5,7 +5,7 @@
 //!
 //! | call | [`Semaphore`] | [`PermitExpirableSemaphore`] | [`CountDownLatch`] |
 //! |---|---|---|---|
-//! | `is_exists` | `EXISTS N` | `EXISTS N` | `EXISTS N` |
+//! | `exists` | `EXISTS N` | `EXISTS N` | `EXISTS N` |
 //! | `delete` | `DEL N` | `DEL N {N}:timeout` | script: `DEL N`, publish `1` if it existed |
 //! | `expire` | `PEXPIRE N` | `PEXPIRE` on both keys | — (not `RExpirable` in Java) |
 //! | `clear_expire` | `PERSIST N` | `PERSIST` on both keys | — |
@@ -120,9 +120,8 @@ macro_rules! expirable {
             /// # Cancel safety
             ///
             /// It only reads: dropping it at any point leaves nothing behind.
-            #[doc(alias = "exists")]
             #[doc(alias = "isExists")]
-            pub async fn is_exists(&self) -> Result<bool> {
+            pub async fn exists(&self) -> Result<bool> {
                 exists(self.inner(), self.name()).await
             }
 
@@ -233,9 +232,8 @@ impl CountDownLatch {
     /// # Cancel safety
     ///
     /// It only reads: dropping it at any point leaves nothing behind.
-    #[doc(alias = "exists")]
     #[doc(alias = "isExists")]
-    pub async fn is_exists(&self) -> Result<bool> {
+    pub async fn exists(&self) -> Result<bool> {
         exists(self.inner(), self.name()).await
     }
 }

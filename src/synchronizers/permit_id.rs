@@ -106,7 +106,7 @@ impl From<ParsePermitIdError> for Error {
     }
 }
 
-/// The remaining lease of a permit ([`PermitExpirableSemaphore::get_lease_time`](crate::PermitExpirableSemaphore::get_lease_time)).
+/// The remaining lease of a permit ([`PermitExpirableSemaphore::lease_time`](crate::PermitExpirableSemaphore::lease_time)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PermitLease {

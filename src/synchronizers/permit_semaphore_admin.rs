@@ -168,7 +168,8 @@ impl PermitExpirableSemaphore {
     ///
     /// It only reads (and gives expired permits back, which any later call
     /// would do too): dropping it at any point leaves nothing behind.
-    pub async fn get_lease_time(&self, id: &PermitId) -> Result<Option<PermitLease>> {
+    #[doc(alias = "getLeaseTime")]
+    pub async fn lease_time(&self, id: &PermitId) -> Result<Option<PermitLease>> {
         let reply = self
             .eval_retrying(|| {
                 ScriptCall::new(

@@ -115,7 +115,7 @@ impl Semaphore {
     pub async fn release_if_exists(&self, permits: u32) -> Result<bool> {
         check_permits(permits)?;
         if permits == 0 {
-            return self.exists().await;
+            return self.key_exists().await;
         }
         let inner = self.inner();
         let reply = inner
@@ -131,7 +131,7 @@ impl Semaphore {
         Ok(integer(reply, "semaphore releaseIfExists")? == 1)
     }
 
-    async fn exists(&self) -> Result<bool> {
+    async fn key_exists(&self) -> Result<bool> {
         let name = self.shared.handle.name.clone();
         let n: i64 = self
             .inner()

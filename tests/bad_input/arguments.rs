@@ -302,15 +302,15 @@ async fn multi_lock_with_a_member_twice_is_refused() {
     let name = unique("multi");
     let lock = a.lock(&name).unwrap();
     for members in [
-        vec![lock.clone().erase(), lock.clone().erase()],
+        vec![lock.clone().into_erased(), lock.clone().into_erased()],
         vec![
-            a.read_write_lock(&name).unwrap().read().erase(),
-            a.read_write_lock(&name).unwrap().write().erase(),
+            a.read_write_lock(&name).unwrap().read().into_erased(),
+            a.read_write_lock(&name).unwrap().write().into_erased(),
         ],
         vec![
-            a.fair_lock(&name).unwrap().erase(),
-            a.lock(&format!("{name}-other")).unwrap().erase(),
-            lock.clone().erase(),
+            a.fair_lock(&name).unwrap().into_erased(),
+            a.lock(&format!("{name}-other")).unwrap().into_erased(),
+            lock.clone().into_erased(),
         ],
     ] {
         assert!(matches!(

@@ -253,12 +253,26 @@ pub async fn acquire(
     name: &str,
 ) -> redisson_lock::Result<LockGuard<AnyKind>> {
     match kind {
-        "lock" => client.lock(name)?.erase().lock().await,
-        "fair" => client.fair_lock(name)?.erase().lock().await,
-        "read" => client.read_write_lock(name)?.read().erase().lock().await,
-        "write" => client.read_write_lock(name)?.write().erase().lock().await,
-        "spin" => client.spin_lock(name)?.erase().lock().await,
-        "fenced" => client.fenced_lock(name)?.erase().lock().await,
+        "lock" => client.lock(name)?.into_erased().lock().await,
+        "fair" => client.fair_lock(name)?.into_erased().lock().await,
+        "read" => {
+            client
+                .read_write_lock(name)?
+                .read()
+                .into_erased()
+                .lock()
+                .await
+        }
+        "write" => {
+            client
+                .read_write_lock(name)?
+                .write()
+                .into_erased()
+                .lock()
+                .await
+        }
+        "spin" => client.spin_lock(name)?.into_erased().lock().await,
+        "fenced" => client.fenced_lock(name)?.into_erased().lock().await,
         other => panic!("unknown lock kind {other:?} (expected one of {KINDS:?})"),
     }
 }

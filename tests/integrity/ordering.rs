@@ -95,7 +95,7 @@ async fn race(fx: &Fixture, end: End, race: Race, round: usize) {
         let what = format!("{kind}, {end:?}, {race:?}, round {round}");
         // Readers share: what another reader is refused by is a writer.
         let excluder = if kind == "read" {
-            crate::common::make::write(&other_client, &format!("{name}-read")).erase()
+            crate::common::make::write(&other_client, &format!("{name}-read")).into_erased()
         } else {
             other.clone()
         };

@@ -362,14 +362,14 @@ pub async fn java_woken(steps: &Steps, waiting: Pending, what: &str, released: I
 /// Rust locks of each kind, by the Java peer's kind names, erased to one type.
 pub fn rust_lock(client: &Client, kind: &str, name: &str) -> Lock<AnyKind> {
     match kind {
-        "lock" => client.lock(name).unwrap().erase(),
-        "fair" => client.fair_lock(name).unwrap().erase(),
-        "nrlock" => client.non_reentrant_lock(name).unwrap().erase(),
-        "nrfair" => client.non_reentrant_fair_lock(name).unwrap().erase(),
-        "spin" => client.spin_lock(name).unwrap().erase(),
-        "fenced" => client.fenced_lock(name).unwrap().erase(),
-        "read" => client.read_write_lock(name).unwrap().read().erase(),
-        "write" => client.read_write_lock(name).unwrap().write().erase(),
+        "lock" => client.lock(name).unwrap().into_erased(),
+        "fair" => client.fair_lock(name).unwrap().into_erased(),
+        "nrlock" => client.non_reentrant_lock(name).unwrap().into_erased(),
+        "nrfair" => client.non_reentrant_fair_lock(name).unwrap().into_erased(),
+        "spin" => client.spin_lock(name).unwrap().into_erased(),
+        "fenced" => client.fenced_lock(name).unwrap().into_erased(),
+        "read" => client.read_write_lock(name).unwrap().read().into_erased(),
+        "write" => client.read_write_lock(name).unwrap().write().into_erased(),
         other => panic!("no such kind {other}"),
     }
 }

@@ -202,7 +202,7 @@ pub async fn latch(version: &str) {
     let name = s.name("j2r");
     let latch = s.fx.client.count_down_latch(&name).unwrap();
     let op = format!("trysetcount latch:{name} 2");
-    let (set, read) = (latch.try_set_count(5), latch.get_count());
+    let (set, read) = (latch.try_set_count(5), latch.count());
     java_sets_up(&mut s, &op, set, read, 2).await;
     let l2 = latch.clone();
     let waiter = s.waiter(
@@ -211,7 +211,7 @@ pub async fn latch(version: &str) {
     );
     s.subscribed(&latch_channel(&name), 1).await;
     s.java.ok("t1", &format!("countdown latch:{name}")).await;
-    let (count, rust) = (format!("count latch:{name}"), latch.get_count().await);
+    let (count, rust) = (format!("count latch:{name}"), latch.count().await);
     both_read(&mut s, &count, rust.unwrap(), 1, "java's count down").await;
     latch.count_down().await.unwrap();
     let released = Instant::now();
@@ -224,7 +224,7 @@ pub async fn latch(version: &str) {
         released,
         at,
     );
-    let rust = latch.get_count().await.unwrap();
+    let rust = latch.count().await.unwrap();
     both_read(&mut s, &count, rust, 0, "the last count down").await;
 
     let name = s.name("j-wait");
@@ -234,7 +234,7 @@ pub async fn latch(version: &str) {
         true,
         "rust try_set_count(2)",
     );
-    let (count, rust) = (format!("count latch:{name}"), latch.get_count().await);
+    let (count, rust) = (format!("count latch:{name}"), latch.count().await);
     both_read(&mut s, &count, rust.unwrap(), 2, "rust's try_set_count(2)").await;
     let waiting = java_awaits(&mut s, &name).await;
     latch.count_down().await.unwrap();
@@ -269,8 +269,7 @@ async fn semaphore_objects(s: &mut Scene) {
     let obj = format!("sem:{name}");
     java_on(s, &obj, "exists", "false", "java isExists before").await;
     java_on(s, &obj, "trysetpermits 3", "true", "java trySetPermits").await;
-    s.steps
-        .eq(sem.is_exists().await.unwrap(), true, "rust is_exists");
+    s.steps.eq(sem.exists().await.unwrap(), true, "rust exists");
     s.steps.eq(
         sem.expire(Duration::from_secs(60)).await.unwrap(),
         true,
@@ -301,9 +300,9 @@ async fn semaphore_objects(s: &mut Scene) {
     );
     java_on(s, &obj, "delete", "true", "java delete").await;
     s.steps.eq(
-        sem.is_exists().await.unwrap(),
+        sem.exists().await.unwrap(),
         false,
-        "rust is_exists after java's delete",
+        "rust exists after java's delete",
     );
     s.steps
         .eq(sem.delete().await.unwrap(), false, "rust delete of nothing");
@@ -342,8 +341,7 @@ async fn permit_semaphore_objects(s: &mut Scene) {
     s.java.ok("t1", &format!("acquire {obj} -1")).await;
     pes.acquire(None).await.unwrap().forget();
     java_on(s, &obj, "exists", "true", "java isExists").await;
-    s.steps
-        .eq(pes.is_exists().await.unwrap(), true, "rust is_exists");
+    s.steps.eq(pes.exists().await.unwrap(), true, "rust exists");
     java_on(s, &obj, "expire 60000", "true", "java expire(60 s)").await;
     for key in [&name, &timeouts] {
         let ttl = s.pttl(key).await;
@@ -403,9 +401,9 @@ async fn permit_semaphore_objects(s: &mut Scene) {
         "both keys gone after java's delete",
     );
     s.steps.eq(
-        pes.is_exists().await.unwrap(),
+        pes.exists().await.unwrap(),
         false,
-        "rust is_exists after java's delete",
+        "rust exists after java's delete",
     );
 }
 
@@ -415,14 +413,11 @@ async fn latch_objects(s: &mut Scene) {
     let name = s.name("object");
     let latch = s.fx.client.count_down_latch(&name).unwrap();
     let obj = format!("latch:{name}");
-    s.steps.eq(
-        latch.is_exists().await.unwrap(),
-        false,
-        "rust is_exists before",
-    );
+    s.steps
+        .eq(latch.exists().await.unwrap(), false, "rust exists before");
     java_on(s, &obj, "trysetcount 2", "true", "java trySetCount").await;
     s.steps
-        .eq(latch.is_exists().await.unwrap(), true, "rust is_exists");
+        .eq(latch.exists().await.unwrap(), true, "rust exists");
     let l2 = latch.clone();
     let waiter = s.waiter(
         async move { l2.await_for(Duration::from_secs(30)).await.unwrap() },

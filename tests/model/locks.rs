@@ -454,12 +454,12 @@ impl Handles {
             let c = env.client(o);
             let owner = Env::owner(o);
             let lock = match kind {
-                Kind::RLock => c.lock(name).map(|l| l.erase()),
-                Kind::NonReentrant => c.non_reentrant_lock(name).map(|l| l.erase()),
-                Kind::Fair => c.fair_lock(name).map(|l| l.erase()),
-                Kind::NonReentrantFair => c.non_reentrant_fair_lock(name).map(|l| l.erase()),
-                Kind::Spin => c.spin_lock(name).map(|l| l.erase()),
-                Kind::Fenced => c.fenced_lock(name).map(|l| l.erase()),
+                Kind::RLock => c.lock(name).map(|l| l.into_erased()),
+                Kind::NonReentrant => c.non_reentrant_lock(name).map(|l| l.into_erased()),
+                Kind::Fair => c.fair_lock(name).map(|l| l.into_erased()),
+                Kind::NonReentrantFair => c.non_reentrant_fair_lock(name).map(|l| l.into_erased()),
+                Kind::Spin => c.spin_lock(name).map(|l| l.into_erased()),
+                Kind::Fenced => c.fenced_lock(name).map(|l| l.into_erased()),
             };
             h.any.push(lock.expect("lock handle").with_owner(owner));
             h.fenced.push(

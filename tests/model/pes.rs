@@ -70,7 +70,7 @@ impl fmt::Debug for Op {
             Op::ReleaseGuard { i } => write!(f, "permit[{i}].release()"),
             Op::ReleaseById { c, i } => write!(f, "client{c}.try_release(permit[{i}].id())"),
             Op::Counts { c } => write!(f, "client{c}.(available, acquired)"),
-            Op::LeaseTime { c, i } => write!(f, "client{c}.get_lease_time(permit[{i}].id())"),
+            Op::LeaseTime { c, i } => write!(f, "client{c}.lease_time(permit[{i}].id())"),
             Op::Sleep(d) => write!(f, "sleep({d}ms)"),
         }
     }
@@ -291,7 +291,7 @@ async fn run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[Op]) -> StepResu
                     continue;
                 }
                 let id = guards[i % guards.len()].id();
-                let r = sems[c].get_lease_time(&id).await;
+                let r = sems[c].lease_time(&id).await;
                 let t1 = Instant::now();
                 m.reclaim(usize::MAX, now);
                 let entry = m.z.iter().find(|(p, _)| *p == id).map(|(_, e)| *e);

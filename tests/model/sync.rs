@@ -249,7 +249,7 @@ impl fmt::Debug for LatchOp {
         match self {
             LatchOp::TrySet { c, n } => write!(f, "client{c}.try_set_count({n})"),
             LatchOp::CountDown { c } => write!(f, "client{c}.count_down()"),
-            LatchOp::GetCount { c } => write!(f, "client{c}.get_count()"),
+            LatchOp::GetCount { c } => write!(f, "client{c}.count()"),
             LatchOp::Delete { c } => write!(f, "client{c}.delete()"),
             LatchOp::AwaitShort { c } => write!(f, "client{c}.await_for({})", ms(WAIT)),
             LatchOp::SpawnAwait { c } => write!(f, "spawn client{c}.await_zero()"),
@@ -296,7 +296,7 @@ async fn latch_run(env: &Env, step: &mut Step<'_>, name: &str, ops: &[LatchOp]) 
                     (real, Out::Ok)
                 }
                 LatchOp::GetCount { c } => {
-                    let real = out_of(latches[c].get_count().await, Out::Int);
+                    let real = out_of(latches[c].count().await, Out::Int);
                     (real, Out::Int(count.unwrap_or(0)))
                 }
                 LatchOp::Delete { c } => {

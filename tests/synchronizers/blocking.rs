@@ -34,7 +34,7 @@ fn blocking_semaphore() {
     let as_async: &redisson_lock::Semaphore = sem.as_async();
     assert_eq!(as_async.name(), name);
     // The object methods, blocking.
-    assert!(sem.is_exists().unwrap());
+    assert!(sem.exists().unwrap());
     assert!(sem.expire(Duration::from_secs(60)).unwrap());
     assert!(matches!(
         sem.remain_time_to_live().unwrap(),
@@ -42,7 +42,7 @@ fn blocking_semaphore() {
     ));
     assert!(sem.clear_expire().unwrap());
     assert!(sem.delete().unwrap());
-    assert!(!sem.is_exists().unwrap());
+    assert!(!sem.exists().unwrap());
 }
 
 #[test]
@@ -54,7 +54,7 @@ fn blocking_permit_expirable_semaphore_and_late_drops() {
     assert_eq!(permit.lease(), Some(Duration::from_secs(30)));
     let id = permit.id();
     assert!(matches!(
-        sem.get_lease_time(&id).unwrap(),
+        sem.lease_time(&id).unwrap(),
         Some(PermitLease::Expires(_))
     ));
     let waiter = std::thread::spawn({
@@ -105,7 +105,7 @@ fn blocking_latch() {
         move || latch.await_zero()
     });
     latch.count_down().unwrap();
-    assert_eq!(latch.get_count().unwrap(), 1);
+    assert_eq!(latch.count().unwrap(), 1);
     latch.count_down().unwrap();
     assert_eq!(awaiter.join().unwrap().unwrap(), LatchOpened::Zero);
     assert_eq!(

@@ -57,20 +57,20 @@ async fn every_operation_leaves_the_spec_state() {
     let mut listener = fx.listen(latch.channel()).await;
     assert_eq!(latch.channel(), channel(name), "the spec's channel");
 
-    assert_eq!(latch.get_count().await.unwrap(), 0, "absent: 0");
+    assert_eq!(latch.count().await.unwrap(), 0, "absent: 0");
     assert!(latch.try_set_count(3).await.unwrap());
     assert_eq!(get(&fx, name).await.as_deref(), Some("3"));
     assert_eq!(fx.pttl(name).await, -1, "no TTL");
     assert!(!latch.try_set_count(5).await.unwrap());
     latch.count_down().await.unwrap();
     assert_eq!(get(&fx, name).await.as_deref(), Some("2"));
-    assert_eq!(latch.get_count().await.unwrap(), 2);
+    assert_eq!(latch.count().await.unwrap(), 2);
     latch.count_down().await.unwrap();
     latch.count_down().await.unwrap();
     assert!(!fx.exists(name).await, "deleted at zero");
     latch.count_down().await.unwrap();
     assert!(!fx.exists(name).await, "an absent latch stays absent");
-    assert_eq!(latch.get_count().await.unwrap(), 0);
+    assert_eq!(latch.count().await.unwrap(), 0);
     assert!(latch.try_set_count(2).await.unwrap());
     assert!(latch.delete().await.unwrap());
     assert!(!fx.exists(name).await);
@@ -269,11 +269,7 @@ async fn timeouts_and_dropped_awaits_leave_no_subscription() {
         let _ = tokio::time::timeout(Duration::from_micros(micros), latch.await_zero()).await;
     }
     wait_numsub(&fx.raw, &channel(&fx.name), 0).await;
-    assert_eq!(
-        latch.get_count().await.unwrap(),
-        1,
-        "awaiting changes nothing"
-    );
+    assert_eq!(latch.count().await.unwrap(), 1, "awaiting changes nothing");
 }
 
 /// Java's scripts, written here from the spec, drive and observe ours.
@@ -287,7 +283,7 @@ async fn java_shaped_commands_observe_and_drive_ours() {
             .as_i64(),
         Some(1)
     );
-    assert_eq!(latch.get_count().await.unwrap(), 2);
+    assert_eq!(latch.count().await.unwrap(), 2);
     assert!(!latch.try_set_count(4).await.unwrap(), "Java set it");
     let awaiter = tokio::spawn({
         let latch = latch.clone();
@@ -323,13 +319,13 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
         latch.try_set_count((1 << 53) - 1).await.unwrap(),
         "the largest count"
     );
-    assert_eq!(latch.get_count().await.unwrap(), (1 << 53) - 1);
+    assert_eq!(latch.count().await.unwrap(), (1 << 53) - 1);
     assert!(latch.delete().await.unwrap());
 
     let _: () = raw.hset(name, ("f", "1")).await.unwrap();
     let wrong = |r: redisson_lock::Result<()>| matches!(r, Err(Error::WrongType { .. }));
     assert!(wrong(latch.count_down().await));
-    assert!(wrong(latch.get_count().await.map(drop)));
+    assert!(wrong(latch.count().await.map(drop)));
     assert!(wrong(latch.try_set_count(1).await.map(drop)));
     assert!(wrong(latch.await_zero().await.map(drop)));
     assert!(wrong(
@@ -338,6 +334,6 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
     let _: i64 = raw.del(name).await.unwrap();
     let _: () = raw.set(name, "three", None, None, false).await.unwrap();
     assert!(wrong(latch.count_down().await));
-    assert!(wrong(latch.get_count().await.map(drop)));
+    assert!(wrong(latch.count().await.map(drop)));
     assert_eq!(get(&fx, name).await.as_deref(), Some("three"), "untouched");
 }

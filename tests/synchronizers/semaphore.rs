@@ -397,7 +397,7 @@ fn permits_dropped_after_the_client_is_gone_do_not_panic() {
 }
 
 /// The synchronizers as Redis objects, with Redisson's effect on Redis
-/// (docs/PROTOCOL.md §7.5): `is_exists`, `expire` (`PEXPIRE` on the count,
+/// (docs/PROTOCOL.md §7.5): `exists`, `expire` (`PEXPIRE` on the count,
 /// and on `{N}:timeout` for the permit-expirable semaphore),
 /// `remain_time_to_live` (`PTTL N`), `clear_expire` (`PERSIST`), `delete`
 /// (`DEL`, both keys for the permit-expirable semaphore; nothing published,
@@ -410,13 +410,13 @@ async fn synchronizers_exist_expire_and_delete_as_redisson_objects() {
     let sem = fx.client.semaphore(&format!("{}-sem", fx.name)).unwrap();
     let n = sem.name().to_string();
 
-    assert!(!sem.is_exists().await.unwrap());
+    assert!(!sem.exists().await.unwrap());
     assert_eq!(sem.remain_time_to_live().await.unwrap(), Ttl::NotLocked);
     assert!(!sem.expire(Duration::from_secs(60)).await.unwrap());
     assert!(!sem.clear_expire().await.unwrap());
     assert!(!sem.delete().await.unwrap());
     assert!(sem.try_set_permits(3).await.unwrap());
-    assert!(sem.is_exists().await.unwrap());
+    assert!(sem.exists().await.unwrap());
     assert_eq!(sem.remain_time_to_live().await.unwrap(), Ttl::NoExpiry);
     for bad in [Duration::ZERO, Duration::from_micros(999), Duration::MAX] {
         assert!(invalid(&sem.expire(bad).await));
@@ -434,7 +434,7 @@ async fn synchronizers_exist_expire_and_delete_as_redisson_objects() {
     let mut heard = fx.listen(&channel(&n)).await;
     assert!(sem.delete().await.unwrap());
     assert!(!fx.exists(&n).await);
-    assert!(!sem.is_exists().await.unwrap());
+    assert!(!sem.exists().await.unwrap());
     let _: i64 = fx.raw.publish(channel(&n), "marker").await.unwrap();
     assert_eq!(
         heard.drain().await,
@@ -469,26 +469,26 @@ async fn synchronizers_exist_expire_and_delete_as_redisson_objects() {
     assert!(!pes.clear_expire().await.unwrap());
     assert!(pes.delete().await.unwrap());
     assert!(!fx.exists(&n).await && !fx.exists(&timeouts).await);
-    assert!(!pes.is_exists().await.unwrap());
+    assert!(!pes.exists().await.unwrap());
     assert!(!pes.delete().await.unwrap());
     // The timeouts set alone counts as existing for delete (Redisson's DEL
-    // of both keys), not for is_exists (EXISTS N).
+    // of both keys), not for exists (EXISTS N).
     let _: i64 = fx
         .raw
         .zadd(&timeouts, None, None, false, false, (1.0, "x"))
         .await
         .unwrap();
-    assert!(!pes.is_exists().await.unwrap());
+    assert!(!pes.exists().await.unwrap());
     assert!(pes.delete().await.unwrap());
 
-    // The latch: is_exists; delete publishes 1 and opens our awaiters.
+    // The latch: exists; delete publishes 1 and opens our awaiters.
     let latch = fx
         .client
         .count_down_latch(&format!("{}-latch", fx.name))
         .unwrap();
-    assert!(!latch.is_exists().await.unwrap());
+    assert!(!latch.exists().await.unwrap());
     assert!(latch.try_set_count(2).await.unwrap());
-    assert!(latch.is_exists().await.unwrap());
+    assert!(latch.exists().await.unwrap());
     let awaiting = tokio::spawn({
         let latch = latch.clone();
         async move { latch.await_for(Duration::from_secs(20)).await.unwrap() }
@@ -496,5 +496,5 @@ async fn synchronizers_exist_expire_and_delete_as_redisson_objects() {
     wait_numsub(&fx.raw, latch.channel(), 1).await;
     assert!(latch.delete().await.unwrap());
     assert_eq!(awaiting.await.unwrap(), Some(LatchOpened::Deleted));
-    assert!(!latch.is_exists().await.unwrap());
+    assert!(!latch.exists().await.unwrap());
 }

@@ -72,14 +72,14 @@ pub struct Handle {
 impl Handle {
     pub fn exclusive<K: redisson_lock::Kind>(lock: Lock<K>) -> Handle {
         Handle {
-            lock: lock.erase(),
+            lock: lock.into_erased(),
             exclusive: true,
         }
     }
 
     pub fn shared<K: redisson_lock::Kind>(lock: Lock<K>) -> Handle {
         Handle {
-            lock: lock.erase(),
+            lock: lock.into_erased(),
             exclusive: false,
         }
     }

@@ -80,8 +80,6 @@ async fn bad_input_gets_typed_errors_and_writes_nothing() {
     let _: () = raw.set(name, "1", None, None, false).await.unwrap();
     assert!(wrong(sem.acquire(None).await.map(drop)));
     assert!(wrong(sem.acquired_permits().await.map(drop)));
-    assert!(wrong(
-        sem.get_lease_time(&PermitId::random()).await.map(drop)
-    ));
+    assert!(wrong(sem.lease_time(&PermitId::random()).await.map(drop)));
     assert_eq!(get(&fx, name).await.as_deref(), Some("1"), "untouched");
 }

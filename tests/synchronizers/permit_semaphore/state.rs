@@ -62,16 +62,16 @@ async fn every_operation_leaves_the_spec_state() {
     assert_eq!(sem.acquired_permits().await.unwrap(), 2);
     assert_eq!(sem.permits().await.unwrap(), 3);
 
-    match sem.get_lease_time(&leased.id()).await.unwrap() {
+    match sem.lease_time(&leased.id()).await.unwrap() {
         Some(PermitLease::Expires(left)) => assert!(left <= Duration::from_secs(10)),
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        sem.get_lease_time(&forever.id()).await.unwrap(),
+        sem.lease_time(&forever.id()).await.unwrap(),
         Some(PermitLease::Never)
     );
     let unknown = PermitId::random();
-    assert_eq!(sem.get_lease_time(&unknown).await.unwrap(), None);
+    assert_eq!(sem.lease_time(&unknown).await.unwrap(), None);
 
     let before = now_ms();
     assert!(sem
