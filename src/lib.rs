@@ -6,6 +6,64 @@
 //! other's state: this crate writes the same hash, fields, TTLs, channels and
 //! messages as Redisson (see the README for the versions covered).
 //!
+//! # Quick start
+//!
+//! Connect once, then take locks by name. The watchdog renews a lock taken
+//! without a lease for as long as its guard lives; [`LockGuard::lost`]
+//! resolves if the hold ends while you still hold the guard (forced open,
+//! deleted, not renewed in time), so work that must not run unprotected
+//! can stop.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use redisson_lock::Client;
+//!
+//! # async fn demo() -> redisson_lock::Result<()> {
+//! let client = Client::from_url("redis://127.0.0.1:6379").await?;
+//! let lock = client.lock("orders")?;
+//!
+//! // Wait as long as it takes.
+//! let guard = lock.lock().await?;
+//! tokio::select! {
+//!     reason = guard.lost() => eprintln!("lost the lock ({reason}): stop"),
+//!     _ = async { /* critical section */ } => guard.unlock().await?,
+//! }
+//!
+//! // Wait at most 2 s; then hold it for 10 s at most (no watchdog).
+//! match lock.try_lock_for(Duration::from_secs(2), Some(Duration::from_secs(10))).await? {
+//!     Some(guard) => guard.unlock().await?,
+//!     None => eprintln!("busy"),
+//! }
+//! client.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! From code without an async runtime, the blocking client (feature
+//! `blocking`, on by default) runs one of its own; a thread re-enters a lock
+//! it holds, as a Java thread does:
+//!
+//! ```no_run
+//! # #[cfg(feature = "blocking")]
+//! # fn demo() -> redisson_lock::Result<()> {
+//! let client = redisson_lock::blocking::BlockingClient::from_url("redis://127.0.0.1:6379")?;
+//! let lock = client.lock("orders")?;
+//! let guard = lock.lock()?;
+//! /* critical section */
+//! guard.unlock()?;
+//! client.shutdown()?;
+//! # Ok(()) }
+//! ```
+//!
+//! **Settings Java and Rust must share** on a name they both use: the
+//! watchdog timeout ([`Config::lock_watchdog_timeout`], Java's
+//! `lockWatchdogTimeout`, 30 s by default in both), the fair locks' wait
+//! timeout ([`Config::fair_lock_wait_timeout`], Java's
+//! `fairLockWaitTimeout`), a name mapper if Java uses one
+//! ([`Config::name_mapper`], Java's `setNameMapper`), and on a Redis 7
+//! cluster the pub/sub mode ([`Config::pubsub_mode`], Java's
+//! `shardedSubscriptionMode`). docs/REDISSON.md maps every Redisson setting
+//! and object.
+//!
 //! # Lock types
 //!
 //! Every kind `K` is a [`Lock<K>`](Lock) with the same methods, returning a
