@@ -180,22 +180,27 @@ impl<K: Kind> Lock<K> {
     }
 
     /// Run `work` under the lock: wait for it as long as it takes
-    /// (watchdog-renewed while held), run `work`, unlock, and return what
-    /// `work` returned. If the lock is lost while `work` runs ([`lost`]
-    /// fires: force-unlocked, gone, or no longer certain), `work` is
-    /// dropped at its next await point and the call ends with
-    /// [`Error::Lost`], so two holders' work never goes on together.
+    /// (watchdog-renewed while held), run `work` with the guard (for its
+    /// fencing token, say), unlock, and return what `work` returned. If the
+    /// lock is lost while `work` runs ([`lost`] fires: force-unlocked, gone,
+    /// or no longer certain), `work` is dropped at its next await point and
+    /// the call ends with [`Error::Lost`], so two holders' work never goes on
+    /// together.
     ///
     /// [`lost`]: LockGuard::lost
     ///
     /// ```no_run
     /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
     /// let lock = client.lock("nightly-report")?;
-    /// let rows = lock.run(async {
+    /// let rows = lock.run(async |_guard| {
     ///     // ... work that must not run twice at once ...
     ///     42
     /// }).await?;
-    /// # let _ = rows; Ok(()) }
+    ///
+    /// // A fenced lock's work gets its token from the guard.
+    /// let ledger = client.fenced_lock("ledger")?;
+    /// let token = ledger.run(async |guard| guard.fencing_token()).await?;
+    /// # let _ = (rows, token); Ok(()) }
     /// ```
     ///
     /// # Errors
@@ -209,19 +214,22 @@ impl<K: Kind> Lock<K> {
     ///
     /// As [`lock`](Self::lock) while waiting; dropped while `work` runs,
     /// `work` is dropped and the lock released in the background.
-    pub async fn run<F: std::future::Future>(&self, work: F) -> Result<F::Output> {
+    pub async fn run<T>(&self, work: impl AsyncFnOnce(&LockGuard<K>) -> T) -> Result<T> {
         let guard = self.lock().await?;
-        let lost = guard.lost();
-        tokio::select! {
+        let outcome = tokio::select! {
             biased;
-            reason = lost => Err(Error::Lost {
-                name: self.name().to_owned(),
-                reason,
-            }),
-            output = work => {
+            reason = guard.lost() => Err(reason),
+            output = work(&guard) => Ok(output),
+        };
+        match outcome {
+            Ok(output) => {
                 guard.unlock().await?;
                 Ok(output)
             }
+            Err(reason) => Err(Error::Lost {
+                name: self.name().to_owned(),
+                reason,
+            }),
         }
     }
 

@@ -399,7 +399,7 @@ async fn extend_sets_the_lease_from_now() {
 async fn run_stops_the_work_when_the_lock_is_lost() {
     let fx = Fixture::new("run").await;
     let lock = fx.client.lock(&fx.name).unwrap();
-    assert_eq!(lock.run(async { 7 }).await.unwrap(), 7);
+    assert_eq!(lock.run(async |_| 7).await.unwrap(), 7);
     assert!(!lock.is_locked().await.unwrap(), "unlocked after the work");
 
     let (started, running) = tokio::sync::oneshot::channel();
@@ -407,7 +407,7 @@ async fn run_stops_the_work_when_the_lock_is_lost() {
     let run = tokio::spawn({
         let lock = lock.clone();
         async move {
-            lock.run(async move {
+            lock.run(async move |_| {
                 let _dropped = dropped; // closed when the work is dropped
                 let _ = started.send(());
                 std::future::pending::<()>().await
