@@ -59,9 +59,8 @@ impl Client {
     /// # Panics
     ///
     /// Outside a tokio runtime (it starts the client's tasks on the current
-    /// one). From code without one, use
-    /// [`BlockingClient::connect`](crate::blocking::BlockingClient::connect),
-    /// which starts a runtime of its own.
+    /// one). From code without one, use `blocking::BlockingClient::connect`
+    /// (feature `blocking`), which starts a runtime of its own.
     ///
     /// # Cancel safety
     ///
