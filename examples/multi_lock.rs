@@ -49,14 +49,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let wait = Duration::from_secs(1);
     let lease = Some(Duration::from_secs(10));
     let guard = red.try_lock_for(wait, lease).await?.ok_or("busy")?;
-    let valid = guard
-        .valid_until()
-        .map(|until| until.saturating_duration_since(std::time::Instant::now()));
+    let left = guard
+        .expires_at()
+        .map(|at| at.saturating_duration_since(std::time::Instant::now()));
     println!(
-        "RedLock held on {} of {} servers, certainly for {:?} more",
+        "RedLock held on {} of {} servers, for {:?} more at most",
         guard.guards().len(),
         urls.len(),
-        valid.ok_or("a lease was given")?
+        left.ok_or("a lease was given")?
     );
     guard.unlock().await?;
 

@@ -32,6 +32,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::base::error::{Error, Result};
+use crate::base::lost::LostReason;
 use crate::engine::hold::RawHold;
 use crate::engine::raw::RawLock;
 use crate::engine::registry::Lease;
@@ -460,22 +461,20 @@ impl MultiGuard {
         &self.guards
     }
 
-    /// Until when enough members are certainly held, for members taken with
-    /// a lease: the expiry of the member whose loss would break the whole
-    /// (the earliest for a multi-lock, the quorum-th latest for RedLock),
-    /// less Redlock's clock-drift allowance (1 % of the remaining time + 2 ms).
-    /// `None` while the watchdog renews the members.
-    pub fn valid_until(&self) -> Option<std::time::Instant> {
+    /// When the member whose loss would break the whole (the earliest for a
+    /// multi-lock, the quorum-th latest for RedLock) expires at the
+    /// earliest, as its [`LockGuard::expires_at`]; `None` while the watchdog
+    /// renews the members. As with a single guard, the whole counts as lost
+    /// a drift margin (1 % + 2 ms) before then.
+    #[doc(alias = "valid_until")]
+    pub fn expires_at(&self) -> Option<std::time::Instant> {
         let mut expiries: Vec<std::time::Instant> = self
             .guards
             .iter()
             .map(LockGuard::expires_at)
             .collect::<Option<_>>()?;
         expiries.sort();
-        let expiry = *expiries.get(self.may_lose)?;
-        let now = std::time::Instant::now();
-        let drift = expiry.saturating_duration_since(now) / 100 + Duration::from_millis(2);
-        Some(expiry.checked_sub(drift).unwrap_or(now))
+        expiries.get(self.may_lose).copied()
     }
 
     /// Release every member, in parallel. A multi-lock reports the first
@@ -500,21 +499,32 @@ impl MultiGuard {
         results.into_iter().collect()
     }
 
-    /// Resolves once too many members are lost: any one for a multi-lock,
-    /// enough to fall below the majority for RedLock.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    /// Resolves once too many members are lost (any one for a multi-lock,
+    /// enough to fall below the majority for RedLock), to the reason of the
+    /// member loss that broke the whole; as [`LockGuard::lost`], never if
+    /// the guard is unlocked first.
+    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
         let mut lost: FuturesUnordered<_> = self.guards.iter().map(LockGuard::lost).collect();
         let may_lose = self.may_lose;
         async move {
             let mut count = 0;
-            while lost.next().await.is_some() {
+            while let Some(reason) = lost.next().await {
                 count += 1;
                 if count > may_lose {
-                    return;
+                    return reason;
                 }
             }
             std::future::pending().await
         }
+    }
+
+    /// Why the whole is lost, if too many members are known to be lost right
+    /// now: the reason of the first lost member, in acquisition order.
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        if !self.is_lost() {
+            return None;
+        }
+        self.guards.iter().find_map(LockGuard::lost_reason)
     }
 
     /// Whether enough members are still held by this guard's owners, per

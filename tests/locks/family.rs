@@ -238,6 +238,49 @@ async fn multi_lock_is_held_by_its_owner() {
     blocker.unlock().await.unwrap();
 }
 
+/// A multi-lock guard is lost when one member is: `lost()` resolves to that
+/// member's reason and `lost_reason()` says it; a RedLock guard of three
+/// survives one member's loss and is lost at the second.
+#[tokio::test]
+async fn a_multi_guard_says_why_it_was_lost() {
+    let fx = Fixture::new("multi-lost").await;
+    let (client, other, base) = (&fx.client, fx.client().await, &fx.name);
+    let names: Vec<String> = (0..3).map(|i| format!("{base}-{i}")).collect();
+    let multi = MultiLock::new([
+        client.lock(&names[0]).unwrap(),
+        client.lock(&names[1]).unwrap(),
+    ])
+    .unwrap();
+    let guard = multi.lock().await.unwrap();
+    assert_eq!(guard.lost_reason(), None);
+    let lost = guard.lost();
+    assert!(other.lock(&names[1]).unwrap().force_unlock().await.unwrap());
+    let reason = tokio::time::timeout(Duration::from_secs(5), lost)
+        .await
+        .expect("heard by publish, long before any TTL");
+    assert_eq!(guard.guards()[1].lost_reason(), Some(reason));
+    assert_eq!(guard.lost_reason(), Some(reason));
+    assert!(guard.is_lost());
+    drop(guard);
+
+    let red = MultiLock::red_lock(names.iter().map(|n| client.lock(n).unwrap())).unwrap();
+    let guard = red.lock().await.unwrap();
+    assert!(other.lock(&names[0]).unwrap().force_unlock().await.unwrap());
+    common::eventually("the first member's loss heard", || async {
+        guard.guards()[0].is_lost()
+    })
+    .await;
+    assert_eq!(guard.lost_reason(), None, "a majority is still held");
+    let lost = guard.lost();
+    assert!(other.lock(&names[2]).unwrap().force_unlock().await.unwrap());
+    let reason = tokio::time::timeout(Duration::from_secs(5), lost)
+        .await
+        .expect("heard by publish");
+    assert!(guard.is_lost());
+    assert!(guard.lost_reason().is_some());
+    assert_eq!(guard.guards()[2].lost_reason(), Some(reason));
+}
+
 #[tokio::test]
 async fn a_dropped_multi_lock_future_holds_nothing() {
     let fx = Fixture::new("multi-cancel").await;
@@ -310,8 +353,8 @@ async fn red_lock_acquires_by_majority_with_a_server_down() {
                     .unwrap()
                     .expect("a majority is reachable");
                 assert!(guard.guards().len() >= 2);
-                let valid = guard.valid_until().expect("leased members");
-                let left = valid.saturating_duration_since(std::time::Instant::now());
+                let expires = guard.expires_at().expect("leased members");
+                let left = expires.saturating_duration_since(std::time::Instant::now());
                 assert!(
                     left > Duration::from_secs(4) && left <= Duration::from_secs(15),
                     "{left:?}"
