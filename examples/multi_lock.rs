@@ -47,8 +47,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<Vec<_>, _>>()?;
     let red = MultiLock::red_lock(members)?;
     let wait = Duration::from_secs(1);
-    let lease = Some(Duration::from_secs(10));
-    let guard = red.try_lock_for(wait, lease).await?.ok_or("busy")?;
+    let lease = Duration::from_secs(10);
+    let guard = red
+        .try_lock_for_with_lease(wait, lease)
+        .await?
+        .ok_or("busy")?;
     let left = guard
         .expires_at()
         .map(|at| at.saturating_duration_since(std::time::Instant::now()));
@@ -63,7 +66,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // With one server down, a majority is still there.
     if servers.len() == 3 {
         drop(servers.remove(2));
-        let guard = red.try_lock_for(wait, lease).await?.ok_or("busy")?;
+        let guard = red
+            .try_lock_for_with_lease(wait, lease)
+            .await?
+            .ok_or("busy")?;
         println!(
             "with one server down: held on {} of 3",
             guard.guards().len()

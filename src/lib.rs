@@ -30,7 +30,7 @@
 //! }
 //!
 //! // Wait at most 2 s; then hold it for 10 s at most (no watchdog).
-//! match lock.try_lock_for(Duration::from_secs(2), Some(Duration::from_secs(10))).await? {
+//! match lock.try_lock_for_with_lease(Duration::from_secs(2), Duration::from_secs(10)).await? {
 //!     Some(guard) => guard.unlock().await?,
 //!     None => eprintln!("busy"),
 //! }

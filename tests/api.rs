@@ -473,7 +473,7 @@ async fn waiting_futures_stay_small() {
         ("lock()", std::mem::size_of_val(&lock.lock())),
         (
             "try_lock_for",
-            std::mem::size_of_val(&lock.try_lock_for(wait, None)),
+            std::mem::size_of_val(&lock.try_lock_for(wait)),
         ),
         ("fair lock()", std::mem::size_of_val(&fair.lock())),
         (

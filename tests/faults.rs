@@ -192,7 +192,7 @@ async fn server_dies_under_waiters<K: Kind, H: Kind>(make: Make<K>, holder: Make
     let bounded = {
         let lock = make(&waiter_client, &name);
         tokio::spawn(async move {
-            let outcome = lock.try_lock_for(wait, None).await.map(|g| g.is_some());
+            let outcome = lock.try_lock_for(wait).await.map(|g| g.is_some());
             (outcome, Instant::now())
         })
     };
@@ -248,8 +248,7 @@ async fn a_timed_out_attempt_does_not_end_a_long_wait() {
     let name = unique("slow");
     let held = holder.lock(&name).unwrap().lock().await.unwrap();
     let lock = rlock(&waiter_client, &name);
-    let waiter =
-        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
+    let waiter = tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20)).await });
     // The waiter's client, and the holder's (its hold's watch).
     wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 2).await;
     proxy.stall_to_server();
@@ -287,7 +286,7 @@ async fn server_restarts_under_waiters<K: Kind, H: Kind>(
         let lock = make(&waiter_client, &name);
         waiters.push(tokio::spawn(async move {
             let outcome = if bounded {
-                lock.try_lock_for(Duration::from_secs(20), None).await
+                lock.try_lock_for(Duration::from_secs(20)).await
             } else {
                 lock.lock().await.map(Some)
             };
@@ -358,7 +357,7 @@ async fn cancelled_fair_waiters_leave_no_ghost_even_while_scripts_reload() {
         script_flush(raw).await;
         // Mostly while the first attempt (EVALSHA, NOSCRIPT, EVAL) is in flight.
         let cancel_after = Duration::from_micros(rng.random_range(0..600));
-        let attempt = lock.try_lock_for(Duration::from_secs(60), None);
+        let attempt = lock.try_lock_for(Duration::from_secs(60));
         let outcome = tokio::time::timeout(cancel_after, attempt).await;
         assert!(
             matches!(outcome, Err(_) | Ok(Ok(None))),
@@ -387,8 +386,7 @@ async fn fair_queue_leave_is_retried_until_the_connection_is_back() {
     let queue = format!("redisson_lock_queue:{{{name}}}");
     let held = fair(&holder, &name).lock().await.unwrap();
     let lock = fair(&waiter_client, &name);
-    let waiter =
-        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(60), None).await });
+    let waiter = tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(60)).await });
     eventually("the waiter queued", || async {
         raw.llen::<i64, _>(&queue).await.unwrap() == 1
     })

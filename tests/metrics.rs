@@ -158,7 +158,7 @@ async fn lock_unlock_contention_and_renewal_move_the_metrics() {
         1
     );
     let waited = contender
-        .try_lock_for(Duration::from_millis(100), None)
+        .try_lock_for(Duration::from_millis(100))
         .await
         .unwrap();
     assert!(waited.is_none());

@@ -200,7 +200,7 @@ fn watchdog_read_hold_survives_a_leased_reentry() {
     async fn watchdog_then_leased<K: Kind>(lock: &Lock<K>, what: &str) -> [LockGuard<K>; 2] {
         let watchdog = lock.lock().await.expect(what);
         let leased = lock
-            .try_lock_for(Duration::ZERO, Some(Duration::from_millis(100)))
+            .try_lock_for_with_lease(Duration::ZERO, Duration::from_millis(100))
             .await
             .expect(what)
             .expect("re-entered");
@@ -254,7 +254,7 @@ fn unlock_after_forget_keeps_the_lease() {
         let owner = redisson_lock::Owner::new(9);
         let lock = env.clients[0].lock(&name).expect("lock").with_owner(owner);
         for _ in 0..2 {
-            lock.try_lock_for(Duration::ZERO, Some(Duration::from_millis(500)))
+            lock.try_lock_for_with_lease(Duration::ZERO, Duration::from_millis(500))
                 .await
                 .expect("lock")
                 .expect("acquired")

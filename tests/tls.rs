@@ -90,7 +90,7 @@ mod with_tls {
             );
             let lock = waiter_client.lock(&name).unwrap();
             let waiter =
-                tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
+                tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20)).await });
             // The waiter's client, and the holder's (its hold's watch).
             wait_numsub(&raw, &format!("redisson_lock__channel:{{{name}}}"), 2).await;
             let released = Instant::now();

@@ -187,7 +187,7 @@ async fn spans_and_events_name_the_lock_and_never_the_password() {
     let contender = other.lock(&name).unwrap();
     assert!(contender.try_lock().await.unwrap().is_none());
     assert!(contender
-        .try_lock_for(Duration::from_millis(150), None)
+        .try_lock_for(Duration::from_millis(150))
         .await
         .unwrap()
         .is_none());

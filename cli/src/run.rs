@@ -113,7 +113,8 @@ async fn acquire(
         let guard = match (args.wait(), args.lease) {
             (None, None) => Some(lock.lock().await?),
             (None, Some(lease)) => Some(lock.lock_with_lease(lease).await?),
-            (Some(wait), lease) => lock.try_lock_for(wait, lease).await?,
+            (Some(wait), None) => lock.try_lock_for(wait).await?,
+            (Some(wait), Some(lease)) => lock.try_lock_for_with_lease(wait, lease).await?,
         };
         return Ok(guard.map(|g| {
             let token = g.fencing_token();
@@ -124,7 +125,8 @@ async fn acquire(
     let guard = match (args.wait(), args.lease) {
         (None, None) => Some(lock.lock().await?),
         (None, Some(lease)) => Some(lock.lock_with_lease(lease).await?),
-        (Some(wait), lease) => lock.try_lock_for(wait, lease).await?,
+        (Some(wait), None) => lock.try_lock_for(wait).await?,
+        (Some(wait), Some(lease)) => lock.try_lock_for_with_lease(wait, lease).await?,
     };
     Ok(guard.map(|g| (g, None)))
 }

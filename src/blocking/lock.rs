@@ -186,18 +186,31 @@ impl<K: Kind> BlockingLock<K> {
         Ok(guard.map(|g| self.guard(g)))
     }
 
-    /// Wait up to `wait`; with `lease`, expire that long after acquisition.
+    /// Wait up to `wait`; the watchdog keeps the lock while held.
     ///
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
     /// (nothing is sent); else as [`Lock::try_lock_for`].
-    pub fn try_lock_for(
+    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<BlockingGuard<K>>> {
+        let guard = self.runtime.run(self.mine().try_lock_for(wait))??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// Wait up to `wait`; the lock expires `lease` after acquisition.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as [`Lock::try_lock_for_with_lease`].
+    pub fn try_lock_for_with_lease(
         &self,
         wait: Duration,
-        lease: Option<Duration>,
+        lease: Duration,
     ) -> Result<Option<BlockingGuard<K>>> {
-        let guard = self.runtime.run(self.mine().try_lock_for(wait, lease))??;
+        let guard = self
+            .runtime
+            .run(self.mine().try_lock_for_with_lease(wait, lease))??;
         Ok(guard.map(|g| self.guard(g)))
     }
 
@@ -429,12 +442,27 @@ impl BlockingMultiLock {
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
     /// (nothing is sent); else as
     /// [`MultiLock::try_lock_for`](crate::MultiLock::try_lock_for).
-    pub fn try_lock_for(
+    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<BlockingMultiGuard>> {
+        let guard = self.runtime.run(self.lock.try_lock_for(wait))??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// Acquire within `wait`, every member living at least `lease`; see
+    /// [`MultiLock::try_lock_for_with_lease`](crate::MultiLock::try_lock_for_with_lease).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`MultiLock::try_lock_for_with_lease`](crate::MultiLock::try_lock_for_with_lease).
+    pub fn try_lock_for_with_lease(
         &self,
         wait: Duration,
-        lease: Option<Duration>,
+        lease: Duration,
     ) -> Result<Option<BlockingMultiGuard>> {
-        let guard = self.runtime.run(self.lock.try_lock_for(wait, lease))??;
+        let guard = self
+            .runtime
+            .run(self.lock.try_lock_for_with_lease(wait, lease))??;
         Ok(guard.map(|g| self.guard(g)))
     }
 }

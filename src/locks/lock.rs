@@ -43,7 +43,7 @@ use crate::locks::kind::{AnyKind, Kind};
 ///
 /// let lock = client.lock("inventory")?;
 /// // Wait up to 2 s; hold for at most 10 s (no watchdog).
-/// if let Some(guard) = lock.try_lock_for(Duration::from_secs(2), Some(Duration::from_secs(10))).await? {
+/// if let Some(guard) = lock.try_lock_for_with_lease(Duration::from_secs(2), Duration::from_secs(10)).await? {
 ///     // ... critical section ...
 ///     guard.unlock().await?;
 /// }
@@ -276,9 +276,10 @@ impl<K: Kind> Lock<K> {
     }
 
     /// Wait up to `wait` (zero: try once; above
-    /// [`MAX_DURATION`](crate::base::time::MAX_DURATION): without a time limit). With
-    /// `lease` (1 ms to `MAX_DURATION`), the lock expires that long after
-    /// acquisition; without, the watchdog keeps it while held.
+    /// [`MAX_DURATION`](crate::base::time::MAX_DURATION): without a time
+    /// limit); the watchdog keeps the lock while held (Redisson's
+    /// `tryLock(wait, unit)`). [`try_lock_for_with_lease`] takes a lease
+    /// instead.
     ///
     /// Transient failures (a lost connection, a timed-out attempt) do not end
     /// the wait while time remains: the attempt is undone if it may have
@@ -286,10 +287,11 @@ impl<K: Kind> Lock<K> {
     /// its time is up, or, without a time limit, after
     /// `(timeout + retry_delay) × retry_attempts` of failures in a row.
     ///
+    /// [`try_lock_for_with_lease`]: Self::try_lock_for_with_lease
+    ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a bad lease, before anything is sent;
-    /// the last transient error if the time ran out while Redis was
+    /// The last transient error if the time ran out while Redis was
     /// unreachable; without a time limit, as [`lock`](Self::lock);
     /// [`Error::WrongType`], [`Error::NotReentrant`], [`Error::Auth`] and
     /// other definite errors at once; [`Error::Closed`] after
@@ -298,15 +300,32 @@ impl<K: Kind> Lock<K> {
     /// # Cancel safety
     ///
     /// As [`lock`](Self::lock).
-    pub async fn try_lock_for(
+    #[doc(alias = "tryLock")]
+    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard<K>>> {
+        let acquired = self.raw.acquire(Some(wait), Lease::Watchdog).await?;
+        Ok(acquired.map(|a| self.guard(a)))
+    }
+
+    /// [`try_lock_for`](Self::try_lock_for), the lock expiring `lease` (1 ms
+    /// to [`MAX_DURATION`](crate::base::time::MAX_DURATION)) after
+    /// acquisition unless unlocked first, with no watchdog (Redisson's
+    /// `tryLock(wait, lease, unit)`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a bad lease, before anything is sent;
+    /// else as [`try_lock_for`](Self::try_lock_for).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock).
+    #[doc(alias = "tryLock")]
+    pub async fn try_lock_for_with_lease(
         &self,
         wait: Duration,
-        lease: Option<Duration>,
+        lease: Duration,
     ) -> Result<Option<LockGuard<K>>> {
-        let lease = match lease {
-            Some(lease) => fixed_lease(lease)?,
-            None => Lease::Watchdog,
-        };
+        let lease = fixed_lease(lease)?;
         let acquired = self.raw.acquire(Some(wait), lease).await?;
         Ok(acquired.map(|a| self.guard(a)))
     }

@@ -16,7 +16,7 @@
 //!
 //! // RedLock over three independent servers: a majority (2 of 3) suffices.
 //! let red = MultiLock::red_lock([a.lock("job")?, b.lock("job")?, c.lock("job")?])?;
-//! if let Some(guard) = red.try_lock_for(Duration::from_secs(1), Some(Duration::from_secs(10))).await? {
+//! if let Some(guard) = red.try_lock_for_with_lease(Duration::from_secs(1), Duration::from_secs(10)).await? {
 //!     // ... at least 2 of 3 members held for at least 10 s ...
 //!     guard.unlock().await?;
 //! }
@@ -261,33 +261,50 @@ impl MultiLock {
     ///
     /// As [`lock`](Self::lock).
     pub async fn try_lock(&self) -> Result<Option<MultiGuard>> {
-        self.try_lock_for(Duration::ZERO, None).await
+        self.try_lock_for(Duration::ZERO).await
     }
 
-    /// Acquire within `wait`. With `lease`, members are taken with a lease of
-    /// `lease + wait`, so each lives at least `lease` after the whole
-    /// acquisition completes and at most `lease + wait` (Redisson takes them
-    /// with `2 × wait` and shortens them afterwards, an extra round trip per
-    /// member); without, the watchdog renews them. Returns `None` when the
-    /// time is up; an error only when no member was merely busy.
+    /// Acquire within `wait`; the watchdog renews the members. Returns `None`
+    /// when the time is up; an error only when no member was merely busy.
+    /// With [`try_lock_for_with_lease`](Self::try_lock_for_with_lease),
+    /// members are taken with a lease of `lease + wait` instead, so each
+    /// lives at least `lease` after the whole acquisition completes and at
+    /// most `lease + wait` (Redisson takes them with `2 × wait` and shortens
+    /// them afterwards, an extra round trip per member).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a lease below 1 ms or above
-    /// [`MAX_DURATION`](crate::MAX_DURATION), before anything is sent; when
-    /// the time is up and no member was merely busy, the last member's error
+    /// When the time is up and no member was merely busy, the last member's error
     /// (a transient one if their servers were unreachable, or a definite one
     /// such as [`Error::WrongType`] or [`Error::Closed`]).
     ///
     /// # Cancel safety
     ///
     /// As [`lock`](Self::lock).
-    pub async fn try_lock_for(
+    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<MultiGuard>> {
+        self.traced(Some(wait), self.try_lock_within(wait, None))
+            .await
+    }
+
+    /// [`try_lock_for`](Self::try_lock_for), every member living at least
+    /// `lease` after the acquisition completes, with no watchdog (Redisson's
+    /// `tryLock(wait, lease, unit)`).
+    ///
+    /// # Errors
+    ///
+    /// As [`try_lock_for`](Self::try_lock_for), [`Error::InvalidArgument`]
+    /// for a lease below 1 ms or above [`MAX_DURATION`](crate::MAX_DURATION)
+    /// included.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock).
+    pub async fn try_lock_for_with_lease(
         &self,
         wait: Duration,
-        lease: Option<Duration>,
+        lease: Duration,
     ) -> Result<Option<MultiGuard>> {
-        self.traced(Some(wait), self.try_lock_within(wait, lease))
+        self.traced(Some(wait), self.try_lock_within(wait, Some(lease)))
             .await
     }
 

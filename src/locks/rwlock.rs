@@ -200,7 +200,7 @@ impl LockGuard<Write> {
         }
         let reading = match self.lease() {
             Some(lease) => {
-                read.try_lock_for(std::time::Duration::ZERO, Some(lease))
+                read.try_lock_for_with_lease(std::time::Duration::ZERO, lease)
                     .await?
             }
             None => read.try_lock().await?,

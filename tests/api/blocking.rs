@@ -24,7 +24,7 @@ fn reentrant_per_thread_and_exclusive_across_threads() {
         let lock = other.lock(&name2).unwrap();
         let held = lock.is_held_by_current_thread().unwrap();
         let got = lock
-            .try_lock_for(Duration::from_millis(100), None)
+            .try_lock_for(Duration::from_millis(100))
             .unwrap()
             .is_some();
         (held, got)
@@ -48,7 +48,7 @@ fn reentrant_per_thread_and_exclusive_across_threads() {
             client
                 .lock(&name)
                 .unwrap()
-                .try_lock_for(Duration::from_secs(20), None)
+                .try_lock_for(Duration::from_secs(20))
                 .unwrap()
                 .map(|g| g.unlock())
         }
@@ -118,7 +118,7 @@ fn every_kind_has_a_blocking_form() {
     drop(g2);
 
     let spin = client.spin_lock(&format!("{base}-spin")).unwrap();
-    spin.try_lock_for(Duration::from_millis(50), None)
+    spin.try_lock_for(Duration::from_millis(50))
         .unwrap()
         .unwrap()
         .unlock()

@@ -43,7 +43,7 @@ async fn durations<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>) {
         );
         for wait in [Duration::ZERO, Duration::from_millis(5), Duration::MAX] {
             assert!(
-                invalid(&lock.try_lock_for(wait, Some(lease)).await),
+                invalid(&lock.try_lock_for_with_lease(wait, lease).await),
                 "lease {lease:?} wait {wait:?}"
             );
         }
@@ -57,7 +57,7 @@ async fn durations<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>) {
     assert!(pttl > max_ms - 60_000 && pttl <= max_ms, "PTTL {pttl}");
     guard.unlock().await.unwrap();
     let guard = lock
-        .try_lock_for(Duration::MAX, Some(Duration::from_millis(1)))
+        .try_lock_for_with_lease(Duration::MAX, Duration::from_millis(1))
         .await
         .unwrap()
         .expect("free: acquired at once");
@@ -68,7 +68,7 @@ async fn durations<K: Kind, B: Kind>(make: Make<K>, blocker: Make<B>) {
     let holder = blocker(client, name).lock().await.unwrap();
     let waiter = {
         let lock = lock.clone();
-        tokio::spawn(async move { lock.try_lock_for(Duration::MAX, None).await })
+        tokio::spawn(async move { lock.try_lock_for(Duration::MAX).await })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!waiter.is_finished(), "waits without limit");
@@ -172,9 +172,7 @@ async fn wrong_type<K: Kind>(make: Make<K>, at: fn(&str) -> String, types: &[&st
             .unwrap();
         for outcome in [
             lock.try_lock().await.map(drop),
-            lock.try_lock_for(Duration::from_millis(50), None)
-                .await
-                .map(drop),
+            lock.try_lock_for(Duration::from_millis(50)).await.map(drop),
             lock.lock_with_lease(Duration::from_secs(1)).await.map(drop),
         ] {
             // Queue and token keys of the wrong type are only touched by
@@ -335,7 +333,7 @@ async fn multi_lock_with_a_member_twice_is_refused() {
         Err(Error::InvalidArgument(_))
     ));
     let guard = multi
-        .try_lock_for(Duration::MAX, Some(MAX_DURATION))
+        .try_lock_for_with_lease(Duration::MAX, MAX_DURATION)
         .await
         .unwrap()
         .expect("free");

@@ -21,7 +21,7 @@ async fn zero_lease_is_refused_and_zero_wait_tries_once() {
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        lock.try_lock_for(Duration::from_secs(1), Some(Duration::from_micros(10)))
+        lock.try_lock_for_with_lease(Duration::from_secs(1), Duration::from_micros(10))
             .await,
         Err(Error::InvalidArgument(_))
     ));
@@ -30,7 +30,7 @@ async fn zero_lease_is_refused_and_zero_wait_tries_once() {
         "a refused call sends nothing"
     );
     let guard = lock
-        .try_lock_for(Duration::ZERO, None)
+        .try_lock_for(Duration::ZERO)
         .await
         .unwrap()
         .expect("free lock");

@@ -199,7 +199,7 @@ macro_rules! tests_of {
 /// A task waiting up to `wait` for `lock` (watchdog lease): its guard, if it got one.
 pub fn spawn_waiter<K: Kind>(lock: &Lock<K>, wait: Duration) -> JoinHandle<Option<LockGuard<K>>> {
     let lock = lock.clone();
-    tokio::spawn(async move { lock.try_lock_for(wait, None).await.unwrap() })
+    tokio::spawn(async move { lock.try_lock_for(wait).await.unwrap() })
 }
 
 /// As [`spawn_waiter`], with the instant the waiter got the lock.
@@ -209,7 +209,7 @@ pub fn spawn_timed_waiter<K: Kind>(
 ) -> JoinHandle<Option<(Instant, LockGuard<K>)>> {
     let lock = lock.clone();
     tokio::spawn(async move {
-        let got = lock.try_lock_for(wait, None).await.unwrap();
+        let got = lock.try_lock_for(wait).await.unwrap();
         got.map(|g| (Instant::now(), g))
     })
 }

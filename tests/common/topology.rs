@@ -46,8 +46,7 @@ impl Standoff {
         let guard = holder.lock(&name).unwrap().lock().await.unwrap();
         let lock = waiting.lock(&name).unwrap();
         let channel = lock.channel().to_string();
-        let waiter =
-            tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(60), None).await });
+        let waiter = tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(60)).await });
         until("the waiter subscribed", Duration::from_secs(5), || {
             let check = subscribed(channel.clone());
             async move { check.await.then_some(()) }

@@ -44,7 +44,7 @@ async fn an_acl_user_limited_to_lock_keys_uses_every_kind() {
     let held = fair.lock().await.unwrap();
     let waiter = {
         let fair = fair.clone();
-        tokio::spawn(async move { fair.try_lock_for(Duration::from_secs(5), None).await })
+        tokio::spawn(async move { fair.try_lock_for(Duration::from_secs(5)).await })
     };
     let queue = format!("redisson_lock_queue:{{{name}}}");
     common::eventually("the waiter queued", || async {
@@ -181,7 +181,7 @@ async fn acl_refusals_of_scripts_and_channels_are_typed_at_once() {
     let started = Instant::now();
     let outcome = tokio::time::timeout(
         Duration::from_secs(10),
-        lock.try_lock_for(Duration::from_secs(5), None),
+        lock.try_lock_for(Duration::from_secs(5)),
     )
     .await
     .expect("the wait returns");

@@ -21,7 +21,7 @@ async fn a_watchdog_hold_outlives_a_leased_reentry() {
         let lock = lock.with_owner(owner);
         let first = lock.lock().await.unwrap();
         let leased = lock
-            .try_lock_for(Duration::ZERO, Some(Duration::from_millis(100)))
+            .try_lock_for_with_lease(Duration::ZERO, Duration::from_millis(100))
             .await
             .unwrap()
             .unwrap_or_else(|| panic!("{kind}: re-entered"));

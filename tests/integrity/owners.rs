@@ -25,7 +25,7 @@ fn an_expired_guard_stays_lost_and_never_releases_the_next_hold() {
     let theirs = other.lock(&name).unwrap();
     // Another client takes it once the key has expired: g1 was lost by then.
     let taken = theirs
-        .try_lock_for(Duration::from_secs(5), None)
+        .try_lock_for(Duration::from_secs(5))
         .unwrap()
         .expect("free once g1's lease ran out");
     assert!(g1.is_lost(), "g1 must know its lease ended");

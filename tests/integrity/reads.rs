@@ -38,7 +38,7 @@ async fn a_read_unlock_never_leaves_a_reader_believing_past_the_hash() {
         .read_write_lock(&fx.name)
         .unwrap()
         .write()
-        .try_lock_for(Duration::from_secs(5), None)
+        .try_lock_for(Duration::from_secs(5))
         .await
         .unwrap()
         .expect("the writer gets the lock when the hash expires");

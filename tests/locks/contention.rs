@@ -89,10 +89,7 @@ async fn waiter_is_woken_by_publish_long_before_the_ttl() {
     let channel = lock.channel().to_string();
 
     let waiter = tokio::spawn(async move {
-        let guard = lock
-            .try_lock_for(Duration::from_secs(20), None)
-            .await
-            .unwrap();
+        let guard = lock.try_lock_for(Duration::from_secs(20)).await.unwrap();
         (guard.is_some(), Instant::now(), guard)
     });
     // The waiter is waiting once its subscription shows up on the server
@@ -120,18 +117,14 @@ async fn waiter_gives_up_at_its_deadline_and_leaves_the_channel() {
     // hold's watch on the channel.
     let lock = fx.client().await.lock(&fx.name).unwrap();
     let started = Instant::now();
-    let got = lock.try_lock_for(Duration::from_millis(300), None).await;
+    let got = lock.try_lock_for(Duration::from_millis(300)).await;
     let waited = started.elapsed();
     assert!(got.unwrap().is_none());
     assert!(
         waited >= Duration::from_millis(300) && waited < Duration::from_secs(3),
         "{waited:?}"
     );
-    assert!(lock
-        .try_lock_for(Duration::ZERO, None)
-        .await
-        .unwrap()
-        .is_none());
+    assert!(lock.try_lock_for(Duration::ZERO).await.unwrap().is_none());
     wait_numsub(&fx.raw, lock.channel(), 1).await;
     holder.unlock().await.unwrap();
     wait_numsub(&fx.raw, lock.channel(), 0).await;

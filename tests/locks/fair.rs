@@ -157,7 +157,7 @@ async fn non_reentrant_fair_lock_refuses_reentry() {
     ));
     // `guard.reenter()` does not compile for a non-reentrant kind.
     assert!(matches!(
-        owned.try_lock_for(Duration::from_millis(200), None).await,
+        owned.try_lock_for(Duration::from_millis(200)).await,
         Err(Error::NotReentrant { .. })
     ));
     assert_eq!(owned.hold_count(Owner::new(5)).await.unwrap(), 1);

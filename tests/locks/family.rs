@@ -161,7 +161,7 @@ async fn multi_lock_is_all_or_nothing() {
         let multi = multi.clone();
         async move {
             multi
-                .try_lock_for(Duration::from_secs(10), Some(Duration::from_secs(5)))
+                .try_lock_for_with_lease(Duration::from_secs(10), Duration::from_secs(5))
                 .await
                 .unwrap()
         }
@@ -348,7 +348,7 @@ async fn red_lock_acquires_by_majority_with_a_server_down() {
             for _ in 0..8 {
                 rounds.wait().await;
                 let guard = red
-                    .try_lock_for(Duration::from_secs(10), Some(Duration::from_secs(5)))
+                    .try_lock_for_with_lease(Duration::from_secs(10), Duration::from_secs(5))
                     .await
                     .unwrap()
                     .expect("a majority is reachable");

@@ -62,7 +62,7 @@ async fn lease_expires_and_the_next_waiter_gets_the_lock() {
     let next = b
         .lock(&fx.name)
         .unwrap()
-        .try_lock_for(Duration::from_secs(10), None)
+        .try_lock_for(Duration::from_secs(10))
         .await
         .unwrap();
     assert!(next.is_some());

@@ -109,7 +109,7 @@ pub(super) async fn cancel_waiter(
         format!("redisson_lock__channel:{{{name}}}")
     };
     {
-        let fut = h.any[o].try_lock_for(Duration::from_secs(2), None);
+        let fut = h.any[o].try_lock_for(Duration::from_secs(2));
         tokio::pin!(fut);
         if kind != Kind::Spin {
             let subscribed = async {

@@ -17,7 +17,8 @@ use super::java::{self, Java};
 use super::keys::{Slack, Ttl};
 use super::lock_waits::{cancel_waiter, check_state, handover, read_state, State, Waiter};
 use super::{
-    ms, Env, Exp, Step, StepResult, JAVA_WATCHDOG, LEASE, LONG_LEASE, OWNERS, WAIT, WATCHDOG,
+    ms, try_lock, Env, Exp, Step, StepResult, JAVA_WATCHDOG, LEASE, LONG_LEASE, OWNERS, WAIT,
+    WATCHDOG,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -662,7 +663,7 @@ impl Case<'_> {
                 let l = lease.get();
                 let wait = if wait { WAIT } else { Duration::ZERO };
                 let (real, guard) = if self.kind == Kind::Fenced {
-                    match self.h.fenced[o].try_lock_for(wait, l).await {
+                    match try_lock(&self.h.fenced[o], wait, l).await {
                         Ok(Some(g)) => (
                             Out::Acquired(Some(g.fencing_token())),
                             Some(Real::Fenced(g)),
@@ -670,7 +671,7 @@ impl Case<'_> {
                         r => (out_of(r, |_| Out::Busy), None),
                     }
                 } else {
-                    match self.h.any[o].try_lock_for(wait, l).await {
+                    match try_lock(&self.h.any[o], wait, l).await {
                         Ok(Some(g)) => (Out::Acquired(None), Some(Real::Any(g))),
                         r => (out_of(r, |_| Out::Busy), None),
                     }
@@ -864,9 +865,7 @@ impl Case<'_> {
                 }
                 let lock = self.h.any[o].clone();
                 let task =
-                    tokio::spawn(
-                        async move { lock.try_lock_for(Duration::from_secs(10), None).await },
-                    );
+                    tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(10)).await });
                 self.tasks.push((o, task));
                 self.m.waiting.push(o);
                 if let Err(why) =
@@ -930,7 +929,7 @@ impl Case<'_> {
         let kind = self.kind;
         let take = async move {
             if kind == Kind::Fenced {
-                match fenced.try_lock_for(Duration::ZERO, lease).await {
+                match try_lock(&fenced, Duration::ZERO, lease).await {
                     Ok(Some(g)) => (
                         Out::Acquired(Some(g.fencing_token())),
                         Some(Real::Fenced(g)),
@@ -938,7 +937,7 @@ impl Case<'_> {
                     r => (out_of(r, |_| Out::Busy), None),
                 }
             } else {
-                match any.try_lock_for(Duration::ZERO, lease).await {
+                match try_lock(&any, Duration::ZERO, lease).await {
                     Ok(Some(g)) => (Out::Acquired(None), Some(Real::Any(g))),
                     r => (out_of(r, |_| Out::Busy), None),
                 }

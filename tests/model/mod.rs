@@ -75,6 +75,19 @@ pub const OWNERS: usize = 3;
 /// peer's thread `t{j + 1}`.
 pub const JAVA_OWNERS: usize = 2;
 
+/// `lock.try_lock_for(wait)`, or `try_lock_for_with_lease(wait, lease)`
+/// with a lease: the step's acquisition, either way.
+pub async fn try_lock<K: redisson_lock::Kind>(
+    lock: &redisson_lock::Lock<K>,
+    wait: Duration,
+    lease: Option<Duration>,
+) -> redisson_lock::Result<Option<redisson_lock::LockGuard<K>>> {
+    match lease {
+        Some(lease) => lock.try_lock_for_with_lease(wait, lease).await,
+        None => lock.try_lock_for(wait).await,
+    }
+}
+
 /// Cases per test in plain `cargo test`, or `MODEL_CASES` for the long run.
 pub fn cases(default: u32) -> u32 {
     std::env::var("MODEL_CASES")

@@ -23,7 +23,9 @@ use super::guards::{GState, Guards, Half, Real, Reals, Reply};
 use super::java;
 use super::keys::{Slack, Ttl};
 use super::locks::{choose, confirmed, out_of, owner, sleep, Lease, Out};
-use super::{ms, window_str, Env, Exp, Step, StepResult, JAVA_WATCHDOG, OWNERS, WAIT, WATCHDOG};
+use super::{
+    ms, try_lock, window_str, Env, Exp, Step, StepResult, JAVA_WATCHDOG, OWNERS, WAIT, WATCHDOG,
+};
 
 #[derive(Clone)]
 pub enum Op {
@@ -712,12 +714,10 @@ impl<'a> Case<'a> {
                 let l = lease.get();
                 let wait = if wait { WAIT } else { Duration::ZERO };
                 let got = match half {
-                    Half::Read => self.h.read[o]
-                        .try_lock_for(wait, l)
+                    Half::Read => try_lock(&self.h.read[o], wait, l)
                         .await
                         .map(|g| g.map(Real::Read)),
-                    _ => self.h.write[o]
-                        .try_lock_for(wait, l)
+                    _ => try_lock(&self.h.write[o], wait, l)
                         .await
                         .map(|g| g.map(Real::Write)),
                 };
@@ -964,12 +964,10 @@ impl<'a> Case<'a> {
         let (read, write) = (self.h.read[o].clone(), self.h.write[o].clone());
         let take = async move {
             let got = match half {
-                Half::Read => read
-                    .try_lock_for(Duration::ZERO, lease)
+                Half::Read => try_lock(&read, Duration::ZERO, lease)
                     .await
                     .map(|g| g.map(Real::Read)),
-                _ => write
-                    .try_lock_for(Duration::ZERO, lease)
+                _ => try_lock(&write, Duration::ZERO, lease)
                     .await
                     .map(|g| g.map(Real::Write)),
             };

@@ -62,7 +62,7 @@ async fn replicas() {
     let outcome = client
         .lock(&name)
         .unwrap()
-        .try_lock_for(Duration::from_secs(1), None)
+        .try_lock_for(Duration::from_secs(1))
         .await;
     assert!(
         matches!(outcome, Err(Error::NotReplicated { replicas: 1, .. })),

@@ -97,8 +97,7 @@ async fn across_failover(set: &Sentinels, what: &str, failover: impl AsyncFnOnce
     let waiting = set.client().await;
     let lock = waiting.lock(&name).unwrap();
     let again = holder.lock(&name).unwrap().lock().await.unwrap();
-    let waiter =
-        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20), None).await });
+    let waiter = tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20)).await });
     tokio::time::sleep(Duration::from_millis(200)).await;
     let unlocked = Instant::now();
     again.unlock().await.unwrap();

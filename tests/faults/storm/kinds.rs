@@ -101,7 +101,11 @@ impl Handle {
         let lock = &self.lock;
         match how {
             How::Lock => lock.lock().await.map(Some),
-            How::TryFor { wait, lease } => lock.try_lock_for(wait, lease).await,
+            How::TryFor { wait, lease: None } => lock.try_lock_for(wait).await,
+            How::TryFor {
+                wait,
+                lease: Some(lease),
+            } => lock.try_lock_for_with_lease(wait, lease).await,
             How::Lease(lease) => lock.lock_with_lease(lease).await.map(Some),
         }
     }

@@ -125,10 +125,7 @@ async fn interop_with_a_simulated_java_reader() {
     assert!(busy.as_i64().is_some_and(|t| t > 0), "{busy:?}");
 
     let writer = tokio::spawn(async move {
-        let guard = write_b
-            .try_lock_for(Duration::from_secs(20), None)
-            .await
-            .unwrap();
+        let guard = write_b.try_lock_for(Duration::from_secs(20)).await.unwrap();
         (Instant::now(), guard)
     });
     // The writer's client, and our reader's (its hold's watch).

@@ -198,7 +198,7 @@ async fn a_read_hold_keeps_what_it_was_given_and_no_more() {
         let writer = other.read_write_lock(&name).unwrap().write();
         let started = tokio::time::Instant::now();
         let w = writer
-            .try_lock_for(Duration::from_secs(5), None)
+            .try_lock_for(Duration::from_secs(5))
             .await
             .unwrap()
             .expect("the writer gets the lock");

@@ -92,7 +92,7 @@ async fn a_writer_excludes_readers_and_its_release_wakes_them_all() {
             let (holding, release) = (holding.clone(), release.clone());
             tokio::spawn(async move {
                 let guard = read
-                    .try_lock_for(Duration::from_secs(20), None)
+                    .try_lock_for(Duration::from_secs(20))
                     .await
                     .unwrap()
                     .expect("reader gets the lock");
@@ -192,7 +192,7 @@ fn blocking_halves_share_the_thread_owner() {
         let r = read.try_lock().unwrap();
         let read_ok = r.is_some();
         drop(r);
-        let write_ok = write.try_lock_for(Duration::from_millis(100), None);
+        let write_ok = write.try_lock_for(Duration::from_millis(100));
         (read_ok, write_ok.unwrap().is_some())
     })
     .join()

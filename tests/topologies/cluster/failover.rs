@@ -261,7 +261,7 @@ pub async fn lock_lost_in_failover(cluster: &Cluster) {
     let got = waiting
         .lock(&name)
         .unwrap()
-        .try_lock_for(Duration::from_secs(10), None)
+        .try_lock_for(Duration::from_secs(10))
         .await
         .unwrap()
         .expect("the lock is free on the new master");

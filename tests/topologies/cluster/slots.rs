@@ -144,7 +144,7 @@ pub async fn wakes_by_publish_in_many_slots(cluster: &Cluster) {
             .iter()
             .map(|name| {
                 let lock = waiting.lock(name).unwrap();
-                tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(25), None).await })
+                tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(25)).await })
             })
             .collect();
         for name in &names {
@@ -263,7 +263,7 @@ pub async fn multi_lock_across_slots(cluster: &Cluster) {
     assert!(multi(&b).try_lock().await.unwrap().is_none());
     let other = tokio::spawn({
         let m = multi(&b);
-        async move { m.try_lock_for(Duration::from_secs(20), None).await }
+        async move { m.try_lock_for(Duration::from_secs(20)).await }
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     guard.unlock().await.unwrap();
