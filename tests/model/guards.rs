@@ -165,6 +165,25 @@ impl Guards {
         }
     }
 
+    /// Whether the live guards' real twins (`reals`, and `newest` for the
+    /// step's new guard) show the losses the model says happened at once:
+    /// lost where it says so, not lost where it says not. A loss the model
+    /// gives time to be heard (an event, a renewal) is not compared.
+    pub fn losses_agree(&self, reals: &Reals, newest: Option<(usize, &Real)>) -> bool {
+        (0..self.guards.len()).all(|g| {
+            let model = &self.guards[g];
+            let real = match newest {
+                Some((n, real)) if n == g => Some(real),
+                _ => reals.get(g),
+            };
+            match (real, model.state, model.lost, model.hear) {
+                (Some(real), GState::Live, Some(_), None) => real.is_lost(),
+                (Some(real), GState::Live, None, _) => !real.is_lost(),
+                _ => true,
+            }
+        })
+    }
+
     /// The renewed tenures, to compare before and after a step.
     pub fn renewing_now(&self) -> Vec<bool> {
         (0..self.tenures.len()).map(|t| self.renewing(t)).collect()

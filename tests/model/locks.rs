@@ -991,11 +991,14 @@ impl Case<'_> {
                     && (held.is_none() || m.n.fits_by(m.renewing(), s.pttl, s.r.0, s.r.1, slack))
             }
         };
-        // A renewal run in flight can leave both expiries possible: then the
-        // one the new guard shows (which `finish` checks again).
+        // What the guards show ([`choose`]; `finish` checks it again).
+        let reals = &self.reals;
         let seen = |(m, _, _, count): &(Model, Out, Out, Option<u32>)| match (&guard, count) {
-            (Some(real), Some(_)) => m.g.shows(m.g.guards.len() - 1, real),
-            _ => true,
+            (Some(real), Some(_)) => {
+                let newest = m.g.guards.len() - 1;
+                m.g.shows(newest, real) && m.g.losses_agree(reals, Some((newest, real)))
+            }
+            _ => m.g.losses_agree(reals, None),
         };
         let chosen = choose(&orders, matching, shown, seen).unwrap_or(usize::from(take_first));
         let [a, b] = orders;
@@ -1057,9 +1060,11 @@ impl Case<'_> {
 /// Which of a concurrent step's two orders (each run on a copy of the model)
 /// to go on with: of those whose replies are the real ones (`matching`), the
 /// first whose state Redis shows (`shown`) strictly, else within rounding,
-/// preferring among those the one whose new guard shows what the model
-/// allows it (`seen`: a renewal run in flight can leave both expiries
-/// possible), else the first matching one. The rest of the step checks the
+/// preferring among those the one whose guards show what the model allows
+/// them (`seen`: the new guard's expiry, which a renewal run in flight can
+/// leave open, and the losses that happen at once, which the state cannot
+/// tell apart when a key is cut to a need already past), else the first
+/// matching one. The rest of the step checks the
 /// chosen order as any other.
 pub(super) fn choose<C, F: Fn(&C) -> bool>(
     orders: &[C; 2],

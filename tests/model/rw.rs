@@ -1032,11 +1032,14 @@ impl<'a> Case<'a> {
                     .is_some_and(|s| differences(env, name, m, s, slack).is_ok())
             }
         };
-        // A renewal run in flight can leave both expiries possible: then the
-        // one the new guard shows (which `finish` checks again).
+        // What the guards show ([`choose`]; `finish` checks it again).
+        let reals = &self.reals;
         let seen = |(m, _, _, acquired): &(Model, Out, Out, bool)| match &guard {
-            Some(real) if *acquired => m.g.shows(m.g.guards.len() - 1, real),
-            _ => true,
+            Some(real) if *acquired => {
+                let newest = m.g.guards.len() - 1;
+                m.g.shows(newest, real) && m.g.losses_agree(reals, Some((newest, real)))
+            }
+            _ => m.g.losses_agree(reals, None),
         };
         let chosen = choose(&orders, matching, shown, seen).unwrap_or(usize::from(take_first));
         let [a, b] = orders;
