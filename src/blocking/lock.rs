@@ -42,6 +42,20 @@ impl BlockingClient {
         Ok(self.wrap(self.client.spin_lock(name)?))
     }
 
+    /// A handle to the spin lock `name` with a chosen back-off
+    /// (`getSpinLock(name, backOff)`; see [`Client::spin_lock_with`](crate::Client::spin_lock_with)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
+    pub fn spin_lock_with(
+        &self,
+        name: &str,
+        backoff: crate::BackOff,
+    ) -> Result<BlockingLock<crate::locks::spin::Spin>> {
+        Ok(self.wrap(self.client.spin_lock_with(name, backoff)?))
+    }
+
     /// A handle to the fair lock `name`.
     ///
     /// # Errors

@@ -123,6 +123,11 @@ fn every_kind_has_a_blocking_form() {
         .unwrap()
         .unlock()
         .unwrap();
+    let constant = redisson_lock::BackOff::Constant(Duration::from_millis(5));
+    let spin = client
+        .spin_lock_with(&format!("{base}-spin"), constant)
+        .unwrap();
+    spin.lock().unwrap().unlock().unwrap();
 
     let members: Vec<_> = (0..3)
         .map(|i| client.client().lock(&format!("{base}-m{i}")).unwrap())
