@@ -157,6 +157,8 @@ impl<K: Kind> BlockingLock<K> {
 
     fn guard(&self, guard: LockGuard<K>) -> BlockingGuard<K> {
         BlockingGuard {
+            name: guard.name().to_owned(),
+            owner: guard.owner(),
             guard: Bridged::new(guard, self.runtime.clone()),
             _thread_bound: PhantomData,
         }
@@ -303,6 +305,8 @@ impl<K: Kind> BlockingLock<K> {
 /// that thread.
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct BlockingGuard<K: Kind> {
+    name: String,
+    owner: crate::Owner,
     guard: Bridged<LockGuard<K>>,
     _thread_bound: PhantomData<*const ()>,
 }
@@ -317,6 +321,29 @@ impl<K: Kind> BlockingGuard<K> {
     /// [`LockGuard::unlock`].
     pub fn unlock(self) -> Result<()> {
         self.guard.release().map(drop)
+    }
+
+    /// The lock's name (as [`LockGuard::name`]).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The owner this hold belongs to: the calling thread's (as
+    /// [`LockGuard::owner`]).
+    pub fn owner(&self) -> crate::Owner {
+        self.owner
+    }
+
+    /// The hold's explicit lease; `None` for a watchdog hold (as
+    /// [`LockGuard::lease`]).
+    pub fn lease(&self) -> Option<Duration> {
+        self.guard.get().and_then(LockGuard::lease)
+    }
+
+    /// The earliest the lock's key can expire unless renewed first; `None`
+    /// while the watchdog renews it (as [`LockGuard::expires_at`]).
+    pub fn expires_at(&self) -> Option<std::time::Instant> {
+        self.guard.get().and_then(LockGuard::expires_at)
     }
 
     /// Whether the lock is known to be lost right now.

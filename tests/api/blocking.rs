@@ -128,6 +128,24 @@ fn every_kind_has_a_blocking_form() {
         .spin_lock_with(&format!("{base}-spin"), constant)
         .unwrap();
     spin.lock().unwrap().unlock().unwrap();
+    // A blocking guard tells what an async one does.
+    let leased = spin
+        .try_lock_for_with_lease(Duration::ZERO, Duration::from_secs(5))
+        .unwrap()
+        .unwrap();
+    assert_eq!(leased.name(), spin.name());
+    assert_eq!(leased.lease(), Some(Duration::from_secs(5)));
+    let left = leased.expires_at().unwrap() - std::time::Instant::now();
+    assert!(
+        left > Duration::from_secs(4) && left <= Duration::from_secs(5),
+        "{left:?}"
+    );
+    assert_eq!(
+        spin.lock().unwrap().owner(),
+        leased.owner(),
+        "the thread's owner"
+    );
+    leased.unlock().unwrap();
 
     let members: Vec<_> = (0..3)
         .map(|i| client.client().lock(&format!("{base}-m{i}")).unwrap())
