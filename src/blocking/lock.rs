@@ -302,13 +302,15 @@ impl<K: Kind> BlockingLock<K> {
 /// [`Config::timeout`](crate::Config::timeout), and then lets it finish in
 /// the background (a failure is logged). [`unlock`](Self::unlock) reports
 /// the outcome instead. It cannot leave its thread, as the hold belongs to
-/// that thread.
+/// that thread (`!Send`); like std's `MutexGuard`, other threads may look at
+/// it through a shared reference (`Sync`).
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct BlockingGuard<K: Kind> {
     name: String,
     owner: crate::Owner,
     guard: Bridged<LockGuard<K>>,
-    _thread_bound: PhantomData<*const ()>,
+    /// `!Send` and `Sync`, as `MutexGuard<()>`.
+    _thread_bound: PhantomData<std::sync::MutexGuard<'static, ()>>,
 }
 
 impl<K: Kind> BlockingGuard<K> {

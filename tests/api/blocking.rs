@@ -227,3 +227,12 @@ fn shutdown_finishes_releases_and_closes() {
     assert!(!other.lock(&name).unwrap().is_locked().unwrap(), "released");
     other.shutdown().unwrap();
 }
+
+/// A blocking guard stays on its thread (`!Send`, checked by the compiler:
+/// moving one into `std::thread::spawn` does not compile) but, like std's
+/// `MutexGuard`, may be looked at from other threads (`Sync`).
+#[test]
+fn a_blocking_guard_is_sync() {
+    fn sync<T: Sync>() {}
+    sync::<redisson_lock::blocking::BlockingGuard<redisson_lock::Reentrant>>();
+}
