@@ -57,8 +57,14 @@
 --                   the latch key for `ttl` ms, and return it.
 -- release_hold(hash, field, latch, ttl, release)  take one of `field`'s holds of
 --                   the hash away: nil if it holds none; 0 if it still holds some
---                   (the hash keeps its TTL; latched); 1 if that was its last (its
+--                   (the hash keeps its TTL; tracked; latched); 1 if that was its last (its
 --                   field stays at 0): release() runs, then 1 is latched.
+-- track(hash)      read the lock hash `hash` (PTTL) as the script's last command on it:
+--                   a script that writes a hash that existed before it and that still
+--                   holds one of the caller's fields calls it after its last write, so a
+--                   client that tracks (CLIENT TRACKING, docs/PROTOCOL.md §2.10) keeps
+--                   hearing of the hash's changes: tracking forgets a key at any write to
+--                   it, and its reads arm it again. Costs nothing to anyone else.
 -- lengthen(key, ms) set `key`'s TTL to `ms` milliseconds unless it already lives
 --                   at least that long: PEXPIRE max(PTTL, ms). No script of this
 --                   crate shortens the TTL of a lock it holds but the read unlock's
@@ -229,11 +235,16 @@ local function holds(hash, field, refusal)
     return true
 end
 
+local function track(hash)
+    redis.call('pttl', hash)
+end
+
 local function release_hold(hash, field, latch, ttl, release)
     if redis.call('hexists', hash, field) == 0 then
         return nil
     end
     if redis.call('hincrby', hash, field, -1) > 0 then
+        track(hash)
         return latched(latch, ttl, 0)
     end
     release()

@@ -63,6 +63,7 @@ end
 if holds(KEYS[1], ARGV[2], ARGV[7]) then
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     lengthen(KEYS[1], ARGV[1])
+    track(KEYS[1])
     return {count}
 end
 if redis.call('exists', KEYS[1]) == 0 then

@@ -38,5 +38,5 @@ local function unlock()
 end
 permitted(ARGV[4], {'lindex', KEYS[2], 'zscore', KEYS[3], 'zrem', KEYS[3], 'lpop', KEYS[2],
     'exists', KEYS[1], 'publish', KEYS[4] .. ':x', 'hexists', KEYS[1], 'hincrby', KEYS[1],
-    'set', KEYS[5], 'del', KEYS[1]})
+    'pttl', KEYS[1], 'set', KEYS[5], 'del', KEYS[1]})
 return replayed(KEYS[5]) or unlock()

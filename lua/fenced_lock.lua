@@ -51,6 +51,9 @@ if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2])
     end
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     lengthen(KEYS[1], ARGV[1])
+    if count > 1 then
+        track(KEYS[1])
+    end
     return {count, token}
 end
 return redis.call('pttl', KEYS[1])

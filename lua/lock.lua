@@ -17,6 +17,9 @@ permitted(nil, {'hincrby', KEYS[1], 'pttl', KEYS[1], 'pexpire', KEYS[1]})
 if redis.call('exists', KEYS[1]) == 0 or holds(KEYS[1], ARGV[2], ARGV[3]) then
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     lengthen(KEYS[1], ARGV[1])
+    if count > 1 then
+        track(KEYS[1])
+    end
     return {count}
 end
 return redis.call('pttl', KEYS[1])

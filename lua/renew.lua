@@ -28,6 +28,7 @@ local renewed = {}
 for i = 1, #KEYS do
     if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
         lengthen(KEYS[i], ARGV[1])
+        track(KEYS[i])
         renewed[i] = 1
     else
         renewed[i] = 0

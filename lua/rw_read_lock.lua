@@ -30,6 +30,7 @@ if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]
     redis.call('set', timeout, 1)
     redis.call('pexpire', timeout, ARGV[1])
     lengthen(KEYS[1], ARGV[1])
+    track(KEYS[1])
     return {count}
 end
 return redis.call('pttl', KEYS[1])

@@ -66,6 +66,7 @@ local function unlock()
     end
     if redis.call('hlen', KEYS[1]) > 1 then
         if mode == 'write' then
+            track(KEYS[1])
             return latched(KEYS[5], ARGV[4], 0)
         end
         -- Every numeric field (every reader): the longest-lived timeout key
@@ -83,6 +84,7 @@ local function unlock()
         end
         if max_remain > 0 then
             redis.call('pexpire', KEYS[1], max_remain)
+            track(KEYS[1])
             return latched(KEYS[5], ARGV[4], 0)
         end
     end
@@ -93,5 +95,5 @@ end
 permitted(ARGV[3], {'publish', KEYS[2], 'set', KEYS[5], 'hincrby', KEYS[1],
     'pttl', KEYS[3] .. ':1', 'del', KEYS[3] .. ':1', 'hdel', KEYS[1],
     'pexpire', KEYS[3] .. ':1', 'set', KEYS[3] .. ':1', 'hlen', KEYS[1], 'hgetall', KEYS[1],
-    'pttl', KEYS[4] .. ':x:rwlock_timeout:1', 'pexpire', KEYS[1], 'del', KEYS[1]})
+    'pttl', KEYS[4] .. ':x:rwlock_timeout:1', 'pexpire', KEYS[1], 'pttl', KEYS[1], 'del', KEYS[1]})
 return replayed(KEYS[5]) or unlock()

@@ -58,6 +58,7 @@ for i = 1, #KEYS, 2 do
     end
     if alive then
         lengthen(KEYS[i], ARGV[1])
+        track(KEYS[i])
         renewed[#renewed + 1] = 1
     else
         renewed[#renewed + 1] = 0

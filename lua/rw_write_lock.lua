@@ -22,6 +22,7 @@ if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     local ttl = redis.call('pttl', KEYS[1])
     redis.call('pexpire', KEYS[1], ttl + tonumber(ARGV[1]))
+    track(KEYS[1])
     return {count}
 end
 return redis.call('pttl', KEYS[1])

@@ -32,10 +32,11 @@ local function unlock()
             redis.call('del', KEYS[1])
         else
             redis.call('hset', KEYS[1], 'mode', 'read')
+            track(KEYS[1])
         end
         publish(ARGV[3], KEYS[2], ARGV[1])
     end)
 end
 permitted(ARGV[3], {'publish', KEYS[2], 'set', KEYS[3], 'hincrby', KEYS[1], 'hdel', KEYS[1],
-    'hlen', KEYS[1], 'del', KEYS[1], 'hset', KEYS[1]})
+    'hlen', KEYS[1], 'del', KEYS[1], 'hset', KEYS[1], 'pttl', KEYS[1]})
 return replayed(KEYS[3]) or unlock()

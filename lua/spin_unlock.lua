@@ -10,7 +10,7 @@
 --          the user's ACL forbids a call it may make (args.lua).
 text_arg(1)
 ms_arg(2)
-permitted(nil, {'hincrby', KEYS[1], 'set', KEYS[2], 'del', KEYS[1]})
+permitted(nil, {'hincrby', KEYS[1], 'pttl', KEYS[1], 'set', KEYS[2], 'del', KEYS[1]})
 return replayed(KEYS[2]) or release_hold(KEYS[1], ARGV[1], KEYS[2], ARGV[2], function()
     redis.call('del', KEYS[1])
 end)

@@ -14,6 +14,7 @@ use crate::base::pending::PendingReleases;
 use crate::connection::config::Config;
 use crate::connection::pubsub::{Commands, Hub};
 use crate::connection::redis::Redis;
+use crate::connection::tracking::Tracking;
 use crate::engine::registry::Holds;
 use crate::engine::renewal;
 use crate::engine::script_env::ScriptEnv;
@@ -91,7 +92,8 @@ impl Client {
             .await
             .map_err(|e| e.at(&config.server_description()))?;
         }
-        let (redis, subscriber) = connections.keep();
+        let kept = connections.keep();
+        let (redis, subscriber) = (kept.redis, kept.subscriber);
         crate::base::telemetry::describe();
         let (redis, latch_task) = Redis::start(redis, &config);
         let holds = Arc::new(Holds::new(config.lock_watchdog_timeout));
@@ -108,6 +110,12 @@ impl Client {
             by_slot: config.redis.server.is_clustered(),
             check_every: config.hold_check_interval,
         }));
+        let closing = watch::Sender::new(false);
+        let tracking = kept.listener.as_ref().map(|listener| {
+            let tracking = Tracking::default();
+            tasks.push(tracking.start(redis.client.clone(), listener.clone(), closing.subscribe()));
+            tracking
+        });
         let env = ScriptEnv::new(&config, id.hyphenated().to_string(), commands.publish());
         let watches = Arc::new(crate::engine::watches::Watches::default());
         let inner = Arc::new(Inner {
@@ -121,8 +129,10 @@ impl Client {
             runtime: Handle::current(),
             cleanups: Cleanups::new(Handle::current()),
             releases: PendingReleases::new(),
-            closing: watch::Sender::new(false),
+            closing,
             subscriber,
+            listener: kept.listener,
+            tracking,
             watchdog,
             tasks,
         });
@@ -219,7 +229,13 @@ impl Client {
         for task in &inner.tasks {
             task.abort();
         }
-        let quit = futures::future::join(inner.subscriber.quit(), inner.redis.client.quit());
+        let listener = async {
+            if let Some(listener) = &inner.listener {
+                let _ = listener.quit().await;
+            }
+        };
+        let quit =
+            futures::future::join3(inner.subscriber.quit(), inner.redis.client.quit(), listener);
         let _ = tokio::time::timeout(inner.config.timeout, quit).await;
     }
 

@@ -18,6 +18,8 @@ mod ordering;
 mod owners;
 #[path = "integrity/reads.rs"]
 mod reads;
+#[path = "integrity/tracking.rs"]
+mod tracking;
 
 use std::time::Duration;
 

@@ -1,9 +1,11 @@
-//! Watching a tenure for its loss on channels (docs/PROTOCOL.md §2.6, §2.9).
+//! Watching a tenure for its loss (docs/PROTOCOL.md §2.6, §2.9, §2.10).
 //!
 //! From [`SETTLE`] after an acquisition starts a tenure until the tenure
-//! ends, the client watches, in the background, the lock's release channel
-//! (every kind that has one: a forced unlock, and a release by whoever took
-//! the lock after an expiry, publish there) and, when
+//! ends, the client watches, in the background: the key by client tracking
+//! (every change of it, whoever made it, and every reconnect; not on a
+//! cluster), the lock's release channel (every kind that has one: a forced
+//! unlock, and a release by whoever took the lock after an expiry, publish
+//! there) and, when
 //! [`Config::keyspace_notifications`](crate::Config::keyspace_notifications)
 //! is on, the key's keyspace channel. So every guard hears such a loss
 //! within a round trip (one in its first moments, when the watch starts),
@@ -16,10 +18,11 @@
 //! waiter. It checks the hold (`HEXISTS`) once its subscription is active,
 //! unless the channel was already subscribed, with nothing heard, before
 //! the acquisition was sent (then nothing can have been missed), and again
-//! after every wake-up (a message, a reconnect, a lost connection) while
-//! the tenure has a guard that could be told (not while its last hold is
-//! being released: that release's own message wakes it). It tells the
-//! registry when the field is gone.
+//! after every wake-up (a message, an invalidation, a reconnect, a lost
+//! connection) while the tenure has a guard that could be told (not while
+//! its last hold is being released: that release's own message wakes it).
+//! The tracking watch always checks first: that read is what makes the
+//! server track the key. It tells the registry when the field is gone.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -31,29 +34,34 @@ use tokio::time::Instant;
 use crate::base::error::Result;
 use crate::engine::registry::Watched;
 use crate::engine::shared::Inner;
-use crate::engine::watches::{Due, GRAIN, SETTLE};
+use crate::engine::watches::{Due, Source, GRAIN, SETTLE};
 pub(crate) use crate::engine::watches::{Tenure, Watches};
 
-/// Schedule the watch of `tenure`, which started at `sent_at`, on its lock's
-/// release channel (if the kind has one) and keyspace channel (if the
-/// client listens to keyspace notifications).
+/// Schedule the watch of `tenure`, which started at `sent_at`: by client
+/// tracking (if the client tracks), on its lock's release channel (if the
+/// kind has one) and on its keyspace channel (if the client listens to
+/// keyspace notifications).
 pub(crate) fn schedule(inner: &Inner, tenure: Tenure, release_channel: Option<&str>) {
     let keyspace = inner
         .config
         .keyspace_notifications
         .then(|| format!("__keyspace@{}__:{}", inner.keyspace_db(), tenure.name));
-    let channels: Vec<(String, &'static str)> = release_channel
-        .map(|c| (c.to_owned(), "message on its channel"))
+    let tracking = inner
+        .tracking
+        .as_ref()
+        .map(|_| (Source::Tracking, "client tracking"));
+    let sources: Vec<(Source, &'static str)> = tracking
         .into_iter()
-        .chain(keyspace.map(|c| (c, "keyspace notification")))
+        .chain(release_channel.map(|c| (Source::Channel(c.to_owned()), "message on its channel")))
+        .chain(keyspace.map(|c| (Source::Channel(c), "keyspace notification")))
         .collect();
-    if channels.is_empty() {
+    if sources.is_empty() {
         return;
     }
     let due = Due {
         at: tenure.sent_at + SETTLE,
         tenure,
-        channels,
+        sources,
     };
     inner.watches.push(due);
 }
@@ -93,25 +101,25 @@ pub(crate) async fn run(
             return;
         };
         for Due {
-            tenure, channels, ..
+            tenure, sources, ..
         } in due
         {
             if let Some(alive) = inner
                 .holds
                 .start_watch(&tenure.name, &tenure.field, tenure.tenure)
             {
-                spawn(&inner, tenure, channels, alive);
+                spawn(&inner, tenure, sources, alive);
             }
         }
     }
 }
 
-/// Watch `tenure` on `channels` in the background until `alive` closes
+/// Watch `tenure` on `sources` in the background until `alive` closes
 /// (the tenure ended).
 fn spawn(
     inner: &Arc<Inner>,
     tenure: Tenure,
-    channels: Vec<(String, &'static str)>,
+    sources: Vec<(Source, &'static str)>,
     mut alive: watch::Receiver<()>,
 ) {
     let inner = inner.clone();
@@ -119,9 +127,9 @@ fn spawn(
         let ended = async move { while alive.changed().await.is_ok() {} };
         let (inner, tenure) = (&inner, &tenure);
         let watching = futures::future::join_all(
-            channels
+            sources
                 .iter()
-                .map(|(channel, why)| watch_channel(inner, tenure, channel, why)),
+                .map(|(source, why)| watch_source(inner, tenure, source, why)),
         );
         tokio::select! {
             () = ended => {}
@@ -130,11 +138,39 @@ fn spawn(
     }));
 }
 
-/// Watch `channel` for `tenure` until the field is found gone, the tenure
+/// What a watch listens on: a channel's subscription, or the key's
+/// tracking.
+enum Listening {
+    Channel(crate::connection::pubsub::Subscription),
+    Tracked(crate::connection::tracking::Tracked),
+}
+
+impl Listening {
+    /// The next wake-up (to `enable` before the check it follows).
+    fn woken(&self) -> tokio::sync::futures::Notified<'_> {
+        match self {
+            Listening::Channel(s) => s.any_message(),
+            Listening::Tracked(t) => t.changed(),
+        }
+    }
+
+    /// Whether nothing can have been missed since `t` (see
+    /// [`Subscription::quiet_since`](crate::connection::pubsub::Subscription::quiet_since)).
+    /// Never for tracking: the key is tracked only once read after our
+    /// last write, which the first check does.
+    fn quiet_since(&self, t: Instant) -> bool {
+        match self {
+            Listening::Channel(s) => s.quiet_since(t),
+            Listening::Tracked(_) => false,
+        }
+    }
+}
+
+/// Watch `source` for `tenure` until the field is found gone, the tenure
 /// ends, or the client shuts down. A failed subscribe or check is tried
 /// again after `retry_delay`: the renewal path still bounds how late a loss
 /// is noticed.
-async fn watch_channel(inner: &Arc<Inner>, tenure: &Tenure, channel: &str, why: &'static str) {
+async fn watch_source(inner: &Arc<Inner>, tenure: &Tenure, source: &Source, why: &'static str) {
     let retry = inner.config.retry_delay.max(Duration::from_millis(1));
     let Tenure {
         name,
@@ -147,19 +183,28 @@ async fn watch_channel(inner: &Arc<Inner>, tenure: &Tenure, channel: &str, why: 
         if inner.is_closing() || inner.holds.watched(name, field, *id) == Watched::Ended {
             return;
         }
-        let Ok(subscription) = inner.hub.watch(channel).await else {
-            tokio::time::sleep(retry).await;
-            continue;
+        let listening = match source {
+            Source::Channel(channel) => match inner.hub.watch(channel).await {
+                Ok(subscription) => Listening::Channel(subscription),
+                Err(_) => {
+                    tokio::time::sleep(retry).await;
+                    continue;
+                }
+            },
+            Source::Tracking => match &inner.tracking {
+                Some(tracking) => Listening::Tracked(tracking.watch(name)),
+                None => return,
+            },
         };
         let mut first = true;
         while !inner.is_closing() {
-            let message = subscription.any_message();
+            let message = listening.woken();
             tokio::pin!(message);
             message.as_mut().enable();
             let check = match inner.holds.watched(name, field, *id) {
                 Watched::Ended => return,
                 Watched::Releasing => false,
-                Watched::Held => !(first && subscription.quiet_since(*sent_at)),
+                Watched::Held => !(first && listening.quiet_since(*sent_at)),
             };
             first = false;
             if !check {

@@ -30,12 +30,22 @@ pub(crate) struct Tenure {
     pub sent_at: Instant,
 }
 
-/// A tenure whose watch is due at `at`, on `channels` (each with what a
+/// Where a watch hears that a hold may be gone.
+pub(crate) enum Source {
+    /// Messages on a pub/sub channel (the lock's release channel, the
+    /// key's keyspace channel).
+    Channel(String),
+    /// Client tracking's invalidations of the lock's key
+    /// ([`crate::connection::tracking`]).
+    Tracking,
+}
+
+/// A tenure whose watch is due at `at`, on `sources` (each with what a
 /// loss heard there is reported as).
 pub(crate) struct Due {
     pub at: Instant,
     pub tenure: Tenure,
-    pub channels: Vec<(String, &'static str)>,
+    pub sources: Vec<(Source, &'static str)>,
 }
 
 /// The tenures waiting for their watch to start, oldest first (they are

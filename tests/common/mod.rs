@@ -114,12 +114,19 @@ impl Fixture {
         Listener { client, messages }
     }
 
-    /// `PUBSUB CHANNELS pattern`: the channels anyone subscribes to.
+    /// `PUBSUB CHANNELS pattern`: the channels anyone subscribes to, but
+    /// the one each client's tracking listener keeps for its whole life
+    /// (`__redis__:invalidate`, docs/PROTOCOL.md §2.10).
     pub async fn channels(&self, pattern: &str) -> Vec<String> {
-        self.raw
+        let channels: Vec<String> = self
+            .raw
             .custom(fred::cmd!("PUBSUB"), vec!["CHANNELS", pattern])
             .await
-            .unwrap()
+            .unwrap();
+        channels
+            .into_iter()
+            .filter(|c| c != "__redis__:invalidate")
+            .collect()
     }
 }
 

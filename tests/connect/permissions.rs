@@ -156,3 +156,26 @@ async fn a_call_that_may_not_touch_a_key_writes_nothing() {
     assert!(matches!(err, Error::Auth(_)), "unlock: {err:?}");
     assert_eq!(state(&raw, &name).await, before, "nothing written");
 }
+
+/// A user whose ACL refuses `CLIENT` connects and locks as before: client
+/// tracking (docs/PROTOCOL.md §2.10) is off, and the lock's channel and the
+/// renewal still tell a loss.
+#[tokio::test]
+async fn a_user_without_client_tracking_still_locks() {
+    let server = Server::private();
+    let raw = server.raw().await;
+    let url = user(&raw, "notrack", &["~*", "&*", "+@all", "-client"]).await;
+    let client = connect(&server, &url).await.unwrap();
+    let lock = client.lock(&unique("acl-notrack")).unwrap();
+    let guard = lock.lock().await.unwrap();
+    let list: String = raw
+        .custom(fred::cmd!("CLIENT"), vec!["LIST"])
+        .await
+        .unwrap();
+    assert!(
+        !list.lines().any(|l| l.contains("flags=t")),
+        "nobody tracks: {list}"
+    );
+    guard.unlock().await.unwrap();
+    assert!(!raw.exists::<bool, _>(lock.name()).await.unwrap());
+}

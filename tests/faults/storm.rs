@@ -106,9 +106,16 @@ async fn settle(
 }
 
 async fn channels(raw: &fred::clients::Client) -> Vec<String> {
-    raw.custom(fred::cmd!("PUBSUB"), vec!["CHANNELS", "*"])
+    let channels: Vec<String> = raw
+        .custom(fred::cmd!("PUBSUB"), vec!["CHANNELS", "*"])
         .await
-        .unwrap()
+        .unwrap();
+    // Each client's tracking listener keeps this one for its whole life
+    // (docs/PROTOCOL.md §2.10).
+    channels
+        .into_iter()
+        .filter(|c| c != "__redis__:invalidate")
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
