@@ -16,7 +16,10 @@ use crate::locks::lock::{Lock, Ttl};
 use crate::locks::rlock::Reentrant;
 
 impl BlockingClient {
-    /// The blocking form of any async lock handle of this client.
+    /// The blocking form of any async lock handle of this client. Its calls
+    /// act as the calling thread's owner, unless the handle has an explicit
+    /// owner ([`Lock::with_owner`]): then they all act as that owner, from
+    /// any thread.
     pub fn wrap<K: Kind>(&self, lock: Lock<K>) -> BlockingLock<K> {
         BlockingLock {
             lock,
@@ -108,28 +111,64 @@ impl BlockingClient {
         }
     }
 
-    /// The read and write halves of the read-write lock `name` (Redisson's
-    /// `getReadWriteLock(name)`). Both act as the calling thread's owner, so
-    /// a thread holding the write lock may also take the read lock, and
-    /// releasing the write lock then downgrades it to a read lock, as in Java.
+    /// A handle to the read-write lock `name` (Redisson's
+    /// `getReadWriteLock(name)`), as the async
+    /// [`Client::read_write_lock`](crate::Client::read_write_lock): its
+    /// halves come from [`read`](BlockingReadWriteLock::read) and
+    /// [`write`](BlockingReadWriteLock::write). Both act as the calling
+    /// thread's owner, so a thread holding the write lock may also take the
+    /// read lock, and releasing the write lock then downgrades it to a read
+    /// lock, as in Java.
+    ///
+    /// ```no_run
+    /// # let client = redisson_lock::blocking::BlockingClient::from_url("redis://127.0.0.1:6379")?;
+    /// let rw = client.read_write_lock("catalog")?;
+    /// let writing = rw.write().lock()?;
+    /// let reading = rw.read().lock()?; // the writer's thread may read too
+    /// drop(writing); // now only read-locked
+    /// reading.unlock()?;
+    /// # Ok::<(), redisson_lock::Error>(())
+    /// ```
     ///
     /// # Errors
     ///
     /// [`Error::InvalidName`](crate::Error::InvalidName) for an empty name.
-    pub fn read_write_lock(
-        &self,
-        name: &str,
-    ) -> Result<(
-        BlockingLock<crate::locks::rwlock::Read>,
-        BlockingLock<crate::locks::rwlock::Write>,
-    )> {
-        let rw = self.client.read_write_lock(name)?;
-        Ok((self.wrap(rw.read()), self.wrap(rw.write())))
+    pub fn read_write_lock(&self, name: &str) -> Result<BlockingReadWriteLock> {
+        Ok(BlockingReadWriteLock {
+            read: self.wrap(self.client.read_write_lock(name)?.read()),
+            write: self.wrap(self.client.read_write_lock(name)?.write()),
+        })
+    }
+}
+
+/// The blocking twin of a [`ReadWriteLock`](crate::ReadWriteLock): its two
+/// halves, each acting as the calling thread's owner.
+#[derive(Clone, Debug)]
+pub struct BlockingReadWriteLock {
+    read: BlockingLock<crate::locks::rwlock::Read>,
+    write: BlockingLock<crate::locks::rwlock::Write>,
+}
+
+impl BlockingReadWriteLock {
+    /// The lock's name (the Redis key of its hash).
+    pub fn name(&self) -> &str {
+        self.read.name()
+    }
+
+    /// The read half.
+    pub fn read(&self) -> BlockingLock<crate::locks::rwlock::Read> {
+        self.read.clone()
+    }
+
+    /// The write half.
+    pub fn write(&self) -> BlockingLock<crate::locks::rwlock::Write> {
+        self.write.clone()
     }
 }
 
 /// The blocking twin of a [`Lock`] of any kind. Every call acts as the
-/// calling OS thread's owner, so a thread that holds the lock re-enters it.
+/// calling OS thread's owner, so a thread that holds the lock re-enters it
+/// (or, for a handle wrapped with an explicit owner, as that owner).
 #[derive(Debug)]
 pub struct BlockingLock<K: Kind> {
     lock: Lock<K>,
@@ -151,8 +190,16 @@ impl<K: Kind> BlockingLock<K> {
         &self.lock
     }
 
+    /// The handle the calling thread acts through: the explicit owner's, if
+    /// the wrapped handle has one, else the thread's own.
     fn mine(&self) -> Lock<K> {
-        self.lock.with_owner(Owner::current_thread())
+        self.lock.with_owner(self.owner())
+    }
+
+    /// The owner the calling thread acts as: the explicit one, if the
+    /// wrapped handle has one, else the thread's own.
+    fn owner(&self) -> Owner {
+        self.lock.raw.owner.unwrap_or_else(Owner::current_thread)
     }
 
     fn guard(&self, guard: LockGuard<K>) -> BlockingGuard<K> {
@@ -274,26 +321,26 @@ impl<K: Kind> BlockingLock<K> {
         self.runtime.run(self.lock.remain_time_to_live())?
     }
 
-    /// How many times the calling thread holds the lock.
+    /// How many times the calling thread (or the handle's explicit owner)
+    /// holds the lock.
     ///
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
     /// else as [`Lock::hold_count`].
     pub fn hold_count(&self) -> Result<u32> {
-        self.runtime
-            .run(self.lock.hold_count(Owner::current_thread()))?
+        self.runtime.run(self.lock.hold_count(self.owner()))?
     }
 
-    /// Whether the calling thread holds the lock.
+    /// Whether the calling thread (or the handle's explicit owner) holds the
+    /// lock.
     ///
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
     /// else as [`Lock::is_held_by`].
     pub fn is_held_by_current_thread(&self) -> Result<bool> {
-        self.runtime
-            .run(self.lock.is_held_by(Owner::current_thread()))?
+        self.runtime.run(self.lock.is_held_by(self.owner()))?
     }
 }
 

@@ -24,6 +24,8 @@ mod semaphore;
 
 pub use client::BlockingClient;
 pub use count_down_latch::BlockingCountDownLatch;
-pub use lock::{BlockingGuard, BlockingLock, BlockingMultiGuard, BlockingMultiLock};
+pub use lock::{
+    BlockingGuard, BlockingLock, BlockingMultiGuard, BlockingMultiLock, BlockingReadWriteLock,
+};
 pub use permit_semaphore::{BlockingPermitExpirableSemaphore, BlockingPermitGuard};
 pub use semaphore::{BlockingSemaphore, BlockingSemaphorePermit};

@@ -236,3 +236,34 @@ fn a_blocking_guard_is_sync() {
     fn sync<T: Sync>() {}
     sync::<redisson_lock::blocking::BlockingGuard<redisson_lock::Reentrant>>();
 }
+
+/// A handle wrapped with an explicit owner keeps it: every thread acts as
+/// that owner (re-entering its hold), not as itself.
+#[test]
+fn a_wrapped_explicit_owner_is_kept() {
+    let server = Server::start();
+    let client = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    let name = unique("blocking-owner");
+    let owner = redisson_lock::Owner::new(7);
+    let lock = client.wrap(client.client().lock(&name).unwrap().with_owner(owner));
+    let guard = lock.lock().unwrap();
+    assert_eq!(guard.owner(), owner);
+    let elsewhere = lock.clone();
+    let (count, held) = std::thread::spawn(move || {
+        let again = elsewhere
+            .try_lock()
+            .unwrap()
+            .expect("the same owner re-enters");
+        let seen = (
+            elsewhere.hold_count().unwrap(),
+            elsewhere.is_held_by_current_thread().unwrap(),
+        );
+        again.unlock().unwrap();
+        seen
+    })
+    .join()
+    .unwrap();
+    assert_eq!((count, held), (2, true));
+    guard.unlock().unwrap();
+    assert!(!lock.is_locked().unwrap());
+}

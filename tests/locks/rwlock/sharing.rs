@@ -174,7 +174,9 @@ fn blocking_halves_share_the_thread_owner() {
     let client =
         BlockingClient::connect(redisson_lock::Config::from_url(&server.url).unwrap()).unwrap();
     let name = unique("rw-blocking");
-    let (read, write) = client.read_write_lock(&name).unwrap();
+    let rw = client.read_write_lock(&name).unwrap();
+    assert_eq!(rw.name(), name);
+    let (read, write) = (rw.read(), rw.write());
     assert_eq!(read.name(), name);
 
     let w = write.lock().unwrap();
@@ -188,7 +190,8 @@ fn blocking_halves_share_the_thread_owner() {
     let other = client.clone();
     let name2 = name.clone();
     let (read_ok, write_ok) = std::thread::spawn(move || {
-        let (read, write) = other.read_write_lock(&name2).unwrap();
+        let rw = other.read_write_lock(&name2).unwrap();
+        let (read, write) = (rw.read(), rw.write());
         let r = read.try_lock().unwrap();
         let read_ok = r.is_some();
         drop(r);
