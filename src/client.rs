@@ -92,8 +92,7 @@ impl Client {
             .await
             .map_err(|e| e.at(&config.server_description()))?;
         }
-        let kept = connections.keep();
-        let (redis, subscriber) = (kept.redis, kept.subscriber);
+        let (redis, subscriber) = connections.keep();
         crate::base::telemetry::describe();
         let (redis, latch_task) = Redis::start(redis, &config);
         let holds = Arc::new(Holds::new(config.lock_watchdog_timeout));
@@ -111,11 +110,8 @@ impl Client {
             check_every: config.hold_check_interval,
         }));
         let closing = watch::Sender::new(false);
-        let tracking = kept.listener.as_ref().map(|listener| {
-            let tracking = Tracking::default();
-            tasks.push(tracking.start(redis.client.clone(), listener.clone(), closing.subscribe()));
-            tracking
-        });
+        let tracking = Tracking::default();
+        tasks.push(tracking.start(redis.client.clone(), &config, closing.subscribe()));
         let env = ScriptEnv::new(&config, id.hyphenated().to_string(), commands.publish());
         let watches = Arc::new(crate::engine::watches::Watches::default());
         let inner = Arc::new(Inner {
@@ -131,7 +127,6 @@ impl Client {
             releases: PendingReleases::new(),
             closing,
             subscriber,
-            listener: kept.listener,
             tracking,
             watchdog,
             tasks,
@@ -229,13 +224,11 @@ impl Client {
         for task in &inner.tasks {
             task.abort();
         }
-        let listener = async {
-            if let Some(listener) = &inner.listener {
-                let _ = listener.quit().await;
-            }
-        };
-        let quit =
-            futures::future::join3(inner.subscriber.quit(), inner.redis.client.quit(), listener);
+        let quit = futures::future::join3(
+            inner.subscriber.quit(),
+            inner.redis.client.quit(),
+            inner.tracking.quit(),
+        );
         let _ = tokio::time::timeout(inner.config.timeout, quit).await;
     }
 

@@ -112,10 +112,9 @@ pub struct Config {
     /// nothing) is then reported by `lost()` within this interval plus a
     /// round trip. Without it, such a loss is learnt at the next renewal (a
     /// third of `lock_watchdog_timeout`) or, for a hold with an explicit
-    /// lease, when the lease ends. Off a cluster, client tracking already
-    /// hears every such loss within a round trip by default (docs/PROTOCOL.md
-    /// §2.10) but a `SWAPDB` and keys the server's full tracking table
-    /// dropped; see also
+    /// lease, when the lease ends. Client tracking already hears every such
+    /// loss within a round trip by default (docs/PROTOCOL.md §2.10) but a
+    /// `SWAPDB` and keys the server's full tracking table dropped; see also
     /// [`keyspace_notifications`](Self::keyspace_notifications). Costs one
     /// `HEXISTS` per hold per interval on the server (docs/PROTOCOL.md §2.9).
     /// Default none; 1 ms to [`MAX_DURATION`].
@@ -134,10 +133,10 @@ pub struct Config {
     /// [`hold_check_interval`](Self::hold_check_interval) to bound those.
     /// Costs a `SUBSCRIBE` and an `UNSUBSCRIBE` per held lock name on the
     /// pub/sub connection (off the acquire path) and one `HEXISTS` per
-    /// event. Default off: off a cluster, client tracking hears all of this
-    /// (and flushes) by default, with no server setting (docs/PROTOCOL.md
-    /// §2.10); this adds a second way for a server whose tracking table is
-    /// full or an ACL user that may not run `CLIENT`.
+    /// event. Default off: client tracking hears all of this (and flushes)
+    /// by default, with no server setting (docs/PROTOCOL.md §2.10); this adds
+    /// a second way for a server whose tracking table is full or an ACL user
+    /// that may not run `CLIENT`.
     pub keyspace_notifications: bool,
     /// The client id (Redisson's connection manager id: the `<clientId>`
     /// half of every owner field `<clientId>:<threadId>` the client writes).

@@ -1,6 +1,6 @@
-//! Connecting a client's connections (commands, pub/sub, and the listener
-//! of client tracking where it is used) with the settings the retry layer
-//! relies on, and reporting the command connection's losses and reconnects.
+//! Connecting a client's two connections (commands and pub/sub) with the
+//! settings the retry layer relies on, and reporting the command
+//! connection's losses and reconnects.
 
 use std::time::Duration;
 
@@ -10,33 +10,24 @@ use fred::types::config::{ConnectionConfig, PerformanceConfig, ReconnectPolicy};
 use crate::base::error::{Error, Result};
 use crate::connection::config::Config;
 
-/// Connect the command and the pub/sub connection of a client, and the
-/// tracking listener (`tracking.rs`) but on a cluster, all at once, within
-/// `config.timeout`. Relies on nothing but the outcome of each
+/// Connect the command and the pub/sub connection of a client, both at
+/// once, within `config.timeout`. Relies on nothing but the outcome of each
 /// connection (fred's `init` subscribes to the connect notification before
 /// it starts connecting, so none is missed).
 pub(crate) async fn connect(config: &Config) -> Result<Connections> {
     let redis = fred_client(config)?;
     let subscriber = redis.clone_new();
-    let listener = (!config.redis.server.is_clustered()).then(|| redis.clone_new());
     // Dropped unkept (connecting failed, or the caller dropped this
     // future), it stops both clients' connection tasks, which would
     // otherwise keep reconnecting for the life of the process.
     let connections = Connections {
         redis: redis.clone(),
         subscriber: subscriber.clone(),
-        listener: listener.clone(),
         kept: false,
-    };
-    let listening = async {
-        match &listener {
-            Some(listener) => listener.init().await.map(drop),
-            None => Ok(()),
-        }
     };
     let connected = tokio::time::timeout(
         config.timeout,
-        futures::future::try_join3(redis.init(), subscriber.init(), listening),
+        futures::future::try_join(redis.init(), subscriber.init()),
     )
     .await;
     // A TLS client whose server does not speak TLS on that port may wait
@@ -67,34 +58,21 @@ pub(crate) async fn connect(config: &Config) -> Result<Connections> {
     Err(failure)
 }
 
-/// The command, the pub/sub and the listener client of a new connection, quit (in the
+/// The command and the pub/sub client of a new connection, quit (in the
 /// background, without waiting for a server that may never answer) if
 /// dropped before [`keep`](Self::keep): a connect that fails later, or is
 /// cancelled.
 pub(crate) struct Connections {
     pub(crate) redis: fred::clients::Client,
     subscriber: fred::clients::Client,
-    listener: Option<fred::clients::Client>,
     kept: bool,
 }
 
-/// The clients of a connection a client keeps.
-pub(crate) struct Kept {
-    pub(crate) redis: fred::clients::Client,
-    pub(crate) subscriber: fred::clients::Client,
-    /// The listener of client tracking (none on a cluster).
-    pub(crate) listener: Option<fred::clients::Client>,
-}
-
 impl Connections {
-    /// Keep them all.
-    pub(crate) fn keep(mut self) -> Kept {
+    /// Keep both: the command client and the pub/sub client.
+    pub(crate) fn keep(mut self) -> (fred::clients::Client, fred::clients::Client) {
         self.kept = true;
-        Kept {
-            redis: self.redis.clone(),
-            subscriber: self.subscriber.clone(),
-            listener: self.listener.clone(),
-        }
+        (self.redis.clone(), self.subscriber.clone())
     }
 }
 
@@ -108,8 +86,7 @@ impl Drop for Connections {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let clients = [self.redis.clone(), self.subscriber.clone()];
-        for client in clients.into_iter().chain(self.listener.clone()) {
+        for client in [self.redis.clone(), self.subscriber.clone()] {
             runtime.spawn(async move {
                 let _ = tokio::time::timeout(Duration::from_secs(1), client.quit()).await;
             });
@@ -118,6 +95,17 @@ impl Drop for Connections {
 }
 
 fn fred_client(config: &Config) -> Result<fred::clients::Client> {
+    fred_client_to(config, config.redis.server.clone())
+}
+
+/// A fred client with `config`'s settings (credentials, TLS, timeouts,
+/// reconnect policy) for `server`: the configured server, or one node of
+/// it (client tracking's listener of a cluster node, `tracking.rs`).
+/// Not connected.
+pub(crate) fn fred_client_to(
+    config: &Config,
+    server: fred::types::config::ServerConfig,
+) -> Result<fred::clients::Client> {
     let perf = PerformanceConfig {
         default_command_timeout: config.timeout,
         broadcast_channel_capacity: 4096,
@@ -131,7 +119,9 @@ fn fred_client(config: &Config) -> Result<fred::clients::Client> {
         max_command_attempts: 1,
         ..ConnectionConfig::default()
     };
-    fred::types::Builder::from_config(config.redis.clone())
+    let mut redis = config.redis.clone();
+    redis.server = server;
+    fred::types::Builder::from_config(redis)
         .set_performance_config(perf)
         .set_connection_config(connection)
         .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))

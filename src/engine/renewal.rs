@@ -59,6 +59,7 @@ pub(crate) async fn run(dog: Watchdog) {
             check_at = dog.check_every.map(|every| Instant::now() + every);
         }
         if renew_at <= now {
+            dog.holds.sweep();
             let failed = renew(&dog, &lease_ms).await;
             renew_at = Instant::now() + if failed { retry } else { period };
         }

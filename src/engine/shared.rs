@@ -41,10 +41,9 @@ pub(crate) struct Inner {
     pub(crate) closing: watch::Sender<bool>,
     /// The pub/sub connection (the hub's).
     pub(crate) subscriber: fred::clients::Client,
-    /// The connection client tracking redirects to (none on a cluster).
-    pub(crate) listener: Option<fred::clients::Client>,
-    /// The watchers of held keys by client tracking (none on a cluster).
-    pub(crate) tracking: Option<crate::connection::tracking::Tracking>,
+    /// Client tracking: the watchers of held keys, and the listener
+    /// connections invalidations are redirected to.
+    pub(crate) tracking: crate::connection::tracking::Tracking,
     /// The watchdog task ([`renewal`](crate::engine::renewal)).
     pub(crate) watchdog: JoinHandle<()>,
     /// The hub's and the command layer's background tasks.
@@ -83,12 +82,10 @@ impl Drop for Inner {
         }
         let redis = self.redis.client.clone();
         let subscriber = self.subscriber.clone();
-        let listener = self.listener.clone();
+        let tracking = self.tracking.clone();
         // Closing is best effort: the runtime may already be gone.
         drop(self.runtime.spawn(async move {
-            if let Some(listener) = listener {
-                let _ = listener.quit().await;
-            }
+            tracking.quit().await;
             let _ = subscriber.quit().await;
             let _ = redis.quit().await;
         }));

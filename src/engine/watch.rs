@@ -2,8 +2,8 @@
 //!
 //! From [`SETTLE`] after an acquisition starts a tenure until the tenure
 //! ends, the client watches, in the background: the key by client tracking
-//! (every change of it, whoever made it, and every reconnect; not on a
-//! cluster), the lock's release channel (every kind that has one: a forced
+//! (every change of it, whoever made it, and every reconnect; unless the
+//! server refused tracking), the lock's release channel (every kind that has one: a forced
 //! unlock, and a release by whoever took the lock after an expiry, publish
 //! there) and, when
 //! [`Config::keyspace_notifications`](crate::Config::keyspace_notifications)
@@ -48,8 +48,8 @@ pub(crate) fn schedule(inner: &Inner, tenure: Tenure, release_channel: Option<&s
         .then(|| format!("__keyspace@{}__:{}", inner.keyspace_db(), tenure.name));
     let tracking = inner
         .tracking
-        .as_ref()
-        .map(|_| (Source::Tracking, "client tracking"));
+        .is_on()
+        .then_some((Source::Tracking, "client tracking"));
     let sources: Vec<(Source, &'static str)> = tracking
         .into_iter()
         .chain(release_channel.map(|c| (Source::Channel(c.to_owned()), "message on its channel")))
@@ -191,10 +191,7 @@ async fn watch_source(inner: &Arc<Inner>, tenure: &Tenure, source: &Source, why:
                     continue;
                 }
             },
-            Source::Tracking => match &inner.tracking {
-                Some(tracking) => Listening::Tracked(tracking.watch(name)),
-                None => return,
-            },
+            Source::Tracking => Listening::Tracked(inner.tracking.watch(name)),
         };
         let mut first = true;
         while !inner.is_closing() {

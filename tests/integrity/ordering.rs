@@ -151,7 +151,13 @@ async fn race(fx: &Fixture, end: End, race: Race, round: usize) {
                 lock.lock_with_lease(fresh).await.unwrap()
             }
         };
-        assert!(!g2.is_lost(), "{what}: the fresh guard is lost at once");
+        assert!(
+            !g2.is_lost(),
+            "{what}: the fresh guard is lost at once: {:?} expires {:?}",
+            g2.lost_reason(),
+            g2.expires_at()
+                .map(|t| t.saturating_duration_since(std::time::Instant::now()))
+        );
         assert_backed(fx, &excluder, &lock, owner, &[&g2], &what).await;
         // Once every background release of the client has landed (its
         // shutdown waits for them), Redis still gives the owner the hold

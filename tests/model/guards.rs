@@ -35,7 +35,7 @@ use redisson_lock::{AnyKind, Error, Fenced, LockGuard, LostReason, Read, Write};
 use tokio::task::JoinHandle;
 
 use super::keys::Ttl;
-use super::{Env, Exp, Step, StepResult, Stop, DRIFT, HEAR, MARGIN, WATCHDOG};
+use super::{Exp, Step, StepResult, Stop, DRIFT, HEAR, MARGIN, WATCHDOG};
 
 /// Which field of an owner: the one of an exclusive lock, or a half of a
 /// read-write lock.
@@ -101,10 +101,6 @@ pub struct Guards {
     pub tenures: Vec<Tenure>,
     pub guards: Vec<GuardM>,
     current: BTreeMap<Field, usize>,
-    /// Whether the lock has a release channel the client watches each hold
-    /// on (§2.6): RLock, non-reentrant, fenced, read and write locks; not
-    /// fair or spin locks.
-    pub channel: bool,
 }
 
 /// How an unlock that was sent was answered (§2.3, §4.6, §5.3, §5.5).
@@ -121,12 +117,11 @@ pub enum Reply {
 }
 
 impl Guards {
-    pub fn new(channel: bool) -> Guards {
+    pub fn new() -> Guards {
         Guards {
             tenures: Vec::new(),
             guards: Vec::new(),
             current: BTreeMap::new(),
-            channel,
         }
     }
 
@@ -428,12 +423,11 @@ impl Guards {
 
     /// After a step: tenures whose field Redis no longer has
     /// (`in_redis(field)` false), not known lost and with live guards, hear
-    /// of it where a mechanism of §2.9's table tells them: keyspace
-    /// notifications (client 0), the release-channel watcher (kinds with a
-    /// channel; every removal of a field of such a lock by another
-    /// publishes on it), the next renewal (a renewed tenure). Others (a
-    /// fair or spin lock with an explicit lease on client 1) learn it only
-    /// when their certainty passes.
+    /// of it within [`HEAR`]: client tracking (§2.10, on by default on
+    /// every client) tells every change of a held key, whoever made it,
+    /// within a round trip (a hold's first 10 ms: when its watch starts);
+    /// keyspace notifications (client 0) and the release-channel watcher
+    /// (kinds with a channel) tell most of them too.
     pub fn hear_removals(&mut self, in_redis: impl Fn(Field) -> bool) {
         let ts: Vec<usize> = self.current.values().copied().collect();
         for t in ts {
@@ -445,11 +439,7 @@ impl Guards {
             if in_redis(field) || self.tenures[t].status_lost.is_some() || !live {
                 continue;
             }
-            if Env::keyspace(field.0) || self.channel {
-                self.end(t, LostReason::Gone, Some(HEAR));
-            } else if self.renewing(t) {
-                self.end(t, LostReason::Gone, Some(HEAR + WATCHDOG / 3));
-            }
+            self.end(t, LostReason::Gone, Some(HEAR));
         }
     }
 

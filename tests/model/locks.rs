@@ -529,7 +529,7 @@ async fn run(env: &Env, step: &mut Step<'_>, kind: Kind, name: &str, ops: &[Op])
             token,
             waiting: Vec::new(),
             freed: Instant::now(),
-            g: Guards::new(kind.channel()),
+            g: Guards::new(),
         },
         reals: Reals::default(),
         strays: Vec::new(),

@@ -182,12 +182,6 @@ impl Env {
         owner % 2
     }
 
-    /// Whether the client of Rust owner `i` listens to keyspace
-    /// notifications.
-    pub fn keyspace(owner: usize) -> bool {
-        Env::client_of(owner) == 0
-    }
-
     /// Rust owner `i`'s explicit id (small, like a Java thread id).
     pub fn owner(owner: usize) -> Owner {
         Owner::new(owner as i64 + 1)

@@ -585,7 +585,7 @@ impl<'a> Case<'a> {
                 readers: vec![0; owners],
                 tkeys: vec![Vec::new(); owners],
                 n: Ttl::set(Duration::ZERO, now, now),
-                g: Guards::new(true),
+                g: Guards::new(),
             },
             reals: Reals::default(),
             strays: Vec::new(),

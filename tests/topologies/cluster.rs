@@ -24,7 +24,7 @@ use failover::{
 use slots::{
     auto_mode, both_mode_bridges_classic_and_sharded, every_kind_excludes_across_slots,
     keyspace_notifications_on_every_master, multi_lock_across_slots,
-    renewals_and_latches_across_slots, storm_leaves_no_subscription,
+    renewals_and_latches_across_slots, storm_leaves_no_subscription, tracking_on_every_master,
     wakes_by_publish_in_many_slots,
 };
 
@@ -84,6 +84,7 @@ async fn cluster() {
     scenario!(renewals_and_latches_across_slots);
     scenario!(multi_lock_across_slots);
     scenario!(storm_leaves_no_subscription);
+    scenario!(tracking_on_every_master);
     eprintln!("-- keyspace_notifications_on_every_master");
     common::topology::timed(
         "keyspace_notifications_on_every_master",

@@ -101,14 +101,38 @@ pub(crate) struct HoldRef {
     pub status: watch::Receiver<Status>,
 }
 
-/// One owner field of one lock name.
+/// One owner field of one lock name. It lives while it has a tenure or
+/// anyone holds a clone of its `order` (an acquisition of an explicit
+/// owner, an attempt or undo finishing in the background, a release): so
+/// every command of the field on this client takes the same turn, and a
+/// fresh entry (with a turn of its own) is made only once none is in
+/// flight.
 struct Entry {
     field: String,
     order: Order,
-    /// Acquisitions that use `order` (explicit owners) and keep the entry
-    /// while it has no tenure.
-    users: u32,
     tenure: Option<Tenure>,
+}
+
+impl Entry {
+    /// Whether nothing keeps the entry, but `held` clones of its order the
+    /// caller knows of (the entry's own included).
+    fn unused(&self, held: usize) -> bool {
+        self.tenure.is_none() && Arc::strong_count(&self.order) <= held
+    }
+}
+
+/// Remove the entry at `i` of `name` if nothing keeps it (see
+/// [`Entry::unused`]), and the name once it has no entry.
+fn drop_unused(map: &mut HoldMap, name: &str, i: usize, held: usize) {
+    let Some(entries) = map.get_mut(name) else {
+        return;
+    };
+    if entries.get(i).is_some_and(|e| e.unused(held)) {
+        entries.swap_remove(i);
+        if entries.is_empty() {
+            map.remove(name);
+        }
+    }
 }
 
 /// Entries by lock name (usually one per name). Lookups borrow the
@@ -159,8 +183,8 @@ pub(crate) enum UnlockReply {
     NotHeld,
 }
 
-/// A counted use of an entry's [`Order`] by an explicit owner's
-/// acquisition; dropping it lets the entry go once it has no tenure.
+/// A use of an entry's [`Order`] by an explicit owner's acquisition, or a
+/// release; dropping it lets the entry go once nothing else keeps it.
 pub(crate) struct OrderUse {
     holds: Arc<Holds>,
     name: String,
@@ -171,17 +195,12 @@ pub(crate) struct OrderUse {
 impl Drop for OrderUse {
     fn drop(&mut self) {
         let mut map = self.holds.map.lock();
-        if let Some(entries) = map.get_mut(&self.name) {
-            if let Some(i) = entries.iter().position(|e| e.field == self.field) {
-                let entry = &mut entries[i];
-                entry.users = entry.users.saturating_sub(1);
-                if entry.users == 0 && entry.tenure.is_none() {
-                    entries.swap_remove(i);
-                    if entries.is_empty() {
-                        map.remove(&self.name);
-                    }
-                }
-            }
+        let at = map
+            .get(&self.name)
+            .and_then(|entries| entries.iter().position(|e| e.field == self.field));
+        if let Some(i) = at {
+            // This use's own clone is still alive here: two in all.
+            drop_unused(&mut map, &self.name, i, 2);
         }
     }
 }
@@ -222,12 +241,7 @@ fn end_tenure(map: &mut HoldMap, name: &str, field: &str) {
         return;
     };
     entries[i].tenure = None;
-    if entries[i].users == 0 {
-        entries.swap_remove(i);
-        if entries.is_empty() {
-            map.remove(name);
-        }
-    }
+    drop_unused(map, name, i, 1);
 }
 
 impl Holds {
@@ -241,6 +255,18 @@ impl Holds {
         }
     }
 
+    /// Remove every entry nothing keeps any more: one whose last clone of
+    /// its order was dropped outside the registry (an attempt or undo that
+    /// finished in the background) stays until then. The watchdog calls it
+    /// once a period.
+    pub(crate) fn sweep(&self) {
+        let mut map = self.map.lock();
+        map.retain(|_, entries| {
+            entries.retain(|e| !e.unused(1));
+            !entries.is_empty()
+        });
+    }
+
     fn next_id(&self) -> u64 {
         self.ids.fetch_add(1, Ordering::Relaxed)
     }
@@ -250,16 +276,12 @@ impl Holds {
     pub(crate) fn order(self: &Arc<Self>, name: &str, field: &str) -> OrderUse {
         let order = with_entries(&mut self.map.lock(), name, |entries| {
             match entries.iter_mut().find(|e| e.field == field) {
-                Some(entry) => {
-                    entry.users += 1;
-                    entry.order.clone()
-                }
+                Some(entry) => entry.order.clone(),
                 None => {
                     let order = new_order();
                     entries.push(Entry {
                         field: field.to_owned(),
                         order: order.clone(),
-                        users: 1,
                         tenure: None,
                     });
                     order
@@ -332,7 +354,6 @@ impl Holds {
                 entries.push(Entry {
                     field: field.to_owned(),
                     order: order.clone(),
-                    users: 0,
                     tenure: None,
                 });
                 entries.len() - 1
@@ -477,12 +498,7 @@ impl Holds {
             );
         }
         entry.tenure = None;
-        if entry.users == 0 {
-            entries.swap_remove(i);
-            if entries.is_empty() {
-                map.remove(name);
-            }
-        }
+        drop_unused(&mut map, name, i, 1);
     }
 
     /// The hold of a guard is kept in Redis without a guard (`forget`): it

@@ -361,3 +361,53 @@ pub async fn keyspace_notifications_on_every_master(cluster: &Cluster, sharded: 
         client.shutdown().await;
     }
 }
+
+/// The keys `INFO stats` says every node tracks, summed.
+async fn tracked_keys(cluster: &Cluster) -> i64 {
+    let mut total = 0;
+    for node in cluster.node_clients().await {
+        let info: String = node
+            .custom(fred::cmd!("INFO"), vec!["stats"])
+            .await
+            .unwrap_or_default();
+        total += info
+            .lines()
+            .find_map(|l| l.strip_prefix("tracking_total_keys:"))
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .unwrap_or(0);
+        let _ = node.quit().await;
+    }
+    total
+}
+
+/// With the default settings (no keyspace notifications), a `DEL` of a held
+/// key is heard at once on every master: client tracking runs on the
+/// client's connection to each primary, redirected to a listener on that
+/// node (docs/PROTOCOL.md §2.10).
+pub async fn tracking_on_every_master(cluster: &Cluster) {
+    let client = cluster.client().await;
+    let raw = cluster.raw().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for node in cluster.node_clients().await {
+        let list: String = node
+            .custom(fred::cmd!("CLIENT"), vec!["LIST"])
+            .await
+            .unwrap();
+        eprintln!("DEBUG node:\n{list}");
+    }
+    for name in names("tracking", 6) {
+        let guard = client.lock(&name).unwrap().lock().await.unwrap();
+        // Until the watch has read the key (bounded: it may have before the
+        // count was taken; the watch starts 10 ms after the acquisition).
+        let after = tracked_keys(cluster).await;
+        let start = Instant::now();
+        while tracked_keys(cluster).await <= after && start.elapsed() < Duration::from_secs(1) {}
+        let _: i64 = raw.del(&name).await.unwrap();
+        // Far below the first renewal (10 s).
+        until("the DEL heard", Duration::from_secs(1), || async {
+            guard.is_lost().then_some(())
+        })
+        .await;
+    }
+    client.shutdown().await;
+}
