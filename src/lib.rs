@@ -217,7 +217,7 @@ mod synchronizers;
 pub use base::backoff::BackOff;
 pub use base::error::{Cause, Error, Result};
 pub use base::layout;
-pub use base::lost::LostReason;
+pub use base::lost::{Lost, LostReason};
 pub use base::mapper::{NameMapper, PrefixMapper};
 pub use base::owner::Owner;
 pub use base::time::MAX_DURATION;

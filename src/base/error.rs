@@ -101,6 +101,12 @@ pub enum Error {
     /// crate. Please report it, with the text.
     #[error("internal error in redisson-lock (a bug: please report it): {0}")]
     Internal(String),
+    /// The blocking client's own tokio runtime could not be started (the
+    /// operating system refused its thread or I/O driver): nothing was
+    /// connected. Not transient in the retry layer's sense; check the
+    /// process's thread and file-descriptor limits.
+    #[error("cannot start the blocking client's runtime: {0}")]
+    Runtime(String),
     /// The client was shut down ([`Client::shutdown`](crate::Client::shutdown)).
     #[error("the client was shut down")]
     Closed,

@@ -58,3 +58,40 @@ impl std::fmt::Display for LostReason {
         })
     }
 }
+
+/// The future of [`LockGuard::lost`](crate::LockGuard::lost) and
+/// [`MultiGuard::lost`](crate::MultiGuard::lost): resolves to why the hold
+/// was lost, never if it is released normally. A named type, so that it
+/// can be kept in a struct field; it owns what it needs (`'static`,
+/// `Send`), and dropping it changes nothing.
+#[must_use = "a future does nothing unless awaited"]
+pub struct Lost {
+    inner: std::pin::Pin<Box<dyn std::future::Future<Output = LostReason> + Send + 'static>>,
+}
+
+impl Lost {
+    pub(crate) fn new(
+        inner: impl std::future::Future<Output = LostReason> + Send + 'static,
+    ) -> Lost {
+        Lost {
+            inner: Box::pin(inner),
+        }
+    }
+}
+
+impl std::future::Future for Lost {
+    type Output = LostReason;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<LostReason> {
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+impl std::fmt::Debug for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lost").finish_non_exhaustive()
+    }
+}

@@ -40,7 +40,8 @@ impl BlockingClient {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
-    /// (nothing is started); [`Error::Config`] if a runtime cannot be started;
+    /// (nothing is started); [`Error::Runtime`] if its runtime cannot be
+    /// started;
     /// else as [`Client::connect`].
     pub fn connect(config: Config) -> Result<BlockingClient> {
         if Handle::try_current().is_ok() {
@@ -51,7 +52,7 @@ impl BlockingClient {
             .thread_name("redisson-lock")
             .enable_all()
             .build()
-            .map_err(|e| Error::Config(format!("cannot start a runtime: {e}")))?;
+            .map_err(|e| Error::Runtime(e.to_string()))?;
         let client = runtime.block_on(Client::connect(config))?;
         Ok(BlockingClient {
             runtime: Arc::new(Driver::new(

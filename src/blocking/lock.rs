@@ -216,6 +216,42 @@ impl<K: Kind> BlockingLock<K> {
         self.lock.name()
     }
 
+    /// Take the lock ([`lock`](Self::lock)), run `work` on this thread with
+    /// the guard, and release it, as [`Lock::run`]. A blocking `work` cannot
+    /// be stopped part-way: if the lock was lost while it ran, its result is
+    /// discarded and the call ends with [`Error::Lost`](crate::Error::Lost)
+    /// (long work should check [`BlockingGuard::is_lost`] as it goes).
+    ///
+    /// ```no_run
+    /// # let client = redisson_lock::blocking::BlockingClient::from_url("redis://127.0.0.1:6379")?;
+    /// let report = client.lock("nightly-report")?;
+    /// let rows = report.run(|_guard| {
+    ///     // ... work that must not run twice at once ...
+    ///     42
+    /// })?;
+    /// # let _ = rows;
+    /// # Ok::<(), redisson_lock::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Self::lock); [`Error::Lost`](crate::Error::Lost) if the
+    /// lock was lost while `work` ran; as [`BlockingGuard::unlock`] if the
+    /// final unlock fails.
+    pub fn run<T>(&self, work: impl FnOnce(&BlockingGuard<K>) -> T) -> Result<T> {
+        let guard = self.lock()?;
+        let output = work(&guard);
+        if let Some(reason) = guard.lost_reason() {
+            drop(guard);
+            return Err(crate::Error::Lost {
+                name: self.name().to_owned(),
+                reason,
+            });
+        }
+        guard.unlock()?;
+        Ok(output)
+    }
+
     /// Wait as long as it takes; watchdog-renewed while held.
     ///
     /// # Errors
@@ -478,6 +514,29 @@ impl BlockingMultiLock {
         Ok(self.guard(guard))
     }
 
+    /// Take every member ([`lock`](Self::lock)), run `work` on this thread
+    /// with the guard, and release them all, as
+    /// [`MultiLock::run`](crate::MultiLock::run). A blocking `work` cannot be
+    /// stopped part-way: if the whole was lost while it ran, its result is
+    /// discarded and the call ends with [`Error::Lost`](crate::Error::Lost).
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Self::lock); [`Error::Lost`](crate::Error::Lost) if the
+    /// whole was lost while `work` ran; as [`BlockingMultiGuard::unlock`] if
+    /// the final unlock fails.
+    pub fn run<T>(&self, work: impl FnOnce(&BlockingMultiGuard) -> T) -> Result<T> {
+        let guard = self.lock()?;
+        let output = work(&guard);
+        if let Some(reason) = guard.lost_reason() {
+            drop(guard);
+            let name = self.lock.names().collect::<Vec<_>>().join(",");
+            return Err(crate::Error::Lost { name, reason });
+        }
+        guard.unlock()?;
+        Ok(output)
+    }
+
     /// Wait as long as it takes; every member lives at least `lease` after
     /// the acquisition completes (see
     /// [`MultiLock::lock_with_lease`](crate::locks::multi::MultiLock::lock_with_lease)).
@@ -582,6 +641,14 @@ impl BlockingMultiGuard {
         self.guard
             .get()
             .is_some_and(crate::locks::multi::MultiGuard::is_lost)
+    }
+
+    /// Why the whole is lost, if too many members are known to be lost
+    /// right now (as [`MultiGuard::lost_reason`](crate::MultiGuard::lost_reason)).
+    pub fn lost_reason(&self) -> Option<crate::LostReason> {
+        self.guard
+            .get()
+            .and_then(crate::locks::multi::MultiGuard::lost_reason)
     }
 
     /// Whether enough members are still held, per Redis.

@@ -297,6 +297,8 @@ impl Drop for Registered {
     }
 }
 
+/// The tracking of one node (see the module docs), on `listener` once it
+/// connects; the error that refused tracking, if one did.
 async fn track_node(
     tracking: &Tracking,
     command: &fred::clients::Client,
@@ -352,7 +354,13 @@ async fn track_node(
                 }
                 Err(e) if refuses(&e) => return Some(e),
                 Err(e) => {
-                    tracing::debug!(error = %e, "turning client tracking on failed; trying again")
+                    tracing::debug!(error = %e, "turning client tracking on failed; trying again");
+                    if e.to_string().contains("does not exist") {
+                        // The listener's connection is gone, and fred has
+                        // not noticed yet: start it again.
+                        listening = None;
+                        let _ = listener.force_reconnection().await;
+                    }
                 }
             }
         }

@@ -1,7 +1,6 @@
 //! [`LockGuard`]: proof of one hold of a lock of kind `K`, released on
 //! unlock or drop.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -213,15 +212,17 @@ impl<K: Kind> LockGuard<K> {
 
     /// Resolves once the lock is lost while this guard exists: found gone,
     /// force-unlocked, or no longer certain (see the type's docs): within a
-    /// round trip of a forced unlock's message (kinds with a release
-    /// channel), at the next renewal for a key gone without one, and at the
-    /// latest when its lease can have run out on the server, less a drift
-    /// margin. Never, if it is released normally. Usable in
-    /// `tokio::select!`; owns what it needs, and holds no subscription of
-    /// its own: the client watches the hold whether or not this is awaited
-    /// (see the type's docs). It resolves to why the hold was lost.
-    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
-        self.hold.lost()
+    /// round trip of any change of its key by someone else (client
+    /// tracking, docs/PROTOCOL.md §2.10) or of a forced unlock's message,
+    /// at the next renewal where neither tells, and at the latest when its
+    /// lease can have run out on the server, less a drift margin. Never, if
+    /// it is released normally. Usable in `tokio::select!`, and a named type
+    /// ([`Lost`]) that can be kept in a struct; owns what it needs, and
+    /// holds no subscription of its own: the client watches the hold
+    /// whether or not this is awaited (see the type's docs). It resolves to
+    /// why the hold was lost.
+    pub fn lost(&self) -> crate::Lost {
+        crate::Lost::new(self.hold.lost())
     }
 
     /// Whether the lock is known to be lost right now.

@@ -218,6 +218,61 @@ impl MultiLock {
         expect_guard(acquired.await)
     }
 
+    /// Take every member ([`lock`](Self::lock)), run `work` with the guard,
+    /// and release them all, as [`Lock::run`]: if too many members are lost
+    /// while `work` runs ([`MultiGuard::lost`]), `work` is stopped at its
+    /// next await and the call ends with [`Error::Lost`], naming the first
+    /// member found lost.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
+    /// let both = redisson_lock::MultiLock::new([
+    ///     client.lock("account:1")?,
+    ///     client.lock("account:2")?,
+    /// ])?;
+    /// let moved = both.run(async |_guard| {
+    ///     // ... move money between the two accounts ...
+    ///     100
+    /// }).await?;
+    /// # let _ = moved; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Self::lock); [`Error::Lost`] if the whole was lost while
+    /// `work` ran (its result is gone with it); as [`MultiGuard::unlock`] if
+    /// the final unlock fails.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock`](Self::lock) while waiting; dropped while `work` runs,
+    /// `work` is dropped and every member released in the background.
+    pub async fn run<T>(&self, work: impl AsyncFnOnce(&MultiGuard) -> T) -> Result<T> {
+        let guard = self.lock().await?;
+        let outcome = tokio::select! {
+            biased;
+            reason = guard.lost() => Err(reason),
+            output = work(&guard) => Ok(output),
+        };
+        match outcome {
+            Ok(output) => {
+                guard.unlock().await?;
+                Ok(output)
+            }
+            Err(reason) => {
+                let name = guard
+                    .guards
+                    .iter()
+                    .find(|g| g.lost_reason().is_some())
+                    .map_or_else(
+                        || self.names().collect::<Vec<_>>().join(","),
+                        |g| g.name().to_owned(),
+                    );
+                Err(Error::Lost { name, reason })
+            }
+        }
+    }
+
     /// Wait as long as it takes; every member lives at least `lease` after
     /// the acquisition completes (see [`try_lock_for`](Self::try_lock_for)).
     ///
@@ -520,10 +575,10 @@ impl MultiGuard {
     /// enough to fall below the majority for RedLock), to the reason of the
     /// member loss that broke the whole; as [`LockGuard::lost`], never if
     /// the guard is unlocked first.
-    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
+    pub fn lost(&self) -> crate::Lost {
         let mut lost: FuturesUnordered<_> = self.guards.iter().map(LockGuard::lost).collect();
         let may_lose = self.may_lose;
-        async move {
+        crate::Lost::new(async move {
             let mut count = 0;
             while let Some(reason) = lost.next().await {
                 count += 1;
@@ -532,7 +587,7 @@ impl MultiGuard {
                 }
             }
             std::future::pending().await
-        }
+        })
     }
 
     /// Why the whole is lost, if too many members are known to be lost right

@@ -267,3 +267,38 @@ fn a_wrapped_explicit_owner_is_kept() {
     guard.unlock().unwrap();
     assert!(!lock.is_locked().unwrap());
 }
+
+/// The blocking `run` takes the lock, runs the work on the calling thread
+/// and releases it; a lock lost while the work ran ends the call with
+/// `Error::Lost`, its result discarded.
+#[test]
+fn blocking_run_releases_and_reports_a_loss() {
+    let server = Server::start();
+    let client = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    let lock = client.lock(&unique("blocking-run")).unwrap();
+    assert_eq!(
+        lock.run(|guard| guard.name().len()).unwrap(),
+        lock.name().len()
+    );
+    assert!(!lock.is_locked().unwrap());
+    let forced = client.lock(lock.name()).unwrap();
+    let outcome = lock.run(|guard| {
+        // Another handle's forced unlock (any thread may force): the guard
+        // is told at once.
+        let forced = forced.clone();
+        std::thread::spawn(move || assert!(forced.force_unlock().unwrap()))
+            .join()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !guard.is_lost() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the forced unlock heard"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        "discarded"
+    });
+    assert!(matches!(outcome, Err(Error::Lost { .. })), "{outcome:?}");
+    assert!(!lock.is_locked().unwrap());
+}

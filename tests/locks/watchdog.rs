@@ -429,3 +429,44 @@ async fn run_stops_the_work_when_the_lock_is_lost() {
     assert!(matches!(outcome, Err(Error::Lost { .. })), "{outcome:?}");
     assert!(work_dropped.await.is_err(), "the work was dropped");
 }
+
+/// `MultiLock::run` takes every member, runs the work and releases them;
+/// when a member is deleted by someone else meanwhile (heard by client
+/// tracking), the work is stopped and the call ends with `Error::Lost`
+/// naming that member.
+#[tokio::test]
+async fn multi_lock_run_stops_the_work_when_a_member_is_lost() {
+    let fx = Fixture::new("multi-run").await;
+    let (a, b) = (format!("{}-a", fx.name), format!("{}-b", fx.name));
+    let both =
+        redisson_lock::MultiLock::new([fx.client.lock(&a).unwrap(), fx.client.lock(&b).unwrap()])
+            .unwrap();
+    assert_eq!(
+        both.run(async |guard| guard.guards().len()).await.unwrap(),
+        2
+    );
+    assert!(
+        !fx.exists(&a).await && !fx.exists(&b).await,
+        "released after the work"
+    );
+
+    let (started, running) = tokio::sync::oneshot::channel();
+    let run = tokio::spawn(async move {
+        both.run(async move |_| {
+            let _ = started.send(());
+            std::future::pending::<()>().await
+        })
+        .await
+    });
+    running.await.unwrap();
+    let _: i64 = fx.raw.del(&b).await.unwrap();
+    let what = "run ends well before the renewal once a member is deleted";
+    match within(Duration::from_secs(5), what, run).await {
+        Err(Error::Lost { name, .. }) => assert_eq!(name, b),
+        other => panic!("expected Error::Lost, got {other:?}"),
+    }
+    common::eventually("the other member released", || async {
+        !fx.exists(&a).await
+    })
+    .await;
+}

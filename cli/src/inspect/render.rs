@@ -16,12 +16,14 @@ impl Field {
     }
 
     fn text(&self) -> String {
+        // Redisson's `threadId`: a Java thread, a Rust blocking thread or
+        // an explicit owner; from 2^48 up, a redisson-lock async owner.
         let owner = match self.owner_id {
-            Some(id) if id >= layout::GENERATED_OWNER_BASE => format!("{id} (redisson-lock async)"),
-            Some(id) => format!("{id}"),
-            None => "?".to_owned(),
+            Some(id) if id >= layout::GENERATED_OWNER_BASE => format!("async owner {id}"),
+            Some(id) => format!("thread {id}"),
+            None => "owner ?".to_owned(),
         };
-        format!("client {}  owner {owner}", self.client_id)
+        format!("client {}  {owner}", self.client_id)
     }
 }
 

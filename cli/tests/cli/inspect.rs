@@ -18,7 +18,7 @@ fn status_shows_a_java_hold_and_json_parses() {
     let text = stdout(&out);
     assert!(text.contains("rlock"), "{text}");
     assert!(
-        text.contains(&format!("client {client}  owner 57  count 2")),
+        text.contains(&format!("client {client}  thread 57  count 2")),
         "{text}"
     );
     assert!(text.contains("held, expires in"), "{text}");
