@@ -481,6 +481,33 @@ impl BlockingGuard<crate::locks::fenced::Fenced> {
     }
 }
 
+impl BlockingGuard<crate::locks::rwlock::Write> {
+    /// Turn this write hold into a read hold of the same owner, atomically
+    /// for other writers (see [`LockGuard::downgrade`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called
+    /// from inside an async runtime (the write hold is then released in the
+    /// background, as by a dropped guard); else as
+    /// [`LockGuard::downgrade`].
+    pub fn downgrade(self) -> Result<BlockingGuard<crate::locks::rwlock::Read>> {
+        let runtime = self.guard.runtime.clone();
+        let Some(write) = self.guard.take() else {
+            return Err(crate::Error::Internal(
+                "a blocking guard without its hold".into(),
+            ));
+        };
+        let read = runtime.run(write.downgrade())??;
+        Ok(BlockingGuard {
+            name: self.name,
+            owner: self.owner,
+            guard: Bridged::new(read, runtime),
+            _thread_bound: PhantomData,
+        })
+    }
+}
+
 impl<K: Kind> std::fmt::Debug for BlockingGuard<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BlockingGuard")

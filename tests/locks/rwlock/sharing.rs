@@ -207,3 +207,34 @@ fn blocking_halves_share_the_thread_owner() {
     assert!(!read.is_locked().unwrap());
     assert!(!write.is_locked().unwrap());
 }
+
+/// A blocking write guard downgrades to a read guard of the same thread:
+/// the hash is in read mode with the thread's field, another thread reads
+/// alongside, and a writer waits.
+#[cfg(feature = "blocking")]
+#[test]
+fn a_blocking_write_guard_downgrades() {
+    let server = common::Server::start();
+    let client =
+        BlockingClient::connect(redisson_lock::Config::from_url(&server.url).unwrap()).unwrap();
+    let rw = client
+        .read_write_lock(&unique("rw-blocking-downgrade"))
+        .unwrap();
+    let write = rw.write().lock().unwrap();
+    let read = write.downgrade().unwrap();
+    assert!(!rw.write().is_locked().unwrap(), "no writer left");
+    assert!(rw.read().is_locked().unwrap());
+    assert_eq!(rw.read().hold_count().unwrap(), 1);
+    let other = rw.clone();
+    let (read_ok, write_ok) = std::thread::spawn(move || {
+        let r = other.read().try_lock().unwrap();
+        let w = other.write().try_lock().unwrap();
+        (r.is_some(), w.is_some())
+    })
+    .join()
+    .unwrap();
+    assert!(read_ok, "another thread reads alongside");
+    assert!(!write_ok, "a writer waits for the downgraded reader");
+    read.unlock().unwrap();
+    assert!(!rw.read().is_locked().unwrap());
+}
