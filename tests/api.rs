@@ -353,7 +353,7 @@ fn blocking_multi_lock_with_a_lease() {
     let server = common::Server::start();
     let client = BlockingClient::from_url(&server.url).unwrap();
     let names = [unique("bm1"), unique("bm2")];
-    let members = names.iter().map(|n| client.client().lock(n).unwrap());
+    let members = names.iter().map(|n| client.as_async().lock(n).unwrap());
     let multi = client.wrap_multi(MultiLock::new(members).unwrap());
     assert!(!multi.is_locked().unwrap());
     let guard = multi.lock_with_lease(Duration::from_secs(20)).unwrap();

@@ -87,8 +87,10 @@ impl BlockingClient {
         })
     }
 
-    /// The async client underneath.
-    pub fn client(&self) -> &Client {
+    /// The async client underneath (the same name as
+    /// [`BlockingLock::as_async`](super::BlockingLock::as_async) and
+    /// [`BlockingGuard::as_async`](super::BlockingGuard::as_async)).
+    pub fn as_async(&self) -> &Client {
         &self.client
     }
 

@@ -54,7 +54,7 @@ fn reentrant_per_thread_and_exclusive_across_threads() {
         }
     });
     // Unlock once the waiter is subscribed, so it is woken by the publish.
-    let channel = client.client().lock(&name).unwrap().channel().to_string();
+    let channel = client.as_async().lock(&name).unwrap().channel().to_string();
     wait_numsub_blocking(&server, &channel, 1);
     guard.unlock().unwrap();
     assert!(matches!(waiter.join().unwrap(), Some(Ok(()))));
@@ -148,7 +148,7 @@ fn every_kind_has_a_blocking_form() {
     leased.unlock().unwrap();
 
     let members: Vec<_> = (0..3)
-        .map(|i| client.client().lock(&format!("{base}-m{i}")).unwrap())
+        .map(|i| client.as_async().lock(&format!("{base}-m{i}")).unwrap())
         .collect();
     let multi = client.wrap_multi(redisson_lock::MultiLock::new(members.clone()).unwrap());
     let guard = multi.lock().unwrap();
@@ -245,7 +245,7 @@ fn a_wrapped_explicit_owner_is_kept() {
     let client = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
     let name = unique("blocking-owner");
     let owner = redisson_lock::Owner::new(7);
-    let lock = client.wrap(client.client().lock(&name).unwrap().with_owner(owner));
+    let lock = client.wrap(client.as_async().lock(&name).unwrap().with_owner(owner));
     let guard = lock.lock().unwrap();
     assert_eq!(guard.owner(), owner);
     let elsewhere = lock.clone();

@@ -253,7 +253,7 @@ async fn loss_latency_table() {
     let mut clients = Vec::new();
     for (listening, hearing, _) in columns {
         let client = match listening {
-            Listening::Default if hearing == Hearing::Blocking => blocking.client().clone(),
+            Listening::Default if hearing == Hearing::Blocking => blocking.as_async().clone(),
             Listening::Default => server.client().await,
             _ => {
                 server
