@@ -217,7 +217,7 @@ impl<K: Kind> LockGuard<K> {
     /// at the next renewal where neither tells, and at the latest when its
     /// lease can have run out on the server, less a drift margin. Never, if
     /// it is released normally. Usable in `tokio::select!`, and a named type
-    /// ([`Lost`]) that can be kept in a struct; owns what it needs, and
+    /// ([`Lost`](crate::Lost)) that can be kept in a struct; owns what it needs, and
     /// holds no subscription of its own: the client watches the hold
     /// whether or not this is awaited (see the type's docs). It resolves to
     /// why the hold was lost.
