@@ -24,6 +24,7 @@ async fn sentinel() {
         };
     }
     scenario!(excludes_and_wakes);
+    scenario!(tracking_hears_a_delete);
     if set.private() {
         scenario!(ordered_failover);
         scenario!(master_killed);
@@ -59,6 +60,36 @@ async fn excludes_and_wakes(set: &Sentinels) {
     assert_eq!(total.load(Ordering::SeqCst), 40);
     a.shutdown().await;
     b.shutdown().await;
+}
+
+/// With the default settings, a `DEL` of a held key on the master is heard
+/// at once (client tracking, docs/PROTOCOL.md §2.10, on the connections the
+/// sentinels pointed the client to), far below the first renewal (10 s).
+async fn tracking_hears_a_delete(set: &Sentinels) {
+    let client = set.client().await;
+    let master = set.master().await;
+    let raw = set.servers[master].raw().await;
+    for name in [unique("sentinel-tracking-a"), unique("sentinel-tracking-b")] {
+        let guard = client.lock(&name).unwrap().lock().await.unwrap();
+        // Until the watch has read the key (bounded: it may have before the
+        // count was taken; the watch starts 10 ms after the acquisition).
+        let tracked = || async {
+            redisson_lock_testkit::info_field(&raw, "stats", "tracking_total_keys")
+                .await
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .unwrap_or(0)
+        };
+        let after = tracked().await;
+        let start = Instant::now();
+        while tracked().await <= after && start.elapsed() < Duration::from_secs(1) {}
+        let _: i64 = raw.del(&name).await.unwrap();
+        until("the DEL heard", Duration::from_secs(1), || async {
+            guard.is_lost().then_some(())
+        })
+        .await;
+    }
+    let _ = raw.quit().await;
+    client.shutdown().await;
 }
 
 /// Hold a lock and keep a waiter waiting while `failover` moves the master;
