@@ -160,13 +160,22 @@ impl Tracking {
         config: &Config,
         closing: watch::Receiver<bool>,
     ) -> JoinHandle<()> {
-        let (tracking, config) = (self.clone(), config.clone());
+        // Listeners speak RESP2 whatever the client does: a RESP3 one would
+        // get invalidations as pushes, which fred (without its tracking
+        // feature) would take for replies.
+        let mut config = config.clone();
+        config.redis.version = fred::types::RespVersion::RESP2;
+        let tracking = self.clone();
         tokio::spawn(async move {
             let refused = if config.redis.server.is_clustered() {
                 supervise(&tracking, &command, &config, closing).await
             } else {
-                let listener = command.clone_new();
-                run_node(&tracking, &command, None, listener, closing).await
+                let server = config.redis.server.clone();
+                match crate::connection::connect::fred_client_to(&config, server) {
+                    Ok(listener) => run_node(&tracking, &command, None, listener, closing).await,
+                    // The settings built the command client: not expected.
+                    Err(e) => Some(e),
+                }
             };
             if let Some(e) = refused {
                 tracking.shared.on.store(false, Ordering::Relaxed);
