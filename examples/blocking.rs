@@ -19,7 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A private server may need a moment to listen.
     let deadline = Instant::now() + Duration::from_secs(5);
     let client = loop {
-        match BlockingClient::from_url(&url) {
+        match BlockingClient::connect(&url) {
             Err(e) if e.is_transient() && Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(20))
             }

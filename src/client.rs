@@ -30,7 +30,7 @@ use crate::engine::shared::Inner;
 ///
 /// ```no_run
 /// # async fn demo() -> redisson_lock::Result<()> {
-/// let client = redisson_lock::Client::from_url("redis://127.0.0.1:6379").await?;
+/// let client = redisson_lock::Client::connect("redis://127.0.0.1:6379").await?;
 /// let guard = client.lock("orders")?.lock().await?;
 /// // ... critical section ...
 /// guard.unlock().await?;
@@ -60,14 +60,14 @@ impl Client {
     /// # Panics
     ///
     /// Outside a tokio runtime (it starts the client's tasks on the current
-    /// one). From code without one, use `blocking::BlockingClient::connect`
+    /// one). From code without one, use `blocking::BlockingClient::connect_with`
     /// (feature `blocking`), which starts a runtime of its own.
     ///
     /// # Cancel safety
     ///
     /// Nothing is written to Redis before it returns. A future dropped
     /// part-way closes the connections it opened, in the background.
-    pub async fn connect(config: Config) -> Result<Client> {
+    pub async fn connect_with(config: Config) -> Result<Client> {
         config.validate()?;
         // Dropped on any error below (or if this future is dropped), the
         // connections are closed in the background.
@@ -140,22 +140,23 @@ impl Client {
         Ok(Client { inner })
     }
 
-    /// Connect to a `redis://` or `rediss://` URL with default settings.
+    /// Connect to a `redis://` or `rediss://` URL with default settings
+    /// ([`connect_with`](Self::connect_with) takes a [`Config`]).
     ///
     /// # Errors
     ///
     /// [`Error::Config`](crate::Error::Config) for a URL that cannot be
-    /// parsed; else as [`connect`](Self::connect).
+    /// parsed; else as [`connect_with`](Self::connect_with).
     ///
     /// # Panics
     ///
-    /// As [`connect`](Self::connect): outside a tokio runtime.
+    /// As [`connect_with`](Self::connect_with): outside a tokio runtime.
     ///
     /// # Cancel safety
     ///
-    /// As [`connect`](Self::connect).
-    pub async fn from_url(url: &str) -> Result<Client> {
-        Client::connect(Config::from_url(url)?).await
+    /// As [`connect_with`](Self::connect_with).
+    pub async fn connect(url: &str) -> Result<Client> {
+        Client::connect_with(Config::from_url(url)?).await
     }
 
     /// This client's id: the `<clientId>` in every owner field it writes.

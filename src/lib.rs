@@ -19,7 +19,7 @@
 //! use redisson_lock::Client;
 //!
 //! # async fn demo() -> redisson_lock::Result<()> {
-//! let client = Client::from_url("redis://127.0.0.1:6379").await?;
+//! let client = Client::connect("redis://127.0.0.1:6379").await?;
 //! let lock = client.lock("orders")?;
 //!
 //! // Wait as long as it takes.
@@ -45,7 +45,7 @@
 //! ```no_run
 //! # #[cfg(feature = "blocking")]
 //! # fn demo() -> redisson_lock::Result<()> {
-//! let client = redisson_lock::blocking::BlockingClient::from_url("redis://127.0.0.1:6379")?;
+//! let client = redisson_lock::blocking::BlockingClient::connect("redis://127.0.0.1:6379")?;
 //! let lock = client.lock("orders")?;
 //! let guard = lock.lock()?;
 //! /* critical section */
@@ -99,7 +99,7 @@
 //!   guard the first acquisition returned ([`LockGuard::reenter`]).
 //! * **Async, explicit**: [`Lock::with_owner`] fixes the owner, like Redisson's
 //!   `lockAsync(threadId)`; acquiring again with the same owner re-enters,
-//!   and [`Lock::unlock`] releases a hold without its guard.
+//!   and [`OwnedLock::unlock`] releases a hold without its guard.
 //! * **Blocking**: `blocking` (feature `blocking`, on by default) uses one
 //!   owner per OS thread, so a thread re-enters a lock it holds, as in Java.
 //!
@@ -109,7 +109,7 @@
 //! # async fn demo() -> redisson_lock::Result<()> {
 //! use redisson_lock::{Client, Owner};
 //!
-//! let client = Client::from_url("redis://127.0.0.1:6379").await?;
+//! let client = Client::connect("redis://127.0.0.1:6379").await?;
 //! let lock = client.lock("orders")?;
 //!
 //! // Default: a fresh owner per acquisition; re-enter through the guard.
@@ -229,6 +229,7 @@ pub use locks::guard::LockGuard;
 pub use locks::kind::{AnyKind, Kind, ReentrantKind};
 pub use locks::lock::{Lock, Ttl};
 pub use locks::multi::{MultiGuard, MultiLock};
+pub use locks::owned::OwnedLock;
 pub use locks::rlock::{NonReentrant, NonReentrantLock, RLock, Reentrant};
 pub use locks::rwlock::{Read, ReadLock, ReadWriteLock, Write, WriteLock};
 pub use locks::spin::{Spin, SpinLock};

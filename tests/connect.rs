@@ -29,7 +29,7 @@ async fn connect_and_drop(rounds: usize) -> Duration {
     let started = Instant::now();
     let mut failures = Vec::new();
     for round in 0..rounds {
-        match Client::connect(Config::from_url(&server.url).unwrap()).await {
+        match Client::connect_with(Config::from_url(&server.url).unwrap()).await {
             Ok(client) => drop(client),
             Err(e) => failures.push(format!("round {round}: {e:?}")),
         }
@@ -110,7 +110,7 @@ async fn a_server_that_never_answers_fails_within_the_timeout() {
             .timeout(timeout);
         let started = Instant::now();
         // The outer bound only keeps a hang from hanging the test.
-        let outcome = tokio::time::timeout(Duration::from_secs(10), Client::connect(config))
+        let outcome = tokio::time::timeout(Duration::from_secs(10), Client::connect_with(config))
             .await
             .expect("connect returned within 10 s");
         let took = started.elapsed();
@@ -128,12 +128,12 @@ async fn a_server_that_never_answers_fails_within_the_timeout() {
     listener.abort();
 }
 
-/// `Client::connect(config)` returns within 10 s, with a transient
+/// `Client::connect_with(config)` returns within 10 s, with a transient
 /// `Error::Connection` (else the test fails with `connected` if it connected):
 /// how long it took. Printed as `what`.
 async fn connect_fails(what: &str, config: Config, connected: &str) -> Duration {
     let started = Instant::now();
-    let outcome = tokio::time::timeout(Duration::from_secs(10), Client::connect(config))
+    let outcome = tokio::time::timeout(Duration::from_secs(10), Client::connect_with(config))
         .await
         .expect("connect returned within 10 s");
     let took = started.elapsed();
@@ -172,7 +172,7 @@ async fn nobody_listening_fails_fast_with_a_typed_error() {
 async fn a_refused_connection_names_the_server() {
     let port = free_port();
     let config = Config::from_url(&format!("redis://127.0.0.1:{port}")).unwrap();
-    let error = match tokio::time::timeout(Duration::from_secs(10), Client::connect(config))
+    let error = match tokio::time::timeout(Duration::from_secs(10), Client::connect_with(config))
         .await
         .expect("connect returned within 10 s")
     {
@@ -205,7 +205,7 @@ async fn a_refusing_proxy_fails_within_the_timeout_then_connects_again() {
     );
 
     proxy.refuse(false);
-    let client = tokio::time::timeout(Duration::from_secs(10), Client::connect(config()))
+    let client = tokio::time::timeout(Duration::from_secs(10), Client::connect_with(config()))
         .await
         .expect("connect returned within 10 s")
         .expect("connects once the proxy lets connections through");
@@ -224,7 +224,7 @@ async fn a_dropped_connect_closes_its_connections() {
     let config = Config::from_url(&proxy.url())
         .unwrap()
         .timeout(Duration::from_secs(30));
-    let connecting = tokio::spawn(Client::connect(config));
+    let connecting = tokio::spawn(Client::connect_with(config));
     // Both connections reached the proxy, whose server never answers.
     proxy.wait_connections(2, Duration::from_secs(5)).await;
     connecting.abort();

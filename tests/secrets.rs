@@ -155,7 +155,7 @@ async fn connecting_with_a_wrong_password_shows_no_secret_anywhere() {
     ))
     .unwrap()
     .timeout(Duration::from_secs(2));
-    let err = Client::connect(config).await.unwrap_err();
+    let err = Client::connect_with(config).await.unwrap_err();
     assert!(matches!(err, Error::Auth(_)), "{err:?}");
     assert_hidden("the error", &format!("{err} {err:?} {err:#?}"), &secrets);
     // ... and says which server refused.
@@ -174,7 +174,7 @@ async fn connecting_with_a_wrong_password_shows_no_secret_anywhere() {
 
     // Right password: the client, its config and everything it traced
     // while locking hide it.
-    let client = Client::connect(
+    let client = Client::connect_with(
         Config::from_url(&format!(
             "redis://default:admin-secret-pw@127.0.0.1:{}",
             server.port
@@ -212,7 +212,7 @@ async fn a_refused_connection_names_the_address_not_the_password() {
     let port = common::free_port();
     let secret = "refused-secret-pw";
     let config = Config::from_url(&format!("redis://locker:{secret}@127.0.0.1:{port}")).unwrap();
-    let err = Client::connect(config).await.unwrap_err();
+    let err = Client::connect_with(config).await.unwrap_err();
     let shown = format!("{err} {err:?} {err:#?}");
     assert_hidden("the error", &shown, &[secret]);
     let address = format!("127.0.0.1:{port}");

@@ -29,7 +29,7 @@ mod without_tls {
             assert!(shown.contains("tls-rustls"), "{shown}");
             assert!(!shown.contains("tls-secret"), "{shown}");
             // Refused before any connection is tried: nobody listens there.
-            let err = Client::from_url(url).await.unwrap_err();
+            let err = Client::connect(url).await.unwrap_err();
             assert!(matches!(err, Error::Config(_)), "{url}: {err:?}");
         }
         // Plain URLs still parse.
@@ -78,8 +78,8 @@ mod with_tls {
         let raw = server.raw().await;
         for backend in Backend::all() {
             let config = || server.config(&server.url(None), backend);
-            let holder = Client::connect(config()).await.unwrap();
-            let waiter_client = Client::connect(config()).await.unwrap();
+            let holder = Client::connect_with(config()).await.unwrap();
+            let waiter_client = Client::connect_with(config()).await.unwrap();
             let name = unique(&format!("tls-{backend:?}"));
 
             let guard = holder.lock(&name).unwrap().lock().await.unwrap();
@@ -125,10 +125,11 @@ mod with_tls {
         };
         crate::common::acl_locker(&server.raw().await, "locker", "tls-locker-pw").await;
         for backend in Backend::all() {
-            let client =
-                Client::connect(server.config(&server.url(Some("locker:tls-locker-pw")), backend))
-                    .await
-                    .unwrap();
+            let client = Client::connect_with(
+                server.config(&server.url(Some("locker:tls-locker-pw")), backend),
+            )
+            .await
+            .unwrap();
             let name = format!("lk:{}", unique("tls-acl"));
             let guard = client.lock(&name).unwrap().lock().await.unwrap();
             guard.unlock().await.unwrap();
@@ -138,7 +139,7 @@ mod with_tls {
             let config = server
                 .config(&server.url(Some("locker:wrong-tls-pw")), backend)
                 .timeout(Duration::from_secs(2));
-            let err = Client::connect(config).await.unwrap_err();
+            let err = Client::connect_with(config).await.unwrap_err();
             assert!(matches!(err, Error::Auth(_)), "{backend:?}: {err:?}");
             assert!(
                 started.elapsed() < Duration::from_secs(1),
@@ -152,7 +153,7 @@ mod with_tls {
     /// How long a failing connect took and what it returned.
     async fn connect_failing(config: Config) -> (Duration, Error) {
         let started = Instant::now();
-        let outcome = tokio::time::timeout(Duration::from_secs(10), Client::connect(config))
+        let outcome = tokio::time::timeout(Duration::from_secs(10), Client::connect_with(config))
             .await
             .expect("connect returns within 10 s");
         match outcome {
@@ -226,7 +227,7 @@ mod with_tls {
             return;
         };
         let config = server.config(&server.url(None), Backend::all()[0]);
-        let client = redisson_lock::blocking::BlockingClient::connect(config).unwrap();
+        let client = redisson_lock::blocking::BlockingClient::connect_with(config).unwrap();
         let lock = client.lock(&unique("tls-blocking")).unwrap();
         let guard = lock.lock().unwrap();
         assert_eq!(lock.hold_count().unwrap(), 1);

@@ -160,7 +160,7 @@ async fn spans_and_events_name_the_lock_and_never_the_password() {
     let mut server = Server::private_with(&["--user", "obs", "on", &password, "~*", "&*", "+@all"]);
     let url = format!("redis://obs:{PASSWORD}@127.0.0.1:{}", server.port);
     let connect = || async {
-        Client::connect(
+        Client::connect_with(
             Config::from_url(&url)
                 .unwrap()
                 .lock_watchdog_timeout(Duration::from_millis(600))

@@ -126,9 +126,9 @@ pub async fn run(
     let (rounds, secs, failovers) = if smoke { (2, 0.1, 1) } else { (12, 0.25, 3) };
     let cluster = Cluster::start_private().await;
     let one = one_master().await?;
-    let single = Client::connect(Config::from_url(single_url)?).await?;
-    let clustered = Client::connect(Config::from_url(&cluster.url)?).await?;
-    let one_client = Client::connect(Config::from_url(&one.url)?).await?;
+    let single = Client::connect_with(Config::from_url(single_url)?).await?;
+    let clustered = Client::connect_with(Config::from_url(&cluster.url)?).await?;
+    let one_client = Client::connect_with(Config::from_url(&one.url)?).await?;
     let names: Vec<String> = (0..16).map(|i| format!("s7:{i}")).collect();
     let mut masters = std::collections::BTreeSet::new();
     for name in &names {

@@ -157,7 +157,7 @@ const RSLOCK_TTL: Duration = Duration::from_secs(30);
 impl Lib {
     pub async fn connect(kind: Kind, url: &str) -> Result<Lib> {
         Ok(match kind {
-            Kind::Ours => Lib::Ours(redisson_lock::Client::from_url(url).await?),
+            Kind::Ours => Lib::Ours(redisson_lock::Client::connect(url).await?),
             Kind::Ceiling => Lib::Ceiling(Ceiling::connect(url).await?),
             Kind::Rslock => {
                 let manager = rslock::LockManager::new(vec![url.to_owned()]);

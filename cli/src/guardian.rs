@@ -374,7 +374,7 @@ fn release_hold(release: &Release) {
             json: false,
         };
         let config = crate::config(&global, release.watchdog)?.client_id(release.client_id);
-        let client = Client::connect(config).await?;
+        let client = Client::connect_with(config).await?;
         let unlocked = match crate::run::handle(&client, release.kind, &release.name) {
             Ok(lock) => lock
                 .with_owner(release.owner)

@@ -121,7 +121,7 @@ fn config(global: &Global, watchdog: Option<std::time::Duration>) -> CliResult<C
 }
 
 async fn connect(global: &Global, watchdog: Option<std::time::Duration>) -> CliResult<Client> {
-    Ok(Client::connect(config(global, watchdog)?).await?)
+    Ok(Client::connect_with(config(global, watchdog)?).await?)
 }
 
 async fn dispatch(global: &Global, command: Command) -> CliResult<u8> {

@@ -46,7 +46,7 @@ pub async fn connect_with(
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let config = settings(Config::from_url(url)?.timeout(Duration::from_millis(500)));
-        match Client::connect(config).await {
+        match Client::connect_with(config).await {
             Err(e) if e.is_transient() && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(20)).await
             }

@@ -268,7 +268,7 @@ impl Error {
 /// use redisson_lock::{Client, Config, Error};
 /// // Nothing listens on port 1 of loopback: the connection is refused.
 /// let config = Config::from_url("redis://127.0.0.1:1").unwrap();
-/// if let Err(Error::Connection(cause)) = Client::connect(config).await {
+/// if let Err(Error::Connection(cause)) = Client::connect_with(config).await {
 ///     assert!(std::error::Error::source(&Error::Connection(cause.clone())).is_none());
 ///     let _fred: Option<&fred::error::Error> = cause.redis_error();
 /// }

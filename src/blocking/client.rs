@@ -24,8 +24,9 @@ impl Client {
 /// A [`Client`] driven from blocking code. Cheap to clone.
 ///
 /// Call [`shutdown`](Self::shutdown) before the end: when the last handle,
-/// lock handle and guard of a client made by [`connect`](Self::connect)
-/// is dropped, its runtime shuts down in the background, and releases still
+/// lock handle and guard of a client made by [`connect`](Self::connect) or
+/// [`connect_with`](Self::connect_with) is dropped, its runtime shuts down in
+/// the background, and releases still
 /// under way then may not reach Redis (their locks stay held until their
 /// TTLs).
 #[derive(Clone, Debug)]
@@ -35,15 +36,16 @@ pub struct BlockingClient {
 }
 
 impl BlockingClient {
-    /// Connect with its own small runtime (one worker thread).
+    /// Connect with a full [`Config`], on a small runtime of its own (one
+    /// worker thread).
     ///
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`] when called from inside an async runtime
     /// (nothing is started); [`Error::Runtime`] if its runtime cannot be
     /// started;
-    /// else as [`Client::connect`].
-    pub fn connect(config: Config) -> Result<BlockingClient> {
+    /// else as [`Client::connect_with`].
+    pub fn connect_with(config: Config) -> Result<BlockingClient> {
         if Handle::try_current().is_ok() {
             return Err(Error::BlockingInAsync);
         }
@@ -53,7 +55,7 @@ impl BlockingClient {
             .enable_all()
             .build()
             .map_err(|e| Error::Runtime(e.to_string()))?;
-        let client = runtime.block_on(Client::connect(config))?;
+        let client = runtime.block_on(Client::connect_with(config))?;
         Ok(BlockingClient {
             runtime: Arc::new(Driver::new(
                 runtime.handle().clone(),
@@ -64,14 +66,15 @@ impl BlockingClient {
         })
     }
 
-    /// Connect to a URL with default settings.
+    /// Connect to a URL with default settings
+    /// ([`connect_with`](Self::connect_with) takes a [`Config`]).
     ///
     /// # Errors
     ///
     /// [`Error::Config`] for a URL that cannot be parsed; else as
-    /// [`connect`](Self::connect).
-    pub fn from_url(url: &str) -> Result<BlockingClient> {
-        BlockingClient::connect(Config::from_url(url)?)
+    /// [`connect_with`](Self::connect_with).
+    pub fn connect(url: &str) -> Result<BlockingClient> {
+        BlockingClient::connect_with(Config::from_url(url)?)
     }
 
     pub(crate) fn from_async(client: Client) -> Result<BlockingClient> {

@@ -13,16 +13,17 @@ use crate::base::owner::Owner;
 use crate::locks::guard::LockGuard;
 use crate::locks::kind::Kind;
 use crate::locks::lock::{Lock, Ttl};
+use crate::locks::owned::OwnedLock;
 use crate::locks::rlock::Reentrant;
 
 impl BlockingClient {
     /// The blocking form of any async lock handle of this client. Its calls
     /// act as the calling thread's owner, unless the handle has an explicit
-    /// owner ([`Lock::with_owner`]): then they all act as that owner, from
-    /// any thread.
-    pub fn wrap<K: Kind>(&self, lock: Lock<K>) -> BlockingLock<K> {
+    /// owner (an [`OwnedLock`](crate::OwnedLock), from [`Lock::with_owner`]):
+    /// then they all act as that owner, from any thread.
+    pub fn wrap<K: Kind>(&self, lock: impl Into<Lock<K>>) -> BlockingLock<K> {
         BlockingLock {
-            lock,
+            lock: lock.into(),
             runtime: self.runtime.clone(),
         }
     }
@@ -121,7 +122,7 @@ impl BlockingClient {
     /// lock, as in Java.
     ///
     /// ```no_run
-    /// # let client = redisson_lock::blocking::BlockingClient::from_url("redis://127.0.0.1:6379")?;
+    /// # let client = redisson_lock::blocking::BlockingClient::connect("redis://127.0.0.1:6379")?;
     /// let rw = client.read_write_lock("catalog")?;
     /// let writing = rw.write().lock()?;
     /// let reading = rw.read().lock()?; // the writer's thread may read too
@@ -192,7 +193,7 @@ impl<K: Kind> BlockingLock<K> {
 
     /// The handle the calling thread acts through: the explicit owner's, if
     /// the wrapped handle has one, else the thread's own.
-    fn mine(&self) -> Lock<K> {
+    fn mine(&self) -> OwnedLock<K> {
         self.lock.with_owner(self.owner())
     }
 
@@ -223,7 +224,7 @@ impl<K: Kind> BlockingLock<K> {
     /// (long work should check [`BlockingGuard::is_lost`] as it goes).
     ///
     /// ```no_run
-    /// # let client = redisson_lock::blocking::BlockingClient::from_url("redis://127.0.0.1:6379")?;
+    /// # let client = redisson_lock::blocking::BlockingClient::connect("redis://127.0.0.1:6379")?;
     /// let report = client.lock("nightly-report")?;
     /// let rows = report.run(|_guard| {
     ///     // ... work that must not run twice at once ...
@@ -321,7 +322,7 @@ impl<K: Kind> BlockingLock<K> {
     /// # Errors
     ///
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
-    /// (nothing is sent); else as [`Lock::unlock`]: [`Error::NotHeld`](crate::Error::NotHeld) if the
+    /// (nothing is sent); else as [`OwnedLock::unlock`](crate::OwnedLock::unlock): [`Error::NotHeld`](crate::Error::NotHeld) if the
     /// thread does not hold the lock.
     pub fn unlock(&self) -> Result<()> {
         self.runtime.run(self.mine().unlock())?

@@ -4,7 +4,7 @@
 //! ```no_run
 //! use redisson_lock::blocking::BlockingClient;
 //!
-//! let client = BlockingClient::from_url("redis://127.0.0.1:6379")?;
+//! let client = BlockingClient::connect("redis://127.0.0.1:6379")?;
 //! let lock = client.lock("orders")?;
 //! let guard = lock.lock()?;         // waits; watchdog-renewed
 //! let again = lock.lock()?;         // same thread: re-enters, hold count 2

@@ -14,7 +14,7 @@ impl BlockingClient {
     /// ```no_run
     /// use redisson_lock::blocking::BlockingClient;
     ///
-    /// let client = BlockingClient::from_url("redis://127.0.0.1:6379")?;
+    /// let client = BlockingClient::connect("redis://127.0.0.1:6379")?;
     /// let calls = client.semaphore("partner-api")?;
     /// calls.try_set_permits(4)?;
     /// let permit = calls.acquire(1)?;   // waits for a permit

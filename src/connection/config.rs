@@ -144,7 +144,7 @@ pub struct Config {
     /// does. Set it only to act for a client known to be gone, e.g. to
     /// release the hold of a process that died (a [`Lock`](crate::Lock)
     /// handle [`with_owner`](crate::Lock::with_owner) of its owner, then
-    /// [`unlock`](crate::Lock::unlock)), as the command-line tool's
+    /// [`unlock`](crate::OwnedLock::unlock)), as the command-line tool's
     /// guardian does: two live clients with one id own each other's holds.
     pub client_id: Option<uuid::Uuid>,
 }

@@ -119,22 +119,22 @@ impl Client {
 macro_rules! fair_accessors {
     ($kind:ty, $fair:ident => $get:expr) => {
         impl Lock<$kind> {
-            /// The wait queue's key (`redisson_lock_queue:{N}`, a list of owner fields).
-            #[doc(hidden)]
+            /// The wait queue's key (`redisson_lock_queue:{N}`, a list of owner
+            /// fields), after the name mapper: `LRANGE` shows who waits, in order.
             pub fn queue_key(&self) -> &str {
                 let $fair = &*self.kind;
                 &$get.queue
             }
 
-            /// The waiter deadlines' key (`redisson_lock_timeout:{N}`, a sorted set).
-            #[doc(hidden)]
+            /// The waiter deadlines' key (`redisson_lock_timeout:{N}`, a sorted set
+            /// of owner fields by the time each leaves the queue if it stops asking).
             pub fn timeout_key(&self) -> &str {
                 let $fair = &*self.kind;
                 &$get.timeouts
             }
 
-            /// The channel the waiter with this owner field is woken on.
-            #[doc(hidden)]
+            /// The channel the waiter with this owner field is woken on
+            /// (`redisson_lock__channel:{N}:<field>`).
             pub fn waiter_channel(&self, field: &str) -> String {
                 let $fair = &*self.kind;
                 format!("{}:{field}", $get.lock.channel)

@@ -75,8 +75,8 @@ impl Client {
 }
 
 impl FencedLock {
-    /// The token counter's key (`redisson_lock_token:{N}`).
-    #[doc(hidden)]
+    /// The token counter's key (`redisson_lock_token:{N}`, after the name
+    /// mapper): the last token handed out.
     pub fn token_key(&self) -> &str {
         &self.kind.token_key
     }

@@ -93,8 +93,8 @@ impl<K: Kind> LockGuard<K> {
     }
 
     /// The hash field that records this hold (`<clientId>:<ownerId>`, plus
-    /// `:write` for a write lock).
-    #[doc(hidden)]
+    /// `:write` for a write lock): what `HGETALL` on the lock's key and a
+    /// Java peer see.
     pub fn field(&self) -> &str {
         self.hold.field()
     }

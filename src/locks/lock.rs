@@ -6,20 +6,16 @@ use std::time::Duration;
 use fred::interfaces::KeysInterface;
 use fred::types::Value;
 
-use futures::FutureExt;
-
-use crate::base::detach::FinishOnDrop;
 use crate::base::error::{Error, Result};
 use crate::base::owner::Owner;
 use crate::client::Client;
-use crate::connection::redis::Patience;
 use crate::engine::hold::RawHold;
 use crate::engine::raw::{Acquired, RawLock};
 use crate::engine::registry::Lease;
 use crate::engine::shared::Inner;
-use crate::engine::unlock::{release, Whose};
 use crate::locks::guard::LockGuard;
 use crate::locks::kind::{AnyKind, Kind};
+use crate::locks::owned::OwnedLock;
 
 /// A handle to one lock by name. Cheap to clone. The kind `K` decides the
 /// Redis layout and scripts, and what its guards can do; every kind shares
@@ -128,13 +124,14 @@ impl<K: Kind> Lock<K> {
     /// A handle whose acquisitions all use `owner`, like Redisson's
     /// `lockAsync(threadId)` family: acquiring again with the same owner
     /// re-enters (for reentrant kinds) instead of waiting. Each guard still
-    /// releases one hold.
-    pub fn with_owner(&self, owner: Owner) -> Lock<K> {
-        Lock {
+    /// releases one hold; [`OwnedLock::unlock`] releases one without a guard.
+    pub fn with_owner(&self, owner: Owner) -> OwnedLock<K> {
+        let lock = Lock {
             raw: self.raw.with_owner(owner),
             client: self.client.clone(),
             kind: self.kind.clone(),
-        }
+        };
+        OwnedLock::new(lock, owner)
     }
 
     /// This handle with its kind erased, as a [`MultiLock`](crate::MultiLock)
@@ -148,8 +145,9 @@ impl<K: Kind> Lock<K> {
         }
     }
 
-    /// The hash field this client writes for `owner` on this lock.
-    #[doc(hidden)]
+    /// The hash field this client writes for `owner` on this lock
+    /// (`<client id>:<owner>`, plus `:write` for a write lock): what
+    /// `HGETALL` on the lock's key shows, and what a Java peer sees.
     pub fn owner_field(&self, owner: Owner) -> String {
         self.raw.proto.field(&self.inner().env, owner)
     }
@@ -328,51 +326,6 @@ impl<K: Kind> Lock<K> {
         let lease = fixed_lease(lease)?;
         let acquired = self.raw.acquire(Some(wait), lease).await?;
         Ok(acquired.map(|a| self.guard(a)))
-    }
-
-    /// Release one hold of this handle's owner without its guard, like
-    /// Redisson's `unlock()` / `unlockAsync(threadId)`: for a handle made
-    /// with [`with_owner`](Self::with_owner) (the blocking API's thread
-    /// owners included). Pair it with guards you
-    /// [`forget`](LockGuard::forget); a guard of the hold released here
-    /// would otherwise release another hold of its owner when dropped.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for a handle without an owner (each of its
-    /// acquisitions had its own: unlock through the guard);
-    /// [`Error::NotHeld`] if the owner does not hold the lock; a transient
-    /// error if Redis stayed unreachable through `retry_attempts` retries
-    /// (each retry carries the same unlock latch, so it never releases
-    /// twice); [`Error::Closed`] after [`Client::shutdown`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping this future part-way still completes the unlock in the
-    /// background.
-    pub async fn unlock(&self) -> Result<()> {
-        let Some(owner) = self.raw.owner else {
-            return Err(Error::InvalidArgument(
-                "unlock without a guard needs a handle with an owner (with_owner)".into(),
-            ));
-        };
-        let field = self.raw.proto.field(&self.inner().env, owner);
-        let (inner, proto) = (self.inner().clone(), self.raw.proto.clone());
-        // Dropping this future part-way still completes the unlock.
-        let call = async move {
-            let lease = Lease::Watchdog;
-            release(
-                &inner,
-                proto.as_ref(),
-                &field,
-                lease,
-                Whose::Owner,
-                Patience::Attempts,
-            )
-            .await
-            .map(drop)
-        };
-        FinishOnDrop::new(self.inner().cleanups.clone(), call, |_| async {}.boxed()).await
     }
 
     /// Unlock whoever holds it, and wake a waiter. Returns whether it was

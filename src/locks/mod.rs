@@ -8,6 +8,7 @@ pub(crate) mod guard;
 pub(crate) mod kind;
 pub(crate) mod lock;
 pub(crate) mod multi;
+pub(crate) mod owned;
 pub(crate) mod rlock;
 pub(crate) mod rwlock;
 pub(crate) mod spin;

@@ -58,7 +58,7 @@ impl MultiLock {
     ///
     /// [`Error::InvalidArgument`] for no member, or for one lock twice on
     /// one client (it would wait for itself).
-    pub fn new<K: Kind>(locks: impl IntoIterator<Item = Lock<K>>) -> Result<MultiLock> {
+    pub fn new<K: Kind>(locks: impl IntoIterator<Item = impl Into<Lock<K>>>) -> Result<MultiLock> {
         MultiLock::build(locks, false)
     }
 
@@ -68,15 +68,17 @@ impl MultiLock {
     /// # Errors
     ///
     /// As [`new`](Self::new).
-    pub fn red_lock<K: Kind>(locks: impl IntoIterator<Item = Lock<K>>) -> Result<MultiLock> {
+    pub fn red_lock<K: Kind>(
+        locks: impl IntoIterator<Item = impl Into<Lock<K>>>,
+    ) -> Result<MultiLock> {
         MultiLock::build(locks, true)
     }
 
     fn build<K: Kind>(
-        locks: impl IntoIterator<Item = Lock<K>>,
+        locks: impl IntoIterator<Item = impl Into<Lock<K>>>,
         majority: bool,
     ) -> Result<MultiLock> {
-        let members: Arc<[RawLock]> = locks.into_iter().map(|l| l.raw).collect();
+        let members: Arc<[RawLock]> = locks.into_iter().map(|l| l.into().raw).collect();
         if members.is_empty() {
             return Err(Error::InvalidArgument(
                 "a multi-lock needs at least one lock".into(),

@@ -104,8 +104,8 @@ impl Client {
 }
 
 impl RLock {
-    /// The channel its unlocks are published on (`redisson_lock__channel:{N}`).
-    #[doc(hidden)]
+    /// The channel its unlocks are published on (`redisson_lock__channel:{N}`,
+    /// after the name mapper).
     pub fn channel(&self) -> &str {
         &self.kind.keys.channel
     }

@@ -102,8 +102,8 @@ impl ReadWriteLock {
         &self.keys.lock.name
     }
 
-    /// The channel both halves publish on (`redisson_rwlock:{N}`).
-    #[doc(hidden)]
+    /// The channel both halves publish on (`redisson_rwlock:{N}`, after the
+    /// name mapper).
     pub fn channel(&self) -> &str {
         &self.keys.lock.channel
     }
@@ -147,16 +147,16 @@ impl Kind for Write {}
 impl ReentrantKind for Write {}
 
 impl ReadLock {
-    /// The channel read and write releases are published on (`redisson_rwlock:{N}`).
-    #[doc(hidden)]
+    /// The channel read and write releases are published on
+    /// (`redisson_rwlock:{N}`, after the name mapper).
     pub fn channel(&self) -> &str {
         &self.kind.keys.lock.channel
     }
 }
 
 impl WriteLock {
-    /// The channel read and write releases are published on (`redisson_rwlock:{N}`).
-    #[doc(hidden)]
+    /// The channel read and write releases are published on
+    /// (`redisson_rwlock:{N}`, after the name mapper).
     pub fn channel(&self) -> &str {
         &self.kind.keys.lock.channel
     }

@@ -52,8 +52,7 @@ macro_rules! handle_accessors {
                 &self.shared.handle.client
             }
 
-            #[doc = concat!("The channel the ", $what, " publishes on.")]
-            #[doc(hidden)]
+            #[doc = concat!("The channel the ", $what, " publishes on (after the name mapper).")]
             pub fn channel(&self) -> &str {
                 &self.shared.handle.channel
             }

@@ -178,8 +178,9 @@ pub(super) enum Released {
 }
 
 impl PermitExpirableSemaphore {
-    /// The sorted set of taken permits (`{N}:timeout`).
-    #[doc(hidden)]
+    /// The sorted set of taken permits (`{N}:timeout`, after
+    /// [`Config::name_mapper`](crate::Config::name_mapper)), for inspection
+    /// (`ZRANGE … WITHSCORES` shows each permit id and its expiry).
     pub fn timeouts_key(&self) -> &str {
         &self.shared.timeouts
     }

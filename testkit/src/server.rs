@@ -200,7 +200,7 @@ impl Server {
 
     /// A `redisson-lock` client with its settings changed by `f`.
     pub async fn client_with(&self, f: impl FnOnce(Config) -> Config) -> Client {
-        Client::connect(f(Config::from_url(&self.url).unwrap()))
+        Client::connect_with(f(Config::from_url(&self.url).unwrap()))
             .await
             .expect("connect to test redis")
     }

@@ -9,7 +9,7 @@ use redisson_lock::{Config, Error};
 #[test]
 fn reentrant_per_thread_and_exclusive_across_threads() {
     let server = Server::start();
-    let client = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    let client = BlockingClient::connect_with(Config::from_url(&server.url).unwrap()).unwrap();
     let name = unique("blocking");
     let lock = client.lock(&name).unwrap();
 
@@ -63,7 +63,7 @@ fn reentrant_per_thread_and_exclusive_across_threads() {
 #[test]
 fn refuses_to_block_inside_a_runtime() {
     let server = Server::start();
-    let client = BlockingClient::from_url(&server.url).unwrap();
+    let client = BlockingClient::connect(&server.url).unwrap();
     let lock = client.lock(&unique("in-runtime")).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -72,7 +72,7 @@ fn refuses_to_block_inside_a_runtime() {
     runtime.block_on(async {
         assert!(matches!(lock.try_lock(), Err(Error::BlockingInAsync)));
         assert!(matches!(
-            BlockingClient::from_url(&server.url),
+            BlockingClient::connect(&server.url),
             Err(Error::BlockingInAsync)
         ));
     });
@@ -87,7 +87,7 @@ fn async_client_offers_a_blocking_view() {
         .build()
         .unwrap();
     let client = runtime
-        .block_on(redisson_lock::Client::from_url(&server.url))
+        .block_on(redisson_lock::Client::connect(&server.url))
         .unwrap();
     let blocking = client.blocking().unwrap();
     let lock = blocking.lock(&unique("view")).unwrap();
@@ -99,7 +99,7 @@ fn async_client_offers_a_blocking_view() {
 #[test]
 fn every_kind_has_a_blocking_form() {
     let server = Server::start();
-    let client = BlockingClient::from_url(&server.url).unwrap();
+    let client = BlockingClient::connect(&server.url).unwrap();
     let base = unique("kinds");
 
     let fair = client.fair_lock(&format!("{base}-fair")).unwrap();
@@ -175,7 +175,7 @@ fn dropping_a_guard_while_redis_is_paused_blocks_one_timeout_at_most() {
     let server = Server::private();
     let timeout = Duration::from_millis(500);
     let config = Config::from_url(&server.url).unwrap().timeout(timeout);
-    let client = BlockingClient::connect(config).unwrap();
+    let client = BlockingClient::connect_with(config).unwrap();
     let lock = client.lock(&unique("blocking-drop-paused")).unwrap();
     let guard = lock.lock().unwrap();
     let probe = tokio::runtime::Builder::new_current_thread()
@@ -209,7 +209,7 @@ fn dropping_a_guard_while_redis_is_paused_blocks_one_timeout_at_most() {
 #[test]
 fn shutdown_finishes_releases_and_closes() {
     let server = Server::start();
-    let client = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    let client = BlockingClient::connect_with(Config::from_url(&server.url).unwrap()).unwrap();
     let name = unique("blocking-shutdown");
     let lock = client.lock(&name).unwrap();
     let guard = lock.lock().unwrap();
@@ -223,7 +223,7 @@ fn shutdown_finishes_releases_and_closes() {
     client.shutdown().unwrap();
     client.shutdown().unwrap();
     assert!(matches!(lock.is_locked(), Err(Error::Closed)));
-    let other = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    let other = BlockingClient::connect_with(Config::from_url(&server.url).unwrap()).unwrap();
     assert!(!other.lock(&name).unwrap().is_locked().unwrap(), "released");
     other.shutdown().unwrap();
 }
@@ -242,7 +242,7 @@ fn a_blocking_guard_is_sync() {
 #[test]
 fn a_wrapped_explicit_owner_is_kept() {
     let server = Server::start();
-    let client = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    let client = BlockingClient::connect_with(Config::from_url(&server.url).unwrap()).unwrap();
     let name = unique("blocking-owner");
     let owner = redisson_lock::Owner::new(7);
     let lock = client.wrap(client.as_async().lock(&name).unwrap().with_owner(owner));
@@ -274,7 +274,7 @@ fn a_wrapped_explicit_owner_is_kept() {
 #[test]
 fn blocking_run_releases_and_reports_a_loss() {
     let server = Server::start();
-    let client = BlockingClient::connect(Config::from_url(&server.url).unwrap()).unwrap();
+    let client = BlockingClient::connect_with(Config::from_url(&server.url).unwrap()).unwrap();
     let lock = client.lock(&unique("blocking-run")).unwrap();
     assert_eq!(
         lock.run(|guard| guard.name().len()).unwrap(),

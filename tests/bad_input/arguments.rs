@@ -275,17 +275,17 @@ async fn settings_out_of_range_are_refused() {
     ];
     for config in refused {
         let shown = format!("{config:?}");
-        match Client::connect(config).await {
+        match Client::connect_with(config).await {
             Err(Error::Config(_)) => {}
             other => panic!("{shown}: {:?}", other.map(|_| ())),
         }
     }
     // The bounds themselves are accepted.
-    let client = Client::connect(base().lock_watchdog_timeout(Duration::from_millis(3)))
+    let client = Client::connect_with(base().lock_watchdog_timeout(Duration::from_millis(3)))
         .await
         .unwrap();
     drop(client);
-    Client::connect(base().lock_watchdog_timeout(MAX_DURATION))
+    Client::connect_with(base().lock_watchdog_timeout(MAX_DURATION))
         .await
         .unwrap();
 }

@@ -40,9 +40,15 @@ async fn zero_lease_is_refused_and_zero_wait_tries_once() {
 #[tokio::test]
 async fn bad_config_is_refused() {
     let bad = Config::default().lock_watchdog_batch_size(0);
-    assert!(matches!(Client::connect(bad).await, Err(Error::Config(_))));
+    assert!(matches!(
+        Client::connect_with(bad).await,
+        Err(Error::Config(_))
+    ));
     let bad = Config::default().timeout(Duration::ZERO);
-    assert!(matches!(Client::connect(bad).await, Err(Error::Config(_))));
+    assert!(matches!(
+        Client::connect_with(bad).await,
+        Err(Error::Config(_))
+    ));
     assert!(matches!(
         Config::from_url("http://nope"),
         Err(Error::Config(_))
@@ -103,7 +109,7 @@ async fn unreachable_server_fails_within_the_timeout() {
             .retry_attempts(1)
             .retry_delay(Duration::from_millis(50))
     };
-    let client = Client::connect(config()).await.unwrap();
+    let client = Client::connect_with(config()).await.unwrap();
     let lock = client.lock(&unique("outage")).unwrap();
     server.kill();
 
@@ -119,7 +125,7 @@ async fn unreachable_server_fails_within_the_timeout() {
     );
 
     let started = Instant::now();
-    let err = Client::connect(config())
+    let err = Client::connect_with(config())
         .await
         .expect_err("no server to connect to");
     assert!(matches!(err, Error::Connection(_)), "{err:?}");

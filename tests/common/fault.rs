@@ -16,7 +16,7 @@ pub use redisson_lock_testkit::proxy::Proxy;
 
 /// A client connected through `proxy`, with its settings changed by `config`.
 pub async fn client_through(proxy: &Proxy, config: impl FnOnce(Config) -> Config) -> Client {
-    Client::connect(config(Config::from_url(&proxy.url()).unwrap()))
+    Client::connect_with(config(Config::from_url(&proxy.url()).unwrap()))
         .await
         .unwrap()
 }
@@ -288,7 +288,7 @@ async fn run_job(job: Job) {
             let config = redisson_lock::Config::from_url(&url)
                 .expect("child: config")
                 .lock_watchdog_timeout(Duration::from_millis(watchdog_ms));
-            let client = redisson_lock::Client::connect(config)
+            let client = redisson_lock::Client::connect_with(config)
                 .await
                 .expect("child: connect");
             let guard = acquire(&client, &kind, &name)
@@ -307,7 +307,7 @@ async fn run_job(job: Job) {
             counter_key,
             rounds,
         } => {
-            let client = redisson_lock::Client::from_url(&url)
+            let client = redisson_lock::Client::connect(&url)
                 .await
                 .expect("child: connect");
             let counter = raw_client(&url, true).await;

@@ -270,7 +270,7 @@ pub fn blocking_handle<T>(
     make: impl FnOnce(&redisson_lock::blocking::BlockingClient, &str) -> redisson_lock::Result<T>,
 ) -> (Server, redisson_lock::blocking::BlockingClient, String, T) {
     let server = Server::start();
-    let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
+    let client = redisson_lock::blocking::BlockingClient::connect(&server.url).unwrap();
     let name = unique(prefix);
     let handle = make(&client, &name).unwrap();
     (server, client, name, handle)

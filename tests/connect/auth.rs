@@ -30,7 +30,7 @@ fn url(server: &Server, auth: &str) -> String {
 #[tokio::test]
 async fn an_acl_user_limited_to_lock_keys_uses_every_kind() {
     let (server, raw) = server_with_acl().await;
-    let client = Client::connect(Config::from_url(&url(&server, "locker:locker-pw")).unwrap())
+    let client = Client::connect_with(Config::from_url(&url(&server, "locker:locker-pw")).unwrap())
         .await
         .unwrap();
     let name = format!("lk:{}", unique("acl"));
@@ -84,7 +84,7 @@ async fn wrong_or_missing_passwords_are_refused_at_once() {
         let config = Config::from_url(&url(&server, auth))
             .unwrap()
             .timeout(Duration::from_secs(2));
-        let err = Client::connect(config).await.unwrap_err();
+        let err = Client::connect_with(config).await.unwrap_err();
         assert!(matches!(err, Error::Auth(_)), "{auth}: {err:?}");
         assert!(!err.is_transient());
         assert!(
@@ -99,7 +99,7 @@ async fn wrong_or_missing_passwords_are_refused_at_once() {
     let config = Config::from_url(&format!("redis://127.0.0.1:{}", server.port))
         .unwrap()
         .timeout(Duration::from_secs(2));
-    let err = Client::connect(config).await.unwrap_err();
+    let err = Client::connect_with(config).await.unwrap_err();
     assert!(matches!(err, Error::Auth(_)), "{err:?}");
 }
 
@@ -117,13 +117,13 @@ async fn add_user(raw: &fred::clients::Client, name: &str, password: &str, rules
 async fn a_percent_encoded_password_authenticates() {
     let (server, raw) = server_with_acl().await;
     add_user(&raw, "encoded", "p@ss:w/rd %+", &["~*", "&*", "+@all"]).await;
-    let client = Client::from_url(&url(&server, "encoded:p%40ss%3Aw%2Frd%20%25%2B"))
+    let client = Client::connect(&url(&server, "encoded:p%40ss%3Aw%2Frd%20%25%2B"))
         .await
         .unwrap();
     let guard = client.lock(&unique("enc")).unwrap().lock().await.unwrap();
     guard.unlock().await.unwrap();
     // The default user, by password only.
-    let client = Client::from_url(&url(&server, ":admin-pw")).await.unwrap();
+    let client = Client::connect(&url(&server, ":admin-pw")).await.unwrap();
     let guard = client.lock(&unique("admin")).unwrap().lock().await.unwrap();
     guard.unlock().await.unwrap();
 }
@@ -148,12 +148,12 @@ async fn acl_refusals_of_scripts_and_channels_are_typed_at_once() {
         &["~lk:*", "~redisson_*", "~{lk:*", "resetchannels", "+@all"],
     )
     .await;
-    let holder = Client::from_url(&url(&server, "locker:locker-pw"))
+    let holder = Client::connect(&url(&server, "locker:locker-pw"))
         .await
         .unwrap();
     let name = format!("lk:{}", unique("acl-refusal"));
 
-    let client = Client::from_url(&url(&server, "noscripts:pw1"))
+    let client = Client::connect(&url(&server, "noscripts:pw1"))
         .await
         .unwrap();
     let started = Instant::now();
@@ -163,7 +163,7 @@ async fn acl_refusals_of_scripts_and_channels_are_typed_at_once() {
 
     // Free: acquired (the lock script publishes nothing); the unlock
     // script's PUBLISH is refused. Held: the wait's SUBSCRIBE is refused.
-    let client = Client::from_url(&url(&server, "nochannels:pw2"))
+    let client = Client::connect(&url(&server, "nochannels:pw2"))
         .await
         .unwrap();
     let guard = client
@@ -202,7 +202,7 @@ fn the_blocking_client_refuses_a_wrong_password() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (server, _raw) = runtime.block_on(server_with_acl());
     let started = Instant::now();
-    let err = redisson_lock::blocking::BlockingClient::from_url(&url(&server, "locker:bad-pw"))
+    let err = redisson_lock::blocking::BlockingClient::connect(&url(&server, "locker:bad-pw"))
         .unwrap_err();
     assert!(matches!(err, Error::Auth(_)), "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(1));

@@ -20,7 +20,7 @@ async fn user(raw: &fred::clients::Client, name: &str, rules: &[&str]) -> String
 }
 
 async fn connect(server: &Server, url: &str) -> redisson_lock::Result<Client> {
-    Client::connect(Config::from_url(&format!("{url}:{}", server.port)).unwrap()).await
+    Client::connect_with(Config::from_url(&format!("{url}:{}", server.port)).unwrap()).await
 }
 
 /// Whether the server's scripts can check the ACL themselves (Redis 7+,

@@ -31,7 +31,7 @@ async fn keyspace_notifications_a_server_does_not_send_are_refused() {
     let config = redisson_lock::Config::from_url(&server.url)
         .unwrap()
         .keyspace_notifications(true);
-    match redisson_lock::Client::connect(config).await {
+    match redisson_lock::Client::connect_with(config).await {
         Err(Error::Config(message)) => {
             assert!(message.contains("notify-keyspace-events"), "{message}")
         }
@@ -212,8 +212,8 @@ async fn every_guard_hears_a_forced_unlock_without_awaiting_lost() {
 #[test]
 fn a_blocking_guard_polling_is_lost_hears_a_forced_unlock() {
     let server = crate::common::Server::start();
-    let client = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
-    let other = redisson_lock::blocking::BlockingClient::from_url(&server.url).unwrap();
+    let client = redisson_lock::blocking::BlockingClient::connect(&server.url).unwrap();
+    let other = redisson_lock::blocking::BlockingClient::connect(&server.url).unwrap();
     let name = unique("heard-blocking");
     let guard = client.lock(&name).unwrap().lock().unwrap();
     let start = std::time::Instant::now();

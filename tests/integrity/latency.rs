@@ -247,7 +247,7 @@ async fn loss_latency_table() {
     );
     println!("|---|---|{}", "---:|".repeat(columns.len()));
     let url = server.url.clone();
-    let blocking = std::thread::spawn(move || Arc::new(BlockingClient::from_url(&url).unwrap()))
+    let blocking = std::thread::spawn(move || Arc::new(BlockingClient::connect(&url).unwrap()))
         .join()
         .unwrap();
     let mut clients = Vec::new();

@@ -18,10 +18,10 @@ fn an_expired_guard_stays_lost_and_never_releases_the_next_hold() {
     let server = crate::common::Server::start();
     let url = server.url.clone();
     let name = crate::common::unique("fresh-after-expiry");
-    let client = redisson_lock::blocking::BlockingClient::from_url(&url).unwrap();
+    let client = redisson_lock::blocking::BlockingClient::connect(&url).unwrap();
     let lock = client.lock(&name).unwrap();
     let g1 = lock.lock_with_lease(SHORT).unwrap();
-    let other = redisson_lock::blocking::BlockingClient::from_url(&url).unwrap();
+    let other = redisson_lock::blocking::BlockingClient::connect(&url).unwrap();
     let theirs = other.lock(&name).unwrap();
     // Another client takes it once the key has expired: g1 was lost by then.
     let taken = theirs

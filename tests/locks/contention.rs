@@ -208,7 +208,7 @@ async fn sharded_pubsub_wakes_waiters() {
         let config = redisson_lock::Config::from_url(&server.url)
             .unwrap()
             .pubsub_mode(PubSubMode::Sharded);
-        match redisson_lock::Client::connect(config).await {
+        match redisson_lock::Client::connect_with(config).await {
             Err(redisson_lock::Error::Config(message)) => {
                 assert!(message.contains("Redis 7"), "{message}")
             }

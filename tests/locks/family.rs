@@ -318,7 +318,7 @@ async fn red_lock_acquires_by_majority_with_a_server_down() {
             // 250 ms may not be enough to connect, so try a few times.
             let mut client = None;
             for _ in 0..5 {
-                match Client::connect(quick(Config::from_url(&server.url).unwrap())).await {
+                match Client::connect_with(quick(Config::from_url(&server.url).unwrap())).await {
                     Ok(c) => {
                         client = Some(c);
                         break;

@@ -10,7 +10,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use redisson_lock::{AnyKind, Error, Fenced, Lock};
+use redisson_lock::{AnyKind, Error, Fenced, OwnedLock};
 
 use super::guards::{GState, Guards, Half, Real, Reals, Reply};
 use super::java::{self, Java};
@@ -441,8 +441,8 @@ fn unlocked(r: Reply) -> Out {
 
 /// The lock as each Rust owner sees it (through its client).
 pub(super) struct Handles {
-    pub(super) any: Vec<Lock<AnyKind>>,
-    pub(super) fenced: Vec<Lock<Fenced>>,
+    pub(super) any: Vec<OwnedLock<AnyKind>>,
+    pub(super) fenced: Vec<OwnedLock<Fenced>>,
 }
 
 impl Handles {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use fred::prelude::*;
 use proptest::prelude::*;
-use redisson_lock::{Error, ReadLock, WriteLock};
+use redisson_lock::{Error, OwnedLock, Read, Write};
 
 use super::guards::{GState, Guards, Half, Real, Reals, Reply};
 use super::java;
@@ -536,8 +536,8 @@ impl Model {
 }
 
 struct Handles {
-    read: Vec<ReadLock>,
-    write: Vec<WriteLock>,
+    read: Vec<OwnedLock<Read>>,
+    write: Vec<OwnedLock<Write>>,
 }
 
 pub fn case(env: &Env, ops: &[Op]) -> Result<(), String> {

@@ -13,7 +13,7 @@ use fred::prelude::*;
 use redisson_lock::{Client, Config, Error};
 
 async fn synced_client(url: &str, sync: Duration) -> Client {
-    Client::connect(
+    Client::connect_with(
         Config::from_url(url)
             .unwrap()
             .replica_sync(sync)
@@ -93,7 +93,7 @@ async fn replicas() {
     assert_eq!(waits(&raw).await, 0);
 
     eprintln!("-- a bad setting is refused before connecting");
-    let refused = Client::connect(
+    let refused = Client::connect_with(
         Config::from_url(&set.url)
             .unwrap()
             .replica_sync(Duration::ZERO),

@@ -46,7 +46,7 @@ pub async fn watchdog(
     let config = redisson_lock::Config::from_url(url)?
         .lock_watchdog_timeout(watchdog)
         .lock_watchdog_batch_size(batch);
-    let client = redisson_lock::Client::connect(config).await?;
+    let client = redisson_lock::Client::connect_with(config).await?;
     let guards: Vec<redisson_lock::LockGuard<redisson_lock::Reentrant>> =
         futures::stream::iter(0..locks)
             .map(|i| {

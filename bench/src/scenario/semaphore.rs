@@ -112,7 +112,7 @@ pub struct SemClients {
 
 impl SemClients {
     pub async fn connect(kind: Kind, url: &str) -> Result<SemClients> {
-        let ours = redisson_lock::Client::from_url(url).await?;
+        let ours = redisson_lock::Client::connect(url).await?;
         let ceiling = match kind {
             Kind::Ceiling => Some(CeilingSemaphore::connect(url).await?),
             _ => None,

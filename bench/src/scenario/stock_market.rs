@@ -269,7 +269,7 @@ pub async fn stock(
     let (mut bought, mut aborted) = (0u64, 0u64);
     match method {
         Method::Lock => {
-            let client = redisson_lock::Client::from_url(url).await?;
+            let client = redisson_lock::Client::connect(url).await?;
             let redis = client.redis().clone();
             let lock = client.lock("stock-lock")?;
             let mut budget = Budget::from(start_ns, limit, "stock (lock)").await;
@@ -328,7 +328,7 @@ pub async fn market(
     let (mut long_waits, mut max_wait) = (0u64, Duration::ZERO);
     match method {
         Method::Lock => {
-            let client = redisson_lock::Client::from_url(url).await?;
+            let client = redisson_lock::Client::connect(url).await?;
             let redis = client.redis().clone();
             let locks = (0..items)
                 .map(|i| client.lock(&format!("market-lock:{i}")))

@@ -121,7 +121,7 @@ impl Cluster {
 
     /// A `redisson-lock` client with its settings changed by `f`.
     pub async fn client_with(&self, f: impl FnOnce(Config) -> Config) -> Client {
-        Client::connect(f(Config::from_url(&self.url).expect("cluster URL")))
+        Client::connect_with(f(Config::from_url(&self.url).expect("cluster URL")))
             .await
             .expect("connect to the test cluster")
     }

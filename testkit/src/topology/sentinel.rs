@@ -138,7 +138,7 @@ impl Sentinels {
 
     /// A `redisson-lock` client with its settings changed by `f`.
     pub async fn client_with(&self, f: impl FnOnce(Config) -> Config) -> Client {
-        Client::connect(f(Config::from_url(&self.url).expect("sentinel URL")))
+        Client::connect_with(f(Config::from_url(&self.url).expect("sentinel URL")))
             .await
             .expect("connect through the sentinels")
     }

@@ -172,7 +172,8 @@ async fn downgrade_wakes_a_waiting_reader_long_before_the_ttl() {
 fn blocking_halves_share_the_thread_owner() {
     let server = common::Server::start();
     let client =
-        BlockingClient::connect(redisson_lock::Config::from_url(&server.url).unwrap()).unwrap();
+        BlockingClient::connect_with(redisson_lock::Config::from_url(&server.url).unwrap())
+            .unwrap();
     let name = unique("rw-blocking");
     let rw = client.read_write_lock(&name).unwrap();
     assert_eq!(rw.name(), name);
@@ -216,7 +217,8 @@ fn blocking_halves_share_the_thread_owner() {
 fn a_blocking_write_guard_downgrades() {
     let server = common::Server::start();
     let client =
-        BlockingClient::connect(redisson_lock::Config::from_url(&server.url).unwrap()).unwrap();
+        BlockingClient::connect_with(redisson_lock::Config::from_url(&server.url).unwrap())
+            .unwrap();
     let rw = client
         .read_write_lock(&unique("rw-blocking-downgrade"))
         .unwrap();

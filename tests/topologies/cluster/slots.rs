@@ -23,7 +23,7 @@ pub async fn auto_mode(cluster: &Cluster, sharded: bool) {
             let config = redisson_lock::Config::from_url(&cluster.url)
                 .unwrap()
                 .pubsub_mode(mode);
-            match Client::connect(config).await {
+            match Client::connect_with(config).await {
                 Err(Error::Config(message)) => assert!(message.contains("Redis 7"), "{message}"),
                 other => panic!("{mode:?} on a cluster without sharded pub/sub: {other:?}"),
             }
