@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::runtime::{Handle, Runtime};
 
 use crate::base::error::{Error, Result};
@@ -65,14 +66,22 @@ impl Driver {
     }
 }
 
-/// An async guard, as its blocking twin releases it.
-pub(super) trait Release: Sized {
+/// An async guard, as its blocking twin releases it: through `&mut`, so
+/// that the twin keeps the guard itself (no `Option`) and still releases it
+/// in its own `Drop`.
+pub(super) trait Release {
     /// What its release reports.
     type Output;
     /// What it is called in the log line of a failed release on drop.
     const WHAT: &'static str;
 
-    fn release(self) -> impl Future<Output = Result<Self::Output>>;
+    /// Its release, leaving the guard disarmed (its own drop then sends
+    /// nothing); `None` if it was released or kept already. The call
+    /// finishes in the background if dropped, even unpolled.
+    fn release_now(&mut self) -> Option<BoxFuture<'static, Result<Self::Output>>>;
+
+    /// Keep what it holds, disarmed: nothing is given back.
+    fn keep(&mut self);
 }
 
 /// An async guard driven from a thread: released there, synchronously, when
@@ -80,45 +89,43 @@ pub(super) trait Release: Sized {
 /// guard is one.
 #[derive(Debug)]
 pub(super) struct Bridged<G: Release> {
-    guard: Option<G>,
+    guard: G,
     pub(super) runtime: Arc<Driver>,
 }
 
 impl<G: Release> Bridged<G> {
     pub(super) fn new(guard: G, runtime: Arc<Driver>) -> Bridged<G> {
-        Bridged {
-            guard: Some(guard),
-            runtime,
-        }
+        Bridged { guard, runtime }
     }
 
-    pub(super) fn get(&self) -> Option<&G> {
-        self.guard.as_ref()
+    pub(super) fn get(&self) -> &G {
+        &self.guard
     }
 
-    pub(super) fn get_mut(&mut self) -> Option<&mut G> {
-        self.guard.as_mut()
+    pub(super) fn get_mut(&mut self) -> &mut G {
+        &mut self.guard
     }
 
-    /// Release it on this thread; `None` if it was gone already.
+    /// Release it on this thread; `None` if it was released already.
     pub(super) fn release(mut self) -> Result<Option<G::Output>> {
-        match self.guard.take() {
-            Some(guard) => self.runtime.run(guard.release())?.map(Some),
+        match self.guard.release_now() {
+            Some(call) => self.runtime.run(call)?.map(Some),
             None => Ok(None),
         }
     }
 
-    /// The guard, no longer released on drop.
-    pub(super) fn take(mut self) -> Option<G> {
-        self.guard.take()
+    /// Keep what it holds: nothing is given back.
+    pub(super) fn keep(mut self) {
+        self.guard.keep();
     }
 }
 
 impl<G: Release> Drop for Bridged<G> {
     fn drop(&mut self) {
-        if let Some(guard) = self.guard.take() {
-            // Inside a runtime this falls back to the guard's own background release.
-            self.runtime.release_on_drop(G::WHAT, guard.release());
+        if let Some(call) = self.guard.release_now() {
+            // Inside a runtime `run` refuses: the call, dropped unpolled,
+            // then finishes in the background.
+            self.runtime.release_on_drop(G::WHAT, call);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The blocking lock handles and guards: [`BlockingLock`] for every kind,
 //! [`BlockingMultiLock`].
 
-use std::future::Future;
+use futures::future::BoxFuture;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
@@ -423,24 +423,24 @@ impl<K: Kind> BlockingGuard<K> {
     /// The hold's explicit lease; `None` for a watchdog hold (as
     /// [`LockGuard::lease`]).
     pub fn lease(&self) -> Option<Duration> {
-        self.guard.get().and_then(LockGuard::lease)
+        self.guard.get().lease()
     }
 
     /// The earliest the lock's key can expire unless renewed first; `None`
     /// while the watchdog renews it (as [`LockGuard::expires_at`]).
     pub fn expires_at(&self) -> Option<std::time::Instant> {
-        self.guard.get().and_then(LockGuard::expires_at)
+        self.guard.get().expires_at()
     }
 
     /// Whether the lock is known to be lost right now.
     pub fn is_lost(&self) -> bool {
-        self.guard.get().is_some_and(LockGuard::is_lost)
+        self.guard.get().is_lost()
     }
 
     /// Why the lock is lost, if it is known to be lost right now (as
     /// [`LockGuard::lost_reason`]).
     pub fn lost_reason(&self) -> Option<crate::LostReason> {
-        self.guard.get().and_then(LockGuard::lost_reason)
+        self.guard.get().lost_reason()
     }
 
     /// Make this hold last at least `lease` from now (see
@@ -452,22 +452,17 @@ impl<K: Kind> BlockingGuard<K> {
     /// else as [`LockGuard::extend`].
     pub fn extend(&mut self, lease: Duration) -> Result<()> {
         let runtime = self.guard.runtime.clone();
-        match self.guard.get_mut() {
-            Some(guard) => runtime.run(guard.extend(lease))?,
-            None => Ok(()),
-        }
+        runtime.run(self.guard.get_mut().extend(lease))?
     }
 
     /// Keep the hold without unlocking it and stop renewing it: it ends
     /// when its lease runs out, or with [`BlockingLock::unlock`] on its thread.
     pub fn forget(self) {
-        if let Some(guard) = self.guard.take() {
-            guard.forget();
-        }
+        self.guard.keep();
     }
 
     /// The async guard underneath.
-    pub fn as_async(&self) -> Option<&LockGuard<K>> {
+    pub fn as_async(&self) -> &LockGuard<K> {
         self.guard.get()
     }
 }
@@ -476,9 +471,7 @@ impl BlockingGuard<crate::locks::fenced::Fenced> {
     /// The fencing token of this acquisition (see
     /// [`LockGuard::fencing_token`]).
     pub fn fencing_token(&self) -> i64 {
-        self.guard
-            .get()
-            .map_or(0, LockGuard::<crate::locks::fenced::Fenced>::fencing_token)
+        self.guard.get().fencing_token()
     }
 }
 
@@ -494,18 +487,17 @@ impl BlockingGuard<crate::locks::rwlock::Write> {
     /// [`LockGuard::downgrade`].
     pub fn downgrade(self) -> Result<BlockingGuard<crate::locks::rwlock::Read>> {
         let runtime = self.guard.runtime.clone();
-        let Some(write) = self.guard.take() else {
-            return Err(crate::Error::Internal(
-                "a blocking guard without its hold".into(),
-            ));
-        };
-        let read = runtime.run(write.downgrade())??;
-        Ok(BlockingGuard {
+        let read = runtime.run(self.guard.get().read_hold())??;
+        let read = BlockingGuard {
             name: self.name,
             owner: self.owner,
             guard: Bridged::new(read, runtime),
             _thread_bound: PhantomData,
-        })
+        };
+        // On an error the read hold is released too (`read` is dropped),
+        // as by the async downgrade.
+        self.guard.release()?;
+        Ok(read)
     }
 }
 
@@ -666,17 +658,13 @@ impl BlockingMultiGuard {
 
     /// Whether too many members are known to be lost right now.
     pub fn is_lost(&self) -> bool {
-        self.guard
-            .get()
-            .is_some_and(crate::locks::multi::MultiGuard::is_lost)
+        self.guard.get().is_lost()
     }
 
     /// Why the whole is lost, if too many members are known to be lost
     /// right now (as [`MultiGuard::lost_reason`](crate::MultiGuard::lost_reason)).
     pub fn lost_reason(&self) -> Option<crate::LostReason> {
-        self.guard
-            .get()
-            .and_then(crate::locks::multi::MultiGuard::lost_reason)
+        self.guard.get().lost_reason()
     }
 
     /// Whether enough members are still held, per Redis.
@@ -686,10 +674,7 @@ impl BlockingMultiGuard {
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime;
     /// else as [`MultiGuard::is_held`](crate::MultiGuard::is_held).
     pub fn is_held(&self) -> Result<bool> {
-        match self.guard.get() {
-            Some(guard) => self.guard.runtime.run(guard.is_held())?,
-            None => Ok(false),
-        }
+        self.guard.runtime.run(self.guard.get().is_held())?
     }
 }
 
@@ -697,8 +682,12 @@ impl<K: Kind> Release for LockGuard<K> {
     type Output = ();
     const WHAT: &'static str = "guard";
 
-    fn release(self) -> impl Future<Output = Result<()>> {
-        self.unlock()
+    fn release_now(&mut self) -> Option<BoxFuture<'static, Result<()>>> {
+        self.unlock_now()
+    }
+
+    fn keep(&mut self) {
+        LockGuard::keep(self);
     }
 }
 
@@ -706,7 +695,10 @@ impl Release for crate::locks::multi::MultiGuard {
     type Output = ();
     const WHAT: &'static str = "multi-lock guard";
 
-    fn release(self) -> impl Future<Output = Result<()>> {
-        self.unlock()
+    fn release_now(&mut self) -> Option<BoxFuture<'static, Result<()>>> {
+        self.unlock_now()
     }
+
+    /// A multi-lock guard is never kept: its blocking twin has no `forget`.
+    fn keep(&mut self) {}
 }

@@ -1,6 +1,6 @@
 //! [`BlockingPermitExpirableSemaphore`] and its permits.
 
-use std::future::Future;
+use futures::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -255,13 +255,11 @@ impl BlockingPermitGuard {
 
     /// Keep the permit taken until its lease runs out.
     pub fn forget(self) {
-        if let Some(guard) = self.guard.take() {
-            guard.forget();
-        }
+        self.guard.keep();
     }
 
     /// The async guard underneath.
-    pub fn as_async(&self) -> Option<&crate::synchronizers::permit_semaphore::PermitGuard> {
+    pub fn as_async(&self) -> &crate::synchronizers::permit_semaphore::PermitGuard {
         self.guard.get()
     }
 }
@@ -270,8 +268,12 @@ impl Release for crate::synchronizers::permit_semaphore::PermitGuard {
     type Output = bool;
     const WHAT: &'static str = "permit";
 
-    fn release(self) -> impl Future<Output = Result<bool>> {
-        crate::synchronizers::permit_semaphore::PermitGuard::release(self)
+    fn release_now(&mut self) -> Option<BoxFuture<'static, Result<bool>>> {
+        crate::synchronizers::permit_semaphore::PermitGuard::release_now(self)
+    }
+
+    fn keep(&mut self) {
+        crate::synchronizers::permit_semaphore::PermitGuard::keep(self);
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`BlockingSemaphore`] and its permits.
 
-use std::future::Future;
+use futures::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -195,9 +195,7 @@ pub struct BlockingSemaphorePermit {
 impl BlockingSemaphorePermit {
     /// How many permits this holds.
     pub fn permits(&self) -> u32 {
-        self.permit
-            .get()
-            .map_or(0, crate::synchronizers::semaphore::SemaphorePermit::permits)
+        self.permit.get().permits()
     }
 
     /// Give the permits back, reporting errors.
@@ -213,13 +211,11 @@ impl BlockingSemaphorePermit {
 
     /// Keep the permits taken (see [`SemaphorePermit::forget`](crate::SemaphorePermit::forget)).
     pub fn forget(self) {
-        if let Some(permit) = self.permit.take() {
-            permit.forget();
-        }
+        self.permit.keep();
     }
 
     /// The async permit underneath.
-    pub fn as_async(&self) -> Option<&crate::synchronizers::semaphore::SemaphorePermit> {
+    pub fn as_async(&self) -> &crate::synchronizers::semaphore::SemaphorePermit {
         self.permit.get()
     }
 }
@@ -228,8 +224,12 @@ impl Release for crate::synchronizers::semaphore::SemaphorePermit {
     type Output = ();
     const WHAT: &'static str = "permit";
 
-    fn release(self) -> impl Future<Output = Result<()>> {
-        crate::synchronizers::semaphore::SemaphorePermit::release(self)
+    fn release_now(&mut self) -> Option<BoxFuture<'static, Result<()>>> {
+        crate::synchronizers::semaphore::SemaphorePermit::release_now(self)
+    }
+
+    fn keep(&mut self) {
+        crate::synchronizers::semaphore::SemaphorePermit::keep(self);
     }
 }
 

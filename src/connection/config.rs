@@ -299,10 +299,17 @@ impl Config {
     }
 
     /// Set [`replica_sync`](Self::replica_sync): wait up to `timeout` for
-    /// replicas after every lock write.
+    /// replicas after every lock write; `None` turns it off again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = redisson_lock::Config::default().replica_sync(Duration::from_millis(500));
+    /// assert_eq!(config.replica_sync, Some(Duration::from_millis(500)));
+    /// assert_eq!(config.replica_sync(None).replica_sync, None);
+    /// ```
     #[must_use = "a Config setter returns the changed Config"]
-    pub fn replica_sync(mut self, timeout: Duration) -> Self {
-        self.replica_sync = Some(timeout);
+    pub fn replica_sync(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.replica_sync = timeout.into();
         self
     }
 
@@ -314,10 +321,10 @@ impl Config {
     }
 
     /// Set [`hold_check_interval`](Self::hold_check_interval): check every
-    /// hold this often.
+    /// hold this often; `None` turns the check off again.
     #[must_use = "a Config setter returns the changed Config"]
-    pub fn hold_check_interval(mut self, interval: Duration) -> Self {
-        self.hold_check_interval = Some(interval);
+    pub fn hold_check_interval(mut self, interval: impl Into<Option<Duration>>) -> Self {
+        self.hold_check_interval = interval.into();
         self
     }
 

@@ -59,8 +59,27 @@ impl<G: GiveBack> Armed<G> {
 
     /// Keep what it holds: nothing is given back.
     pub(crate) fn forget(mut self) {
-        self.armed = false;
-        self.held.kept();
+        self.keep();
+    }
+
+    /// [`give_back`](Self::give_back) through `&mut`, for a wrapper that
+    /// gives back in its own `Drop` (the blocking guards): disarms this and
+    /// returns the call, which finishes in the background if dropped, even
+    /// unpolled; `None` if it was given back or kept already.
+    pub(crate) fn give_back_now(&mut self) -> Option<BoxFuture<'static, Result<G::Output>>> {
+        if !std::mem::replace(&mut self.armed, false) {
+            return None;
+        }
+        let call = self.held.give_back();
+        let cleanups = self.held.cleanups().clone();
+        Some(FinishOnDrop::boxed(cleanups, call, |_| async {}.boxed()).boxed())
+    }
+
+    /// [`forget`](Self::forget) through `&mut`: nothing is given back.
+    pub(crate) fn keep(&mut self) {
+        if std::mem::replace(&mut self.armed, false) {
+            self.held.kept();
+        }
     }
 }
 

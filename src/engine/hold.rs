@@ -166,6 +166,16 @@ impl RawHold {
         self.0.forget();
     }
 
+    /// [`unlock`](Self::unlock) through `&mut` ([`Armed::give_back_now`]).
+    pub(crate) fn unlock_now(&mut self) -> Option<BoxFuture<'static, Result<()>>> {
+        self.0.give_back_now()
+    }
+
+    /// [`forget`](Self::forget) through `&mut`.
+    pub(crate) fn keep(&mut self) {
+        self.0.keep();
+    }
+
     /// Whether this hold is still this guard's to act on: not known lost,
     /// and not taken away by an unlock without a guard (the registry still
     /// has it live).

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+
 use crate::base::error::Result;
 use crate::base::lost::LostReason;
 use crate::base::owner::Owner;
@@ -182,6 +184,18 @@ impl<K: Kind> LockGuard<K> {
     /// tokio's permits and `lock_api`'s guards. No command is sent.
     pub fn forget(self) {
         self.hold.forget();
+    }
+
+    /// [`unlock`](Self::unlock) through `&mut`, for a wrapper that releases
+    /// in its own `Drop`: this guard is left disarmed; `None` if it was
+    /// released or kept already.
+    pub(crate) fn unlock_now(&mut self) -> Option<BoxFuture<'static, Result<()>>> {
+        self.hold.unlock_now()
+    }
+
+    /// [`forget`](Self::forget) through `&mut`.
+    pub(crate) fn keep(&mut self) {
+        self.hold.keep();
     }
 
     /// How many holds this guard's owner has on the lock, per Redis.

@@ -27,6 +27,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -564,13 +565,33 @@ impl MultiGuard {
     ///
     /// Dropping the future part-way still completes every member's unlock
     /// in the background.
-    pub async fn unlock(self) -> Result<()> {
-        let results =
-            futures::future::join_all(self.guards.into_iter().map(LockGuard::unlock)).await;
-        if self.majority {
-            return Ok(());
+    pub async fn unlock(mut self) -> Result<()> {
+        match self.unlock_now() {
+            Some(call) => call.await,
+            None => Ok(()),
         }
-        results.into_iter().collect()
+    }
+
+    /// [`unlock`](Self::unlock) through `&mut`, for a wrapper that releases
+    /// in its own `Drop`: every member is left disarmed; `None` if none was
+    /// left to release.
+    pub(crate) fn unlock_now(&mut self) -> Option<BoxFuture<'static, Result<()>>> {
+        let calls: Vec<_> = self
+            .guards
+            .iter_mut()
+            .filter_map(LockGuard::unlock_now)
+            .collect();
+        if calls.is_empty() {
+            return None;
+        }
+        let majority = self.majority;
+        Some(Box::pin(async move {
+            let results = futures::future::join_all(calls).await;
+            if majority {
+                return Ok(());
+            }
+            results.into_iter().collect()
+        }))
     }
 
     /// Resolves once too many members are lost (any one for a multi-lock,

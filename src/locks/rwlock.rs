@@ -185,6 +185,14 @@ impl LockGuard<Write> {
     /// far (or whose command was on its way) too. The lock is then free,
     /// not downgraded.
     pub async fn downgrade(self) -> Result<LockGuard<Read>> {
+        let reading = self.read_hold().await?;
+        self.unlock().await?;
+        Ok(reading)
+    }
+
+    /// The first half of [`downgrade`](Self::downgrade): a read hold of
+    /// this guard's owner, taken while the write hold is kept.
+    pub(crate) async fn read_hold(&self) -> Result<LockGuard<Read>> {
         let kind = Arc::new(Read {
             keys: self.kind().keys.clone(),
         });
@@ -205,14 +213,10 @@ impl LockGuard<Write> {
             }
             None => read.try_lock().await?,
         };
-        let Some(reading) = reading else {
-            return Err(Error::NotHeld {
-                name: self.name().to_owned(),
-                owner: self.field().to_owned(),
-            });
-        };
-        self.unlock().await?;
-        Ok(reading)
+        reading.ok_or_else(|| Error::NotHeld {
+            name: self.name().to_owned(),
+            owner: self.field().to_owned(),
+        })
     }
 }
 

@@ -537,6 +537,17 @@ impl PermitGuard {
         self.0.forget();
     }
 
+    /// [`release`](Self::release) through `&mut`, for a wrapper that
+    /// releases in its own `Drop`; `None` if released or kept already.
+    pub(crate) fn release_now(&mut self) -> Option<BoxFuture<'static, Result<bool>>> {
+        self.0.give_back_now()
+    }
+
+    /// [`forget`](Self::forget) through `&mut`.
+    pub(crate) fn keep(&mut self) {
+        self.0.keep();
+    }
+
     fn new(
         semaphore: PermitExpirableSemaphore,
         id: PermitId,
