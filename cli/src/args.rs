@@ -5,15 +5,14 @@ use std::ffi::OsString;
 use std::fmt;
 use std::time::Duration;
 
-use clap::builder::NonEmptyStringValueParser;
 use clap::{value_parser, Args, Parser, Subcommand, ValueEnum};
 use nix::sys::signal::Signal;
 use redisson_lock::PubSubMode;
 
 pub use crate::values::format_duration_ms;
 use crate::values::{
-    parse_check, parse_duration, parse_interval, parse_lease, parse_signal, parse_timeout,
-    parse_watchdog,
+    parse_check, parse_duration, parse_interval, parse_lease, parse_name, parse_signal,
+    parse_timeout, parse_watchdog,
 };
 
 /// The default server when neither `--url` nor `REDIS_URL` is given.
@@ -160,7 +159,7 @@ Exit status 0 if a hold was removed, 1 if there was none."
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The lock's name (its Redis key)
-    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    #[arg(value_parser = parse_name)]
     pub name: String,
     /// Lock kind
     #[arg(
@@ -228,7 +227,7 @@ impl RunArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The lock's (or semaphore's, latch's) name
-    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    #[arg(value_parser = parse_name)]
     pub name: String,
     /// Read what is there as this layout instead of guessing
     #[arg(short, long, value_name = "K", value_enum, ignore_case = true)]
@@ -263,7 +262,7 @@ pub struct ListArgs {
 #[derive(Debug, Args)]
 pub struct ForceUnlockArgs {
     /// The lock's name
-    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    #[arg(value_parser = parse_name)]
     pub name: String,
     /// Lock kind (default: detected from what is in Redis)
     #[arg(short, long, value_name = "K", value_enum, ignore_case = true)]

@@ -47,6 +47,15 @@ fn at_least(text: &str, min: Duration, what: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// A lock's (or semaphore's, latch's) name: the library's own rule, in its
+/// words, where clap would say "a value is required".
+pub fn parse_name(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("lock name must not be empty".into());
+    }
+    Ok(text.to_owned())
+}
+
 pub fn parse_lease(text: &str) -> Result<Duration, String> {
     at_least(text, Duration::from_millis(1), "--lease")
 }

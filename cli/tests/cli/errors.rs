@@ -47,6 +47,22 @@ fn usage_connection_and_credential_errors_have_their_statuses_and_hide_passwords
         assert_eq!(code(&out), 64, "{bad:?}");
         assert!(!stderr(&out).is_empty(), "{bad:?}");
     }
+    // An empty name is refused in the library's words, by every command
+    // that takes one.
+    for empty in [
+        &["status", ""][..],
+        &["watch", ""],
+        &["force-unlock", ""],
+        &["run", "", "--", "true"],
+    ] {
+        let out = tool(empty);
+        assert_eq!(code(&out), 64, "{empty:?}");
+        assert!(
+            stderr(&out).contains("lock name must not be empty"),
+            "{empty:?}: {}",
+            stderr(&out)
+        );
+    }
     let out = tool(&["--help"]);
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).contains("EXIT STATUS"));
