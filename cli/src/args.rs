@@ -81,6 +81,11 @@ pub struct Global {
     /// Machine-readable output (status, watch, list, force-unlock)
     #[arg(long, global = true)]
     pub json: bool,
+    /// Prefix every NAME (and list's PATTERN) with P in Redis, as a Java
+    /// service's Redisson `NameMapper` does (e.g. `staging:`); names are
+    /// shown without it
+    #[arg(long, global = true, value_name = "P", value_parser = parse_name)]
+    pub prefix: Option<String>,
 }
 
 /// What the user asked for.

@@ -26,9 +26,37 @@ pub fn write_stdout(bytes: &[u8]) -> CliResult<()> {
         .map_err(|e| CliError::Other(exit::SOFTWARE, format!("cannot write output: {e}")))
 }
 
+/// The name Redis sees for `name`: through the client's name mapper
+/// (`--prefix`), as the library maps every name it is given.
+fn mapped(client: &Client, name: &str) -> String {
+    match &client.config().name_mapper {
+        Some(mapper) => mapper.map(name),
+        None => name.to_owned(),
+    }
+}
+
+/// A name Redis shows, as the user names it (the mapper undone).
+fn unmapped(client: &Client, name: &str) -> String {
+    match &client.config().name_mapper {
+        Some(mapper) => mapper.unmap(name),
+        None => name.to_owned(),
+    }
+}
+
+/// `inspect`, of the name as Redis sees it, shown by the name as given.
+async fn inspect_named(
+    client: &Client,
+    name: &str,
+    kind: Option<StatusKind>,
+) -> CliResult<inspect::Status> {
+    let mut status = inspect::inspect(client, &mapped(client, name), kind).await?;
+    status.name = name.to_owned();
+    Ok(status)
+}
+
 /// `status NAME`: 0 if anything exists under the name, 1 if nothing does.
 pub async fn status(client: &Client, args: &StatusArgs, as_json: bool) -> CliResult<u8> {
-    let status = inspect::inspect(client, &args.name, args.kind).await?;
+    let status = inspect_named(client, &args.name, args.kind).await?;
     if as_json {
         print(&format!("{}\n", status.json()))?;
     } else {
@@ -55,7 +83,7 @@ pub async fn watch(client: &Client, args: &WatchArgs, as_json: bool) -> CliResul
             _ = ticker.tick() => {}
             _ = ctrl_c.recv() => break,
         }
-        let frame = match inspect::inspect(client, &args.status.name, args.status.kind).await {
+        let frame = match inspect_named(client, &args.status.name, args.status.kind).await {
             Ok(status) if as_json => format!("{}\n", status.json()),
             Ok(status) => status.text(),
             // A live view keeps going through a Redis outage.
@@ -137,11 +165,12 @@ fn bases(key: &str) -> Vec<Base> {
 pub async fn list(client: &Client, args: &ListArgs, as_json: bool) -> CliResult<u8> {
     let fred = client.redis();
     let clustered = client.config().redis.server.is_clustered();
+    let pattern = mapped(client, &args.pattern);
     let mut keys = if clustered {
-        fred.scan_cluster_buffered(args.pattern.as_str(), Some(1000), None)
+        fred.scan_cluster_buffered(pattern.as_str(), Some(1000), None)
             .boxed()
     } else {
-        fred.scan_buffered(args.pattern.as_str(), Some(1000), None)
+        fred.scan_buffered(pattern.as_str(), Some(1000), None)
             .boxed()
     };
     let mut candidates: BTreeMap<String, bool> = BTreeMap::new();
@@ -200,7 +229,7 @@ pub async fn list(client: &Client, args: &ListArgs, as_json: bool) -> CliResult<
             0
         };
         rows.push(json!({
-            "name": name,
+            "name": unmapped(client, &name),
             "kind": kind.as_str(),
             "candidates": found.candidates(),
             "redis_type": t,
@@ -246,7 +275,8 @@ pub async fn list(client: &Client, args: &ListArgs, as_json: bool) -> CliResult<
 /// `force-unlock NAME`: 0 if a hold was removed, 1 if none was there.
 pub async fn force_unlock(client: &Client, args: &ForceUnlockArgs, as_json: bool) -> CliResult<u8> {
     let raw = Raw::new(client);
-    let names = Layout::of(&args.name);
+    let key = mapped(client, &args.name);
+    let names = Layout::of(&key);
     let kind = match args.kind {
         Some(kind) => Some(kind),
         None => match inspect::detect(&raw, &names).await?.0 {
@@ -256,7 +286,7 @@ pub async fn force_unlock(client: &Client, args: &ForceUnlockArgs, as_json: bool
             Found::Kind(StatusKind::Fenced) => Some(LockKind::Fenced),
             Found::Kind(StatusKind::ReadWrite) => {
                 let mode = raw
-                    .key("HGET", vec![args.name.as_str().into(), "mode".into()])
+                    .key("HGET", vec![key.as_str().into(), "mode".into()])
                     .await?
                     .as_string();
                 Some(if mode.as_deref() == Some("write") {

@@ -104,6 +104,8 @@ pub struct Release {
     pub watchdog: Option<Duration>,
     pub kind: LockKind,
     pub name: String,
+    /// `--prefix`: the name mapper the hold was taken through.
+    pub prefix: Option<String>,
     /// The tool's client id and the hold's owner id: its field.
     pub client_id: Uuid,
     pub owner: Owner,
@@ -119,6 +121,7 @@ impl Release {
             "watchdog_ms": ms(self.watchdog),
             "kind": self.kind.as_str(),
             "name": self.name,
+            "prefix": self.prefix,
             "client_id": self.client_id.hyphenated().to_string(),
             "owner": self.owner.id(),
         });
@@ -144,6 +147,7 @@ impl Release {
             watchdog: ms("watchdog_ms"),
             kind: LockKind::from_str(text("kind")?, true).ok()?,
             name: text("name")?.to_owned(),
+            prefix: text("prefix").map(str::to_owned),
             client_id: Uuid::parse_str(text("client_id")?).ok()?,
             owner: Owner::new(value.get("owner")?.as_i64()?),
         })
@@ -372,6 +376,7 @@ fn release_hold(release: &Release) {
             timeout: release.timeout,
             pubsub: release.pubsub,
             json: false,
+            prefix: release.prefix.clone(),
         };
         let config = crate::config(&global, release.watchdog)?.client_id(release.client_id);
         let client = Client::connect_with(config).await?;

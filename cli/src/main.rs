@@ -117,6 +117,9 @@ fn config(global: &Global, watchdog: Option<std::time::Duration>) -> CliResult<C
     if let Some(watchdog) = watchdog {
         config = config.lock_watchdog_timeout(watchdog);
     }
+    if let Some(prefix) = &global.prefix {
+        config = config.name_mapper(redisson_lock::PrefixMapper::new(prefix.clone()));
+    }
     Ok(config)
 }
 

@@ -264,6 +264,7 @@ pub async fn run(
         watchdog: args.watchdog,
         kind: args.kind,
         name: args.name.clone(),
+        prefix: global.prefix.clone(),
         client_id: client.id(),
         owner: guard.owner(),
     };

@@ -315,9 +315,10 @@ impl RawLock {
         if !unsure.is_empty() {
             // Holds of this client taken while the unlock was under way:
             // before it ran (then it removed them) or after. One `HEXISTS`
-            // each says, in the background so a cancelled call still checks.
+            // each says, in the background so a cancelled call still checks
+            // (with the client's other cleanups, which a shutdown waits for).
             let (inner, name) = (inner.clone(), self.name().to_owned());
-            drop(inner.runtime.clone().spawn(async move {
+            inner.cleanups.clone().spawn(async move {
                 for (field, tenure) in unsure {
                     if let Ok(false) =
                         crate::engine::watch::holds_field(&inner, &name, &field).await
@@ -327,7 +328,7 @@ impl RawLock {
                             .found_gone(&name, &field, tenure, "forced unlock");
                     }
                 }
-            }));
+            });
         }
         Ok(unlocked)
     }

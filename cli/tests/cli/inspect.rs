@@ -356,3 +356,63 @@ fn rows_of(server: &Server, name: &str) -> serde_json::Value {
         .cloned()
         .unwrap_or_else(|| panic!("no row for {name}: {json}"))
 }
+
+/// `--prefix P`: every command reads and writes `P` + NAME, as a Java
+/// service with a prefixing `NameMapper` does, and shows NAME.
+#[test]
+fn prefix_maps_every_name_as_a_java_name_mapper_does() {
+    let (server, mut raw, name) = setup("prefix");
+    let prefix = "staging:";
+    let key = format!("{prefix}{name}");
+    java_hold(&mut raw, &key, &java_client_id(), 1, 1, 30_000);
+
+    let (rc, json) = server.json(&["--prefix", prefix, "status", &name, "--json"]);
+    assert_eq!(rc, 0, "{json}");
+    assert_eq!(json["name"], name.as_str());
+    assert_eq!(json["holders"].as_array().unwrap().len(), 1, "{json}");
+    let (rc, _) = server.json(&["status", &name, "--json"]);
+    assert_eq!(rc, 1, "nothing under the bare name");
+
+    let (_, json) = server.json(&["--prefix", prefix, "list", "--json"]);
+    let rows = json.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{json}");
+    assert_eq!(rows[0]["name"], name.as_str());
+    assert_eq!(rows[0]["kind"], "rlock");
+
+    let out = server.cli(&["--prefix", prefix, "force-unlock", &name]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!raw.exists(&key));
+
+    // `run` takes the lock under the prefixed key.
+    let script = "test -n \"$REDISSON_LOCK_OWNER\"";
+    let marker = TempPath::new("prefix-held");
+    let script = format!("{script} && echo held > {}", marker.str());
+    let out = server.cli(&["--prefix", prefix, "run", &name, "--", "sh", "-c", &script]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(marker.read().is_some());
+    let go = TempPath::new("prefix-go");
+    let file = TempPath::new("prefix-owner");
+    let script = format!(
+        "echo \"$REDISSON_LOCK_OWNER\" > {}; while [ ! -e {} ]; do sleep 0.02; done",
+        file.str(),
+        go.str()
+    );
+    let mut child = server
+        .cli_command(&["--prefix", prefix, "run", &name, "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the command started", || {
+        file.read().is_some_and(|s| s.ends_with('\n'))
+    });
+    let owner = file.read().unwrap().trim().to_owned();
+    assert_eq!(
+        raw.cmd(&["HGET", &key, &owner]).text().as_deref(),
+        Some("1"),
+        "held under {key}"
+    );
+    assert!(!raw.exists(&name));
+    std::fs::write(&go.0, "").unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(!raw.exists(&key), "released when the command ended");
+}
