@@ -2,7 +2,9 @@
 //! permit-expirable semaphore's permit): what it holds is given back
 //! exactly once, either awaited through [`Armed::give_back`] (finished in
 //! the background if that future is dropped) or in the background when the
-//! guard is dropped; or it is kept, with [`Armed::forget`].
+//! guard is dropped; or it is kept, with [`Armed::keep`]. The `&mut` forms
+//! ([`Armed::give_back_now`], `keep`) serve a wrapper that gives back in its
+//! own `Drop` (the blocking guards).
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -26,7 +28,7 @@ pub(crate) trait GiveBack: Send + Sync + 'static {
     /// trying as long as that can matter, and reports its own failure.
     fn give_back_later(&self) -> BoxFuture<'static, ()>;
 
-    /// Kept, not given back ([`Armed::forget`]).
+    /// Kept, not given back ([`Armed::keep`]).
     fn kept(&self) {}
 }
 
@@ -57,11 +59,6 @@ impl<G: GiveBack> Armed<G> {
         FinishOnDrop::boxed(self.held.cleanups().clone(), call, |_| async {}.boxed()).await
     }
 
-    /// Keep what it holds: nothing is given back.
-    pub(crate) fn forget(mut self) {
-        self.keep();
-    }
-
     /// [`give_back`](Self::give_back) through `&mut`, for a wrapper that
     /// gives back in its own `Drop` (the blocking guards): disarms this and
     /// returns the call, which finishes in the background if dropped, even
@@ -75,7 +72,7 @@ impl<G: GiveBack> Armed<G> {
         Some(FinishOnDrop::boxed(cleanups, call, |_| async {}.boxed()).boxed())
     }
 
-    /// [`forget`](Self::forget) through `&mut`: nothing is given back.
+    /// Keep what it holds: nothing is given back.
     pub(crate) fn keep(&mut self) {
         if std::mem::replace(&mut self.armed, false) {
             self.held.kept();

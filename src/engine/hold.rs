@@ -160,18 +160,13 @@ impl RawHold {
         self.0.give_back().await
     }
 
-    /// Keep the hold in Redis without unlocking it and stop renewing it:
-    /// it ends when its lease runs out.
-    pub(crate) fn forget(self) {
-        self.0.forget();
-    }
-
     /// [`unlock`](Self::unlock) through `&mut` ([`Armed::give_back_now`]).
     pub(crate) fn unlock_now(&mut self) -> Option<BoxFuture<'static, Result<()>>> {
         self.0.give_back_now()
     }
 
-    /// [`forget`](Self::forget) through `&mut`.
+    /// Keep the hold in Redis without unlocking it and stop renewing it:
+    /// it ends when its lease runs out.
     pub(crate) fn keep(&mut self) {
         self.0.keep();
     }

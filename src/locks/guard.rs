@@ -182,8 +182,8 @@ impl<K: Kind> LockGuard<K> {
     /// stays held until its lease runs out (for a watchdog-renewed hold,
     /// `lock_watchdog_timeout` after its last renewal), like `forget` on
     /// tokio's permits and `lock_api`'s guards. No command is sent.
-    pub fn forget(self) {
-        self.hold.forget();
+    pub fn forget(mut self) {
+        self.keep();
     }
 
     /// [`unlock`](Self::unlock) through `&mut`, for a wrapper that releases

@@ -74,7 +74,7 @@ impl<K: Kind> Deref for OwnedLock<K> {
 impl<K: Kind> From<OwnedLock<K>> for Lock<K> {
     /// The handle as a [`Lock`]: its acquisitions still act as the owner
     /// (a [`MultiLock`](crate::MultiLock) member or a
-    /// [`wrap`](crate::blocking::BlockingClient::wrap)ped handle keeps it).
+    /// handle given to `BlockingClient::wrap` keeps it).
     fn from(owned: OwnedLock<K>) -> Lock<K> {
         owned.lock
     }

@@ -526,15 +526,18 @@ impl PermitGuard {
     ///
     /// Dropping the future part-way still completes the release in the
     /// background.
-    pub async fn release(self) -> Result<bool> {
-        self.0.give_back().await
+    pub async fn release(mut self) -> Result<bool> {
+        match self.release_now() {
+            Some(call) => call.await,
+            None => Ok(false),
+        }
     }
 
     /// Keep the permit taken without releasing it: it comes back when its
     /// lease runs out, or when someone releases its id (keep
     /// [`id`](Self::id)). No command is sent.
-    pub fn forget(self) {
-        self.0.forget();
+    pub fn forget(mut self) {
+        self.keep();
     }
 
     /// [`release`](Self::release) through `&mut`, for a wrapper that

@@ -368,15 +368,18 @@ impl SemaphorePermit {
     ///
     /// Dropping the future part-way still completes the release in the
     /// background.
-    pub async fn release(self) -> Result<()> {
-        self.0.give_back().await
+    pub async fn release(mut self) -> Result<()> {
+        match self.release_now() {
+            Some(call) => call.await,
+            None => Ok(()),
+        }
     }
 
     /// Keep the permits taken, like `forget` on tokio's permits: they stay
     /// taken until someone calls [`Semaphore::release`] (a Java client
     /// included). Only the acquisition's permit latch is deleted.
-    pub fn forget(self) {
-        self.0.forget();
+    pub fn forget(mut self) {
+        self.keep();
     }
 
     /// [`release`](Self::release) through `&mut`, for a wrapper that
