@@ -96,6 +96,9 @@ impl Client {
         crate::base::telemetry::describe();
         let (redis, latch_task) = Redis::start(redis, &config);
         let holds = Arc::new(Holds::new(config.lock_watchdog_timeout));
+        let permits = Arc::new(crate::engine::permits::Permits::new(
+            config.lock_watchdog_timeout,
+        ));
         let (hub, mut tasks) = Hub::start(subscriber.clone(), commands, config.timeout);
         tasks.push(latch_task);
         tasks.push(tokio::spawn(crate::connection::connect::watch_connection(
@@ -103,6 +106,7 @@ impl Client {
         )));
         let watchdog = tokio::spawn(renewal::run(renewal::Watchdog {
             holds: holds.clone(),
+            permits: permits.clone(),
             redis: redis.clone(),
             batch_size: config.lock_watchdog_batch_size,
             retry_delay: config.retry_delay,
@@ -121,6 +125,7 @@ impl Client {
             hub,
             env,
             holds,
+            permits,
             watches: watches.clone(),
             runtime: Handle::current(),
             cleanups: Cleanups::new(Handle::current()),

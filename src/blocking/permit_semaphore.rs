@@ -98,6 +98,34 @@ impl BlockingPermitExpirableSemaphore {
         Ok(guard.map(|g| self.guard(g)))
     }
 
+    /// Take a permit renewed by the watchdog while its guard lives, waiting
+    /// as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::acquire_renewed`](crate::PermitExpirableSemaphore::acquire_renewed).
+    pub fn acquire_renewed(&self) -> Result<BlockingPermitGuard> {
+        let guard = self.runtime.run(self.semaphore.acquire_renewed())??;
+        Ok(self.guard(guard))
+    }
+
+    /// Take a permit renewed by the watchdog while its guard lives, waiting
+    /// up to `wait`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync) when called from inside an async runtime
+    /// (nothing is sent); else as
+    /// [`PermitExpirableSemaphore::try_acquire_renewed_for`](crate::PermitExpirableSemaphore::try_acquire_renewed_for).
+    pub fn try_acquire_renewed_for(&self, wait: Duration) -> Result<Option<BlockingPermitGuard>> {
+        let guard = self
+            .runtime
+            .run(self.semaphore.try_acquire_renewed_for(wait))??;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
     /// Release the permit `id`, whoever took it.
     ///
     /// # Errors
@@ -253,7 +281,26 @@ impl BlockingPermitGuard {
         Ok(self.guard.release()?.unwrap_or(false))
     }
 
-    /// Keep the permit taken until its lease runs out.
+    /// Whether the watchdog renews this permit (see
+    /// [`PermitGuard::is_renewed`](crate::PermitGuard::is_renewed)).
+    pub fn is_renewed(&self) -> bool {
+        self.guard.get().is_renewed()
+    }
+
+    /// Whether the permit is known to be lost right now (see
+    /// [`PermitGuard::lost_reason`](crate::PermitGuard::lost_reason)).
+    pub fn is_lost(&self) -> bool {
+        self.guard.get().is_lost()
+    }
+
+    /// Why the permit is lost, if it is (see
+    /// [`PermitGuard::lost_reason`](crate::PermitGuard::lost_reason)).
+    pub fn lost_reason(&self) -> Option<crate::LostReason> {
+        self.guard.get().lost_reason()
+    }
+
+    /// Keep the permit taken until its lease runs out (a renewed permit is
+    /// no longer renewed).
     pub fn forget(self) {
         self.guard.keep();
     }

@@ -5,6 +5,7 @@
 pub(crate) mod acquire;
 pub(crate) mod armed;
 pub(crate) mod hold;
+pub(crate) mod permits;
 pub(crate) mod protocol;
 pub(crate) mod raw;
 pub(crate) mod registry;

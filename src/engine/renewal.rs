@@ -1,5 +1,6 @@
 //! The watchdog: the background task that renews every hold without an
-//! explicit lease, in batches (docs/PROTOCOL.md §2.6), and, with
+//! explicit lease, in batches (docs/PROTOCOL.md §2.6), and every watchdog
+//! permit of a permit-expirable semaphore ([`Permits`], §7.6), and, with
 //! [`Config::hold_check_interval`](crate::Config::hold_check_interval),
 //! checks that every held lock is still held (§2.9). What it renews or
 //! checks, and what a reply does to each hold, is the registry's
@@ -17,6 +18,7 @@ use crate::base::error::Error;
 use crate::connection::redis::Redis;
 use crate::connection::script::script;
 use crate::connection::script::ScriptCall;
+use crate::engine::permits::Permits;
 use crate::engine::registry::{HoldKey, Holds, Renewal};
 
 // The scripts this module runs (`lua/`, embedded at build time).
@@ -25,6 +27,7 @@ script!(HELD, "held.lua");
 /// What the watchdog task runs with.
 pub(crate) struct Watchdog {
     pub holds: Arc<Holds>,
+    pub permits: Arc<Permits>,
     pub redis: Redis,
     pub batch_size: usize,
     pub retry_delay: Duration,
@@ -61,6 +64,7 @@ pub(crate) async fn run(dog: Watchdog) {
         if renew_at <= now {
             dog.holds.sweep();
             let failed = renew(&dog, &lease_ms).await;
+            let failed = dog.permits.renew(&dog.redis, dog.batch_size).await || failed;
             renew_at = Instant::now() + if failed { retry } else { period };
         }
     }

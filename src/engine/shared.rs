@@ -27,6 +27,8 @@ pub(crate) struct Inner {
     /// What script calls take from this client.
     pub(crate) env: ScriptEnv,
     pub(crate) holds: Arc<Holds>,
+    /// The watchdog permits of permit-expirable semaphores.
+    pub(crate) permits: Arc<crate::engine::permits::Permits>,
     /// The tenures whose watch is yet to start ([`crate::engine::watch`]).
     pub(crate) watches: Arc<crate::engine::watches::Watches>,
     pub(crate) runtime: Handle,

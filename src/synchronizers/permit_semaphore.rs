@@ -24,6 +24,7 @@ use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::layout;
 use crate::base::layout::PERMIT_NEVER_EXPIRES as NEVER_EXPIRES;
+use crate::base::lost::{Lost, LostReason};
 use crate::base::pending::Pending;
 use crate::base::telemetry::{Acquisition, GaveUp};
 use crate::base::time::epoch_ms;
@@ -34,6 +35,7 @@ use crate::connection::script::{millis, script, ScriptCall};
 use crate::engine::acquire::attempt::{unlosable_call, Leftover};
 use crate::engine::acquire::waiter::{self, Outcome};
 use crate::engine::armed::{Armed, GiveBack};
+use crate::engine::permits::Renewed;
 use crate::synchronizers::count::integer;
 use crate::synchronizers::give_back::{until_landed, Ended, Try};
 use crate::synchronizers::handle::{handle_accessors, Handle};
@@ -57,6 +59,21 @@ script!(
 
 /// The `kind` of spans and metrics.
 const KIND: &str = "permit_expirable_semaphore";
+
+/// How long a permit is taken for.
+#[derive(Clone, Copy, Debug)]
+enum Term {
+    /// A lease of its own (`None`: it never expires).
+    Lease(Option<Duration>),
+    /// The watchdog's lease, renewed while its guard lives.
+    Renewed,
+}
+
+impl From<Option<Duration>> for Term {
+    fn from(lease: Option<Duration>) -> Term {
+        Term::Lease(lease)
+    }
+}
 
 /// The span of one release of the permit `id` (`background`: nobody awaits it).
 fn release_span(name: &str, id: PermitId, background: bool) -> tracing::Span {
@@ -251,19 +268,75 @@ impl PermitExpirableSemaphore {
         self.acquire_within(Some(wait), lease).await
     }
 
+    /// Take a permit kept while its guard lives, waiting as long as it
+    /// takes: what Redisson users have asked for (redisson/redisson#3046).
+    /// The permit is taken with a lease of
+    /// [`lock_watchdog_timeout`](crate::Config::lock_watchdog_timeout), and
+    /// the watchdog moves its expiry to now + that lease every third of it,
+    /// with Redisson's `updateLeaseTime` on the wire (docs/PROTOCOL.md
+    /// §7.6): Java sees an ordinary permit whose expiry moves, and Java's
+    /// `release(id)` still releases it. If the renewal finds it gone
+    /// (released by its id, or reclaimed after it expired) or cannot renew
+    /// it before its lease could have run out, the guard says so, as a
+    /// lock's guard does ([`PermitGuard::lost`]). If this process dies, the
+    /// permit comes back when its lease runs out.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redisson_lock::Client) -> redisson_lock::Result<()> {
+    /// let slots = client.permit_expirable_semaphore("render-slots")?;
+    /// let permit = slots.acquire_renewed().await?;
+    /// tokio::select! {
+    ///     reason = permit.lost() => eprintln!("the permit was lost: {reason}"),
+    ///     _ = async { /* long work */ } => { permit.release().await?; }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`acquire`](Self::acquire).
+    pub async fn acquire_renewed(&self) -> Result<PermitGuard> {
+        match self.acquire_within(None, Term::Renewed).await? {
+            Some(permit) => Ok(permit),
+            None => Err(Error::Internal(
+                "a wait without a time limit ended without a permit".into(),
+            )),
+        }
+    }
+
+    /// [`acquire_renewed`](Self::acquire_renewed), waiting up to `wait`
+    /// (zero: try once; above [`MAX_DURATION`](crate::MAX_DURATION): no
+    /// time limit). `None` if the time ran out.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_for`](Self::try_acquire_for).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`acquire`](Self::acquire).
+    pub async fn try_acquire_renewed_for(&self, wait: Duration) -> Result<Option<PermitGuard>> {
+        self.acquire_within(Some(wait), Term::Renewed).await
+    }
+
     async fn acquire_within(
         &self,
         wait: Option<Duration>,
-        lease: Option<Duration>,
+        term: impl Into<Term>,
     ) -> Result<Option<PermitGuard>> {
-        if let Some(lease) = lease {
+        let term = term.into();
+        if let Term::Lease(Some(lease)) = term {
             crate::base::time::checked("lease", lease)?;
         }
         let report = Acquisition::start(self.name(), KIND, wait, Instant::now());
         let inner = self.inner().clone();
         let (name, channel) = (&self.shared.handle.name, &self.shared.handle.channel);
         let done = waiter::run_with(&inner, name, channel, Wake::Counted, wait, || {
-            self.attempt(lease)
+            self.attempt(term)
         })
         .instrument(report.span().clone())
         .await
@@ -276,8 +349,12 @@ impl PermitExpirableSemaphore {
     /// away before the reply, the script is finished in the background and a
     /// permit it took is released by its id; an attempt whose outcome is
     /// unknown is released by its id too (harmless if it took nothing).
-    async fn attempt(&self, lease: Option<Duration>) -> Result<Outcome<PermitGuard>> {
+    async fn attempt(&self, term: Term) -> Result<Outcome<PermitGuard>> {
         let inner = self.inner().clone();
+        let lease = match term {
+            Term::Lease(lease) => lease,
+            Term::Renewed => Some(inner.permits.lease()),
+        };
         let id = PermitId::random();
         let now = epoch_ms();
         let expiry = lease.map_or(NEVER_EXPIRES, |l| now.saturating_add(millis(l)));
@@ -318,7 +395,23 @@ impl PermitExpirableSemaphore {
         };
         Ok(
             match unlosable_call(&inner.cleanups, Box::pin(fut), undo).await? {
-                None => Outcome::Ready(PermitGuard::new(self.clone(), id, lease, expires_at)),
+                None => {
+                    let renewed = matches!(term, Term::Renewed).then(|| {
+                        inner.permits.add(
+                            self.shared.keys_timeouts_first(),
+                            inner.env.publish(),
+                            id.value(),
+                            sent_at,
+                        )
+                    });
+                    Outcome::Ready(PermitGuard::new(
+                        self.clone(),
+                        id,
+                        lease,
+                        expires_at,
+                        renewed,
+                    ))
+                }
                 Some(earliest) => {
                     // Sleep until the earliest permit expires (its score is on
                     // the acquiring client's clock; ours is the best guess).
@@ -448,6 +541,23 @@ struct Permit {
     id: PermitId,
     lease: Option<Duration>,
     expires_at: Option<Instant>,
+    /// A watchdog permit's renewal ([`acquire_renewed`](PermitExpirableSemaphore::acquire_renewed)).
+    renewed: Option<Arc<Renewed>>,
+}
+
+impl Permit {
+    /// Stop renewing a watchdog permit; when its lease runs out if nobody
+    /// gives it back: the end of the time it is certain to be taken.
+    fn stop_renewing(&self) -> Option<Instant> {
+        match &self.renewed {
+            Some(renewed) => {
+                let inner = self.semaphore.inner();
+                inner.permits.remove(self.semaphore.name(), renewed);
+                Some(renewed.valid_until())
+            }
+            None => self.expires_at,
+        }
+    }
 }
 
 impl GiveBack for Permit {
@@ -459,7 +569,8 @@ impl GiveBack for Permit {
 
     fn give_back(&self) -> BoxFuture<'static, Result<bool>> {
         crate::base::telemetry::unheld(KIND);
-        let (semaphore, id, expires_at) = (self.semaphore.clone(), self.id, self.expires_at);
+        let expires_at = self.stop_renewing();
+        let (semaphore, id) = (self.semaphore.clone(), self.id);
         async move {
             let released = semaphore.release_retrying(id).await;
             if matches!(&released, Err(e) if e.is_transient()) {
@@ -475,11 +586,13 @@ impl GiveBack for Permit {
 
     fn give_back_later(&self) -> BoxFuture<'static, ()> {
         crate::base::telemetry::unheld(KIND);
-        self.semaphore.give_back_later(self.id, self.expires_at)
+        let expires_at = self.stop_renewing();
+        self.semaphore.give_back_later(self.id, expires_at)
     }
 
     fn kept(&self) {
         crate::base::telemetry::unheld(KIND);
+        self.stop_renewing();
     }
 }
 
@@ -489,18 +602,72 @@ impl PermitGuard {
         self.0.get().id
     }
 
-    /// The lease it was taken with (`None`: it never expires).
+    /// The lease it was taken with (`None`: it never expires); for a
+    /// [renewed](Self::is_renewed) permit, the lease each renewal gives
+    /// ([`lock_watchdog_timeout`](crate::Config::lock_watchdog_timeout)).
     pub fn lease(&self) -> Option<Duration> {
         self.0.get().lease
     }
 
+    /// Whether the watchdog renews this permit while the guard lives
+    /// ([`acquire_renewed`](PermitExpirableSemaphore::acquire_renewed)).
+    pub fn is_renewed(&self) -> bool {
+        self.0.get().renewed.is_some()
+    }
+
     /// When the lease runs out, measured from when the acquire command was
     /// sent (so never later than the expiry Redis knows, on one clock);
-    /// `None` for a permit that never expires. A
+    /// `None` for a permit that never expires. For a renewed permit, the
+    /// end of its last confirmed renewal's lease, less a drift margin. A
     /// [`update_lease_time`](PermitExpirableSemaphore::update_lease_time)
     /// is not reflected here.
     pub fn expires_at(&self) -> Option<std::time::Instant> {
-        self.0.get().expires_at.map(Instant::into_std)
+        let permit = self.0.get();
+        match &permit.renewed {
+            Some(renewed) => Some(renewed.valid_until().into_std()),
+            None => permit.expires_at.map(Instant::into_std),
+        }
+    }
+
+    /// Why the permit is no longer certain to be taken, if it is not: a
+    /// renewed permit the renewal found gone ([`LostReason::Gone`]: released
+    /// by its id, or reclaimed after it expired) or could not renew in time
+    /// ([`LostReason::NotRenewed`]); a permit with a lease of its own whose
+    /// lease has run out ([`LostReason::LeaseEnded`]). `None` for a permit
+    /// that never expires.
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        let permit = self.0.get();
+        match &permit.renewed {
+            Some(renewed) => renewed.lost_reason(),
+            None => permit
+                .expires_at
+                .filter(|at| Instant::now() >= *at)
+                .map(|_| LostReason::LeaseEnded),
+        }
+    }
+
+    /// Whether the permit is known to be lost right now (see
+    /// [`lost_reason`](Self::lost_reason)).
+    pub fn is_lost(&self) -> bool {
+        self.lost_reason().is_some()
+    }
+
+    /// Resolves when the permit is lost, to why (see
+    /// [`lost_reason`](Self::lost_reason)): for a renewed permit, never once
+    /// its guard gives it back or keeps it; for a permit with a lease of its
+    /// own, when that lease runs out; never for a permit that never expires.
+    /// It owns what it needs: keep it beside the work, as with
+    /// [`LockGuard::lost`](crate::LockGuard::lost).
+    pub fn lost(&self) -> Lost {
+        let permit = self.0.get();
+        match (&permit.renewed, permit.expires_at) {
+            (Some(renewed), _) => renewed.lost(),
+            (None, Some(at)) => Lost::new(async move {
+                tokio::time::sleep_until(at).await;
+                LostReason::LeaseEnded
+            }),
+            (None, None) => Lost::new(std::future::pending()),
+        }
     }
 
     /// The semaphore the permit belongs to.
@@ -556,6 +723,7 @@ impl PermitGuard {
         id: PermitId,
         lease: Option<Duration>,
         expires_at: Option<Instant>,
+        renewed: Option<Arc<Renewed>>,
     ) -> PermitGuard {
         crate::base::telemetry::held(KIND);
         PermitGuard(Armed::new(Permit {
@@ -563,6 +731,7 @@ impl PermitGuard {
             id,
             lease,
             expires_at,
+            renewed,
         }))
     }
 }

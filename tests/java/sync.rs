@@ -192,7 +192,70 @@ pub async fn permit_semaphore(version: &str) {
     let what = "java permit waiter after rust release";
     java_woken(&s.steps, waiting, what, Instant::now()).await;
 
+    renewed_permit(&mut s).await;
     permit_semaphore_objects(&mut s).await;
+}
+
+/// A Rust permit renewed by the watchdog (issue 36, redisson#3046): Java
+/// counts it taken long past its first lease (Java's `availablePermits`
+/// reclaims expired permits first), Java's `tryRelease(id)` releases it,
+/// and the Rust guard then hears it lost.
+async fn renewed_permit(s: &mut Scene) {
+    const WATCHDOG: Duration = Duration::from_millis(900);
+    let name = java_semaphore(s, "pes", "renewed", 1).await;
+    let client =
+        s.fx.client_with(|c| c.lock_watchdog_timeout(WATCHDOG))
+            .await;
+    let sem = client.permit_expirable_semaphore(&name).unwrap();
+    let permit = sem.acquire_renewed().await.unwrap();
+    let taken = Instant::now();
+    let available = format!("available pes:{name}");
+    // Past two first leases, by the renewals (no sleep stands in for one:
+    // each is seen in Redis).
+    let timeouts = format!("{{{name}}}:timeout");
+    let mut scores = Vec::new();
+    while taken.elapsed() < 2 * WATCHDOG {
+        let members: Vec<(Vec<u8>, f64)> =
+            s.fx.raw
+                .zrange(&timeouts, 0, -1, None, false, None, true)
+                .await
+                .unwrap();
+        if let Some((_, score)) = members.first() {
+            if scores.last() != Some(score) {
+                scores.push(*score);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    s.steps.check(
+        scores.len() >= 4,
+        format!("the renewed permit's expiry moved every third of its lease: {scores:?}"),
+    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(s, &available, rust, 0, "two leases of a renewed permit").await;
+    let lost = permit.lost();
+    let op = format!("tryrelease pes:{name} {}", permit.id());
+    s.java_says(
+        "t1",
+        &op,
+        "true",
+        "java releases the renewed rust permit by id",
+    )
+    .await;
+    let reason = tokio::time::timeout(Duration::from_secs(5), lost).await;
+    s.steps.eq(
+        reason.ok(),
+        Some(redisson_lock::LostReason::Gone),
+        "the rust guard hears its permit released by java",
+    );
+    s.steps.eq(
+        permit.release().await.unwrap(),
+        false,
+        "the rust release finds java released it",
+    );
+    let rust = sem.available_permits().await.unwrap();
+    both_read(s, &available, rust, 1, "java released the renewed permit").await;
+    client.shutdown().await;
 }
 
 pub async fn latch(version: &str) {

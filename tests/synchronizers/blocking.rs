@@ -72,6 +72,17 @@ fn blocking_permit_expirable_semaphore_and_late_drops() {
     assert_eq!(sem.available_permits().unwrap(), 1);
     assert_eq!(sem.acquired_permits().unwrap(), 0);
 
+    // A renewed permit: taken with the watchdog's lease, renewed, released.
+    let renewed = sem.acquire_renewed().unwrap();
+    assert!(renewed.is_renewed() && !renewed.is_lost());
+    assert_eq!(renewed.lost_reason(), None);
+    assert!(sem
+        .try_acquire_renewed_for(Duration::ZERO)
+        .unwrap()
+        .is_none());
+    assert!(renewed.release().unwrap());
+    assert_eq!(sem.available_permits().unwrap(), 1);
+
     // A guard dropped after its runtime is gone does not panic.
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (async_client, guard) = runtime.block_on(async {

@@ -9,6 +9,8 @@
 mod failures;
 #[path = "permit_semaphore/java.rs"]
 mod java;
+#[path = "permit_semaphore/renewed.rs"]
+mod renewed;
 #[path = "permit_semaphore/state.rs"]
 mod state;
 
