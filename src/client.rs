@@ -104,7 +104,10 @@ impl Client {
         tasks.push(tokio::spawn(crate::connection::connect::watch_connection(
             redis.client.clone(),
         )));
-        let watchdog = tokio::spawn(renewal::run(renewal::Watchdog {
+        let registration =
+            crate::engine::registration::Registration::new(&config, &id.hyphenated().to_string());
+        // One task: the renewals and the registry's refreshes, stopped together.
+        let renewals = renewal::run(renewal::Watchdog {
             holds: holds.clone(),
             permits: permits.clone(),
             redis: redis.clone(),
@@ -112,7 +115,11 @@ impl Client {
             retry_delay: config.retry_delay,
             by_slot: config.redis.server.is_clustered(),
             check_every: config.hold_check_interval,
-        }));
+        });
+        let registry = registration.run(redis.clone());
+        let watchdog = tokio::spawn(async move {
+            futures::future::join(renewals, registry).await;
+        });
         let closing = watch::Sender::new(false);
         let tracking = Tracking::default();
         tasks.push(tracking.start(redis.client.clone(), &config, closing.subscribe()));
@@ -226,6 +233,8 @@ impl Client {
         // Unlock latches no later command will carry.
         let _ =
             tokio::time::timeout(inner.config.timeout, inner.redis.delete_queued_latches()).await;
+        // The registry entry (its refreshes stopped with the watchdog task).
+        let _ = tokio::time::timeout(inner.config.timeout, inner.unregister()).await;
         inner.redis.close();
         for task in &inner.tasks {
             task.abort();

@@ -516,3 +516,52 @@ async fn a_client_made_with_another_ids_releases_its_hold() {
     assert_eq!(unlocks.next().await.value.as_string().as_deref(), Some("0"));
     assert!(!fx.exists(&fx.name).await);
 }
+
+/// The client registry (docs/PROTOCOL.md §9.6): a client says who it is
+/// under `redisson_lock_client:<id>` once connected, keeps it alive, and
+/// removes it at shutdown.
+#[tokio::test]
+async fn a_client_registers_who_it_is_and_unregisters_at_shutdown() {
+    let fx = Fixture::new("registry").await;
+    let client = fx
+        .client_with(|c| {
+            c.client_name("orders-svc")
+                .lock_watchdog_timeout(Duration::from_secs(3))
+        })
+        .await;
+    let key = redisson_lock::layout::client_key(&client.id().hyphenated().to_string());
+    let raw = fx.raw.clone();
+    let read = || {
+        let (raw, key) = (raw.clone(), key.clone());
+        async move {
+            let value: Option<String> = raw.get(&key).await.unwrap();
+            let pttl: i64 = raw.pttl(&key).await.unwrap();
+            (value, pttl)
+        }
+    };
+    eventually("registered", || async { read().await.0.is_some() }).await;
+    let (value, pttl) = read().await;
+    let value = value.unwrap();
+    let lines: Vec<&str> = value.lines().collect();
+    assert_eq!(lines.len(), 5, "{value}");
+    assert!(
+        lines[0].starts_with("host=") && lines[0].len() > 5,
+        "{value}"
+    );
+    assert_eq!(lines[1], format!("pid={}", std::process::id()));
+    assert_eq!(lines[2], "name=orders-svc");
+    assert_eq!(
+        lines[3],
+        format!("version=redisson-lock {}", env!("CARGO_PKG_VERSION"))
+    );
+    assert!(lines[4].starts_with("started_ms="), "{value}");
+    assert!((1..=3_000).contains(&pttl), "{pttl}");
+    // Refreshed every third of its TTL: once it has run down a little,
+    // the TTL goes up again.
+    assert!(pttl > 0);
+    eventually("ran down", || async { read().await.1 < 2_600 }).await;
+    let low = read().await.1;
+    eventually("refreshed", || async { read().await.1 > low + 200 }).await;
+    client.shutdown().await;
+    assert_eq!(read().await.0, None, "removed at shutdown");
+}

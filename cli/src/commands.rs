@@ -133,7 +133,8 @@ fn untag(rest: &str) -> Vec<Base> {
 }
 
 /// The lock names a scanned key may belong to, or none for keys that are
-/// parts of a lock shown under its own name (unlock latches, reader timeouts).
+/// parts of a lock shown under its own name (unlock latches, reader timeouts)
+/// and for client registry entries (docs/PROTOCOL.md §9.6).
 fn bases(key: &str) -> Vec<Base> {
     for prefix in [
         "redisson_lock_queue:",
@@ -144,7 +145,10 @@ fn bases(key: &str) -> Vec<Base> {
             return untag(rest);
         }
     }
-    if key.starts_with("redisson_unlock_latch:") || key.contains(":rwlock_timeout:") {
+    if key.starts_with("redisson_unlock_latch:")
+        || key.contains(":rwlock_timeout:")
+        || key.starts_with("redisson_lock_client:")
+    {
         return Vec::new();
     }
     let mut out = vec![(key.to_owned(), false)];

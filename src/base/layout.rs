@@ -109,6 +109,23 @@ pub fn latch_channel(name: &str) -> String {
     format!("redisson_countdownlatch__channel__{{{name}}}")
 }
 
+/// The client registry entry of the client `client_id` (a `<clientId>` of
+/// an owner field): `redisson_lock_client:<clientId>`, a string of
+/// `field=value` lines (`host`, `pid`, `name`, `version`, `started_ms`),
+/// written by redisson-lock clients only (Redisson has no registry),
+/// expiring unless refreshed (docs/PROTOCOL.md §9.6). Not a Redisson name:
+/// the name mapper does not apply.
+///
+/// ```
+/// assert_eq!(
+///     redisson_lock::layout::client_key("7f0c8e9a-0000-4000-8000-000000000001"),
+///     "redisson_lock_client:7f0c8e9a-0000-4000-8000-000000000001"
+/// );
+/// ```
+pub fn client_key(client_id: &str) -> String {
+    format!("redisson_lock_client:{client_id}")
+}
+
 /// The expiry score of a permit taken without a lease (Redisson's
 /// `nonExpirableTimeout`).
 pub const PERMIT_NEVER_EXPIRES: i64 = 922_337_203_685_477;

@@ -147,6 +147,12 @@ pub struct Config {
     /// [`unlock`](crate::OwnedLock::unlock)), as the command-line tool's
     /// guardian does: two live clients with one id own each other's holds.
     pub client_id: Option<uuid::Uuid>,
+    /// The name this client registers under in the client registry
+    /// (docs/PROTOCOL.md §9.6), beside its host, process id, crate version
+    /// and start time, so that an operator sees who holds a lock (the CLI's
+    /// `status` and `list` show it for each holder). Default none: the
+    /// executable's file name.
+    pub client_name: Option<String>,
 }
 
 /// Shows where and how the client connects, never a password (neither the
@@ -174,6 +180,7 @@ impl std::fmt::Debug for Config {
             .field("hold_check_interval", &self.hold_check_interval)
             .field("keyspace_notifications", &self.keyspace_notifications)
             .field("client_id", &self.client_id)
+            .field("client_name", &self.client_name)
             .finish()
     }
 }
@@ -219,6 +226,7 @@ impl Default for Config {
             hold_check_interval: None,
             keyspace_notifications: false,
             client_id: None,
+            client_name: None,
         }
     }
 }
@@ -332,6 +340,14 @@ impl Config {
     #[must_use = "a Config setter returns the changed Config"]
     pub fn keyspace_notifications(mut self, on: bool) -> Self {
         self.keyspace_notifications = on;
+        self
+    }
+
+    /// Set [`client_name`](Self::client_name): the name this client
+    /// registers under.
+    #[must_use = "a Config setter returns the changed Config"]
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = Some(name.into());
         self
     }
 

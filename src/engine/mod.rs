@@ -8,6 +8,7 @@ pub(crate) mod hold;
 pub(crate) mod permits;
 pub(crate) mod protocol;
 pub(crate) mod raw;
+pub(crate) mod registration;
 pub(crate) mod registry;
 pub(crate) mod renewal;
 pub(crate) mod script_env;

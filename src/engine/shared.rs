@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use fred::interfaces::ClientLike;
+use fred::interfaces::{ClientLike, KeysInterface};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -58,6 +58,16 @@ impl Inner {
     /// with the next script if one comes soon (`deferred_delete.rs`).
     pub(crate) fn delete_latch_later(&self, latch: String) {
         self.redis.delete_later(latch, self.hub.has_waiters());
+    }
+
+    /// Delete this client's registry entry (docs/PROTOCOL.md §9.6), once;
+    /// a failure leaves it to its TTL.
+    pub(crate) async fn unregister(&self) {
+        let key = crate::base::layout::client_key(&self.id.hyphenated().to_string());
+        let deleted: std::result::Result<i64, _> = self.redis.client.del(key).await;
+        if let Err(e) = deleted {
+            tracing::debug!(error = %e, "deleting the client registry entry failed");
+        }
     }
 
     /// Whether the client is shutting down (or shut down).

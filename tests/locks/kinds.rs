@@ -198,12 +198,14 @@ async fn exclusion_and_cancellation<K: Kind, B: Kind>(
     .await;
     // Nothing else left behind either: no hash, queue, deadlines, unlock
     // latches or reader keys; only the counter (and a fenced lock's token,
-    // which by design outlives every hold).
+    // which by design outlives every hold, and the live clients' registry
+    // entries).
     eventually("no lock keys left", || async {
-        fx.keys("*")
-            .await
-            .iter()
-            .all(|k| *k == counter || k.starts_with("redisson_lock_token:"))
+        fx.keys("*").await.iter().all(|k| {
+            *k == counter
+                || k.starts_with("redisson_lock_token:")
+                || k.starts_with("redisson_lock_client:")
+        })
     })
     .await;
     let total: Option<i64> = fx.raw.get(&counter).await.unwrap();

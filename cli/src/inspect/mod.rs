@@ -187,6 +187,57 @@ pub struct Status {
     pub channels: Vec<(String, Subscribers)>,
     /// Epoch ms when read, for relative deadlines.
     pub now_ms: i64,
+    /// The client registry entry (docs/PROTOCOL.md §9.6) of each client id
+    /// among the holders and waiters: `None` for a client that has none (a
+    /// Java Redisson client, or one that ended).
+    pub clients: HashMap<String, Option<Registered>>,
+}
+
+/// What a redisson-lock client registered about itself: its `field=value`
+/// lines (`host`, `pid`, `name`, `version`, `started_ms`), in order.
+#[derive(Debug, Clone)]
+pub struct Registered(pub Vec<(String, String)>);
+
+impl Registered {
+    fn parse(text: &str) -> Registered {
+        Registered(
+            text.lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, field: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == field)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Read the registry entry of every client id among `status`'s holders
+/// and waiters.
+async fn read_clients(raw: &Raw<'_>, status: &mut Status) -> CliResult<()> {
+    let ids: Vec<String> = status
+        .holders
+        .iter()
+        .map(|h| &h.field)
+        .chain(status.queue.iter().map(|w| &w.field))
+        .map(|f| f.client_id.clone())
+        .collect();
+    for id in ids {
+        if status.clients.contains_key(&id) {
+            continue;
+        }
+        let entry = raw
+            .key("GET", vec![layout::client_key(&id).into()])
+            .await?
+            .as_string()
+            .map(|t| Registered::parse(&t));
+        status.clients.insert(id, entry);
+    }
+    Ok(())
 }
 
 impl Status {
@@ -307,6 +358,12 @@ pub async fn detect(raw: &Raw<'_>, names: &Layout) -> CliResult<(Found, String)>
 
 /// Read everything `status` shows about `name`.
 pub async fn inspect(client: &Client, name: &str, kind: Option<StatusKind>) -> CliResult<Status> {
+    let mut status = read(client, name, kind).await?;
+    read_clients(&Raw::new(client), &mut status).await?;
+    Ok(status)
+}
+
+async fn read(client: &Client, name: &str, kind: Option<StatusKind>) -> CliResult<Status> {
     let raw = Raw::new(client);
     let names = Layout::of(name);
     let (found, redis_type) = match kind {
@@ -331,6 +388,7 @@ pub async fn inspect(client: &Client, name: &str, kind: Option<StatusKind>) -> C
         latch_count: None,
         channels: Vec::new(),
         now_ms: now_ms(),
+        clients: HashMap::new(),
     };
     let Found::Kind(kind) = found else {
         return Ok(status);

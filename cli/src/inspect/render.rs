@@ -3,8 +3,42 @@
 use redisson_lock::layout;
 use serde_json::{json, Value as Json};
 
-use super::{ttl_json, Field, Found, Status, Subscribers};
+use super::{ttl_json, Field, Found, Registered, Status, Subscribers};
 use crate::args::{format_duration_ms, StatusKind};
+
+impl Registered {
+    fn json(&self) -> Json {
+        let mut v = serde_json::Map::new();
+        for (k, val) in &self.0 {
+            let val = match val.parse::<i64>() {
+                Ok(n) if k == "pid" || k == "started_ms" => json!(n),
+                _ => json!(val),
+            };
+            v.insert(k.clone(), val);
+        }
+        Json::Object(v)
+    }
+
+    /// `host web-1, pid 4242, orders-svc, redisson-lock 0.1.0, up 5m 2s`.
+    fn text(&self, now_ms: i64) -> String {
+        let mut parts = Vec::new();
+        if let Some(host) = self.get("host") {
+            parts.push(format!("host {host}"));
+        }
+        if let Some(pid) = self.get("pid") {
+            parts.push(format!("pid {pid}"));
+        }
+        parts.extend(self.get("name").map(str::to_owned));
+        parts.extend(self.get("version").map(str::to_owned));
+        if let Some(started) = self.get("started_ms").and_then(|s| s.parse::<i64>().ok()) {
+            parts.push(format!(
+                "up {}",
+                format_duration_ms((now_ms - started).max(0))
+            ));
+        }
+        parts.join(", ")
+    }
+}
 
 impl Field {
     fn json(&self) -> Json {
@@ -13,6 +47,29 @@ impl Field {
             "client_id": self.client_id,
             "owner_id": self.owner_id,
         })
+    }
+
+    /// [`json`](Self::json), with the client's registry entry (`null`: none).
+    fn json_in(&self, status: &Status) -> Json {
+        let mut v = self.json();
+        v["client"] = status
+            .clients
+            .get(&self.client_id)
+            .and_then(Option::as_ref)
+            .map_or(Json::Null, Registered::json);
+        v
+    }
+
+    /// [`text`](Self::text), with who the client is, as it registered.
+    fn text_in(&self, status: &Status) -> String {
+        let who = match status.clients.get(&self.client_id) {
+            Some(Some(entry)) => format!("  ({})", entry.text(status.now_ms)),
+            Some(None) => {
+                "  (not registered: a Java Redisson client, or one that ended)".to_owned()
+            }
+            None => String::new(),
+        };
+        format!("{}{who}", self.text())
     }
 
     fn text(&self) -> String {
@@ -48,7 +105,7 @@ impl Status {
             .holders
             .iter()
             .map(|h| {
-                let mut v = h.field.json();
+                let mut v = h.field.json_in(self);
                 v["count"] = json!(h.count);
                 if self.kind == Found::Kind(StatusKind::ReadWrite) {
                     v["mode"] = json!(if h.field.write { "write" } else { "read" });
@@ -64,7 +121,7 @@ impl Status {
             .iter()
             .enumerate()
             .map(|(i, w)| {
-                let mut v = w.field.json();
+                let mut v = w.field.json_in(self);
                 v["position"] = json!(i + 1);
                 v["deadline_ms"] = json!(w.deadline_ms);
                 v["deadline_in_ms"] = json!(w.deadline_ms.map(|d| d - self.now_ms));
@@ -179,7 +236,7 @@ impl Status {
                     ""
                 };
                 let count = h.count.map_or("?".to_owned(), |c| c.to_string());
-                let mut s = format!("{role}{}  count {count}", h.field.text());
+                let mut s = format!("{role}{}  count {count}", h.field.text_in(self));
                 if !h.field.write && self.kind == Found::Kind(StatusKind::ReadWrite) {
                     let t: Vec<String> = h
                         .timeouts_ms
@@ -213,7 +270,7 @@ impl Status {
                     format!(
                         "{}. {}  {deadline}  {} listening",
                         i + 1,
-                        w.field.text(),
+                        w.field.text_in(self),
                         w.subscribers.total()
                     ),
                 );

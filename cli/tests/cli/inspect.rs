@@ -18,7 +18,9 @@ fn status_shows_a_java_hold_and_json_parses() {
     let text = stdout(&out);
     assert!(text.contains("rlock"), "{text}");
     assert!(
-        text.contains(&format!("client {client}  thread 57  count 2")),
+        text.contains(&format!(
+            "client {client}  thread 57  (not registered: a Java Redisson client, or one that ended)  count 2"
+        )),
         "{text}"
     );
     assert!(text.contains("held, expires in"), "{text}");
@@ -32,6 +34,11 @@ fn status_shows_a_java_hold_and_json_parses() {
     assert_eq!(holders[0]["client_id"], client.as_str());
     assert_eq!(holders[0]["owner_id"], 57);
     assert_eq!(holders[0]["count"], 2);
+    assert_eq!(
+        holders[0]["client"],
+        Value::Null,
+        "a Java client registers nothing"
+    );
     let ttl = json["ttl_ms"].as_i64().unwrap();
     assert!((20_000..=30_000).contains(&ttl), "{ttl}");
     assert_eq!(

@@ -31,6 +31,17 @@ fn run_holds_the_lock_while_the_command_runs_and_returns_its_status() {
     let (_, json) = server.json(&["status", &name, "--json"]);
     assert_eq!(json["holders"][0]["field"], owner.as_str());
     assert!(json["ttl_ms"].as_i64().unwrap() > 20_000);
+    // Who holds it: the tool's own process, as its client registered
+    // itself (docs/PROTOCOL.md §9.6).
+    let who = &json["holders"][0]["client"];
+    assert_eq!(who["pid"], child.id(), "{json}");
+    assert_eq!(who["name"], "redisson-lock", "{json}");
+    assert!(
+        who["host"].as_str().is_some_and(|h| !h.is_empty()),
+        "{json}"
+    );
+    let text = stdout(&server.cli(&["status", &name]));
+    assert!(text.contains(&format!("pid {}", child.id())), "{text}");
 
     std::fs::write(&go.0, "").unwrap();
     let status = child.wait().unwrap();

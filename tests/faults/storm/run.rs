@@ -299,8 +299,11 @@ pub async fn storm(kind: Kind, target: u64, cap: Duration) -> String {
         &format!("{kind:?}: no lock state left"),
         &raw,
         SETTLE,
+        // The clients' registry entries are theirs while they live.
         |key| {
-            !key.starts_with("redisson_lock_token:") && !key.starts_with("redisson_unlock_latch:")
+            !key.starts_with("redisson_lock_token:")
+                && !key.starts_with("redisson_unlock_latch:")
+                && !key.starts_with("redisson_lock_client:")
         },
     )
     .await;
@@ -328,7 +331,10 @@ pub async fn storm(kind: Kind, target: u64, cap: Duration) -> String {
     let settle_time = settled.elapsed();
     // Longer than a watchdog period: no renewal brings anything back.
     tokio::time::sleep(WATCHDOG * 2).await;
-    let left = common::describe_keys(&raw, |key| !key.starts_with("redisson_lock_token:")).await;
+    let left = common::describe_keys(&raw, |key| {
+        !key.starts_with("redisson_lock_token:") && !key.starts_with("redisson_lock_client:")
+    })
+    .await;
     assert!(
         left.is_empty(),
         "{kind:?}: keys came back after {:?}:\n{}",
