@@ -89,6 +89,21 @@ fn an_error_chain_reads_once() {
     };
     assert!(cause.redis_error().is_some(), "{refused:?}");
     assert!(std::error::Error::source(cause).is_none());
+    // What a `main` returning `Result` prints (`Debug`) reads as a sentence
+    // with what to check, not as the structures underneath.
+    let printed = format!("{refused:?}");
+    assert!(
+        printed.starts_with("Connection(Redis connection error at 127.0.0.1:"),
+        "{printed}"
+    );
+    assert!(printed.contains("is the server up"), "{printed}");
+    assert!(!printed.contains("Cause {"), "{printed}");
+    let printed = format!("{:?}", Error::BlockingInAsync);
+    assert!(
+        printed.starts_with("BlockingInAsync(blocking lock call"),
+        "{printed}"
+    );
+    assert!(printed.contains("spawn_blocking"), "{printed}");
 }
 
 /// Java's `lock.unlock()` without a guard: an explicit owner releases its

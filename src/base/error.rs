@@ -5,8 +5,11 @@ use std::time::Duration;
 /// Everything that can go wrong when talking to a lock.
 ///
 /// The variants are stable categories a caller can match on; the text of the
-/// underlying Redis or connection error is kept for logs.
-#[derive(Debug, Clone, thiserror::Error)]
+/// underlying Redis or connection error is kept for logs. Both `Display` and
+/// `Debug` read as a sentence (`Debug` with the variant's name first), with
+/// what to check where there is something to check, so a `main` that
+/// returns this crate's [`Result`] prints something a user can act on.
+#[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A lock name was empty (or otherwise unusable as a Redis key).
@@ -56,11 +59,17 @@ pub enum Error {
         key: String,
     },
     /// A command got no reply within the configured timeout.
-    #[error("Redis did not answer within {0:?}")]
+    #[error(
+        "Redis did not answer within {0:?} (a paused, overloaded or unreachable server, or a \
+         network stall; Config::timeout sets the wait)"
+    )]
     Timeout(Duration),
     /// The connection to Redis failed or was lost (also: a command that
     /// could not be sent because no connection was up).
-    #[error("Redis connection error{at}: {0}", at = .0.at())]
+    #[error(
+        "Redis connection error{at}: {0} (is the server up and reachable there, and the URL right?)",
+        at = .0.at()
+    )]
     Connection(Cause),
     /// Redis is reachable but cannot serve the command right now: it is
     /// loading its data after a restart (`LOADING`), busy with a script
@@ -82,14 +91,22 @@ pub enum Error {
     /// Redis refused the credentials (`WRONGPASS`, `NOAUTH`) or the ACL user
     /// may not run a command or touch a key or channel a lock needs
     /// (`NOPERM`). Not transient: check the user, password and ACL rules.
-    #[error("Redis refused access{at}: {0}", at = .0.at())]
+    #[error(
+        "Redis refused access{at}: {0} (check the user name, the password and the ACL rules the \
+         locks need: docs/PROTOCOL.md §9.5)",
+        at = .0.at()
+    )]
     Auth(Cause),
     /// The TLS handshake failed: the server's certificate is not trusted
     /// (wrong or missing CA) or not valid for the host name, the server
     /// does not speak TLS on that port, or the TLS set-up was refused. Not
     /// transient: check the CA given in
     /// [`Config::redis`](crate::Config::redis)`.tls` and the host name.
-    #[error("TLS handshake with Redis failed{at}: {0}", at = .0.at())]
+    #[error(
+        "TLS handshake with Redis failed{at}: {0} (check the CA in Config::redis.tls and the \
+         server's host name)",
+        at = .0.at()
+    )]
     Tls(Cause),
     /// Redis answered with an error not covered above.
     #[error("Redis error{at}: {0}", at = .0.at())]
@@ -114,8 +131,44 @@ pub enum Error {
     /// stall a worker thread. Use the async API there. Tokio's
     /// `spawn_blocking` threads count as inside the runtime too; there, drive
     /// the async API with `Handle::block_on`.
-    #[error("blocking lock call made from inside an async runtime; use the async API instead")]
+    #[error(
+        "blocking lock call made from inside an async runtime, where it would stall a worker \
+         thread: use the async API there (from spawn_blocking, drive it with Handle::block_on), \
+         or call from a thread of your own"
+    )]
     BlockingInAsync,
+}
+
+/// The variant's name, then its text: `Connection("Redis connection error at
+/// …")`, never the structures underneath (a `main` returning [`Result`]
+/// prints this).
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let variant = match self {
+            Error::InvalidName { .. } => "InvalidName",
+            Error::InvalidArgument(_) => "InvalidArgument",
+            Error::Config(_) => "Config",
+            Error::NotHeld { .. } => "NotHeld",
+            Error::Lost { .. } => "Lost",
+            Error::NotReentrant { .. } => "NotReentrant",
+            Error::WrongType { .. } => "WrongType",
+            Error::Timeout(_) => "Timeout",
+            Error::Connection(_) => "Connection",
+            Error::Unavailable(_) => "Unavailable",
+            Error::NotReplicated { .. } => "NotReplicated",
+            Error::Auth(_) => "Auth",
+            Error::Tls(_) => "Tls",
+            Error::Redis(_) => "Redis",
+            Error::Protocol(_) => "Protocol",
+            Error::Internal(_) => "Internal",
+            Error::Runtime(_) => "Runtime",
+            Error::Closed => "Closed",
+            Error::BlockingInAsync => "BlockingInAsync",
+        };
+        f.debug_tuple(variant)
+            .field(&format_args!("{self}"))
+            .finish()
+    }
 }
 
 impl Error {
