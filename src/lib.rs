@@ -223,6 +223,7 @@ pub use base::owner::Owner;
 pub use base::time::MAX_DURATION;
 pub use client::Client;
 pub use connection::config::{Config, PubSubMode};
+pub use engine::events::{ObjectEvent, ObjectEvents};
 pub use locks::fair::{Fair, FairLock, NonReentrantFair, NonReentrantFairLock};
 pub use locks::fenced::{Fenced, FencedLock};
 pub use locks::guard::LockGuard;

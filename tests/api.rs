@@ -6,6 +6,8 @@ mod common;
 
 #[path = "api/blocking.rs"]
 mod blocking;
+#[path = "api/events.rs"]
+mod events;
 
 use std::time::Duration;
 

@@ -26,7 +26,7 @@ use std::time::Duration;
 use fred::interfaces::{ClusterInterface, EventInterface};
 use parking_lot::Mutex;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 
 use crate::base::error::{Error, Result};
@@ -64,6 +64,8 @@ struct Entry {
     wake: Wake,
     /// How many messages arrived so far, and the code of the last one.
     messages: Mutex<(u64, i64)>,
+    /// Object listeners' feed, made by the first listener.
+    listeners: Mutex<Option<broadcast::Sender<Heard>>>,
     /// When a watcher was last woken, or the channel last (re)subscribed:
     /// a watcher whose hold was taken after it, on a channel subscribed
     /// since, has missed nothing ([`Subscription::quiet_since`]).
@@ -83,6 +85,26 @@ pub(crate) enum Wake {
     /// Any message wakes every waiter.
     Every,
 }
+
+/// What an object listener hears on a channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Heard {
+    /// A message with this code.
+    Message(i64),
+    /// A keyspace event that can remove the key: `expired`, or another
+    /// (`del`, `evicted`, `rename_from`, …).
+    Removed {
+        /// Whether it was an expiry.
+        expired: bool,
+    },
+    /// Messages may have been lost (the connection dropped, this listener
+    /// fell behind, or the client is shutting down).
+    Missed,
+}
+
+/// How many events a listener may fall behind before it hears
+/// [`Heard::Missed`].
+const LISTENER_BACKLOG: usize = 256;
 
 #[derive(Clone, Debug)]
 enum Ready {
@@ -151,7 +173,31 @@ impl Hub {
         self.join(channel, Wake::OneOrAll, true).await
     }
 
+    /// Join `channel` as a watcher that also receives every message,
+    /// removal event and possible loss on it (an object listener); returns
+    /// once the server confirmed the subscription, so nothing published
+    /// after that is missed.
+    pub(crate) async fn listen(
+        &self,
+        channel: &str,
+        wake: Wake,
+    ) -> Result<(Subscription, broadcast::Receiver<Heard>)> {
+        let subscription = self.enter(channel, wake, true);
+        let heard = subscription.entry.listener();
+        self.ready(&subscription, true).await?;
+        Ok((subscription, heard))
+    }
+
     async fn join(&self, channel: &str, wake: Wake, watcher: bool) -> Result<Subscription> {
+        let subscription = self.enter(channel, wake, watcher);
+        self.ready(&subscription, watcher).await?;
+        Ok(subscription)
+    }
+
+    /// Take a share of `channel`'s subscription, asking for it if this is
+    /// its first local subscriber. Dropping the share (even by
+    /// cancellation) leaves.
+    fn enter(&self, channel: &str, wake: Wake, watcher: bool) -> Subscription {
         let (entry, first) = {
             let mut channels = self.shared.channels.lock();
             let entry = channels
@@ -166,6 +212,7 @@ impl Hub {
                         placed: Mutex::new(Vec::new()),
                         wake,
                         messages: Mutex::new((0, 0)),
+                        listeners: Mutex::new(None),
                         stirred: Mutex::new(tokio::time::Instant::now()),
                     })
                 })
@@ -197,6 +244,12 @@ impl Hub {
         if first {
             let _ = self.shared.ops.send(Op::Subscribe(channel.to_owned()));
         }
+        subscription
+    }
+
+    /// Wait until `subscription`'s channel is subscribed: a waiter at most
+    /// the command timeout, a watcher as long as it takes.
+    async fn ready(&self, subscription: &Subscription, watcher: bool) -> Result<()> {
         let mut ready = subscription.entry.ready.subscribe();
         let settled = ready.wait_for(|r| !matches!(r, Ready::Pending));
         // A watcher is background work nobody waits on: it waits for its
@@ -214,8 +267,7 @@ impl Hub {
                 Ready::Failed(e) => Err(e.clone()),
                 _ => Ok(()),
             },
-        }?;
-        Ok(subscription)
+        }
     }
 }
 
@@ -280,6 +332,21 @@ impl Drop for Subscription {
 }
 
 impl Entry {
+    /// A new object listener's feed.
+    fn listener(&self) -> broadcast::Receiver<Heard> {
+        self.listeners
+            .lock()
+            .get_or_insert_with(|| broadcast::Sender::new(LISTENER_BACKLOG))
+            .subscribe()
+    }
+
+    /// Tell the object listeners, if any.
+    fn tell(&self, heard: Heard) {
+        if let Some(listeners) = &*self.listeners.lock() {
+            let _ = listeners.send(heard);
+        }
+    }
+
     /// Wake the watchers (and note when).
     fn stir(&self) {
         *self.stirred.lock() = tokio::time::Instant::now();
@@ -298,6 +365,7 @@ impl Entry {
             let mut messages = self.messages.lock();
             *messages = (messages.0.wrapping_add(1), code);
         }
+        self.tell(Heard::Message(code));
         self.stir();
         match (self.wake, code) {
             (Wake::OneOrAll, 0) => self.notify.notify_one(),
@@ -322,6 +390,8 @@ impl Entry {
     }
 
     fn wake_all(&self) {
+        // Every caller is a moment when messages may have been lost.
+        self.tell(Heard::Missed);
         self.stir();
         self.notify.notify_waiters();
         // Also leave a permit for a waiter between its attempt and its wait.
@@ -551,6 +621,9 @@ async fn run_messages(subscriber: fred::clients::Client, shared: Arc<Shared>) {
                     let key = String::from_utf8_lossy(event.key.as_bytes());
                     let channel = format!("__keyspace@{}__:{key}", event.db);
                     if let Some(entry) = shared.entry(&channel) {
+                        entry.tell(Heard::Removed {
+                            expired: event.operation == "expired",
+                        });
                         entry.stir();
                     }
                 }

@@ -4,6 +4,7 @@
 
 pub(crate) mod acquire;
 pub(crate) mod armed;
+pub(crate) mod events;
 pub(crate) mod hold;
 pub(crate) mod permits;
 pub(crate) mod protocol;

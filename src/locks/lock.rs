@@ -328,6 +328,33 @@ impl<K: Kind> Lock<K> {
         Ok(acquired.map(|a| self.guard(a)))
     }
 
+    /// Listen to this lock (Redisson's `addListener`): a stream of every
+    /// message on its channel (unlocks, forced unlocks) and, where the
+    /// server publishes keyspace notifications, its key's removal and
+    /// expiry ([`ObjectEvent`](crate::ObjectEvent)). Subscribed when it
+    /// returns; dropping the stream removes the listener.
+    ///
+    /// # Errors
+    ///
+    /// A transient error if the subscription could not be made;
+    /// [`Error::Auth`] if the ACL refuses the channel; [`Error::Closed`]
+    /// after [`Client::shutdown`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped part-way, it leaves what it joined.
+    #[doc(alias = "addListener")]
+    pub async fn events(&self) -> Result<crate::ObjectEvents> {
+        let keys = self.raw.proto.keys();
+        crate::engine::events::listen(
+            self.inner(),
+            &keys.name,
+            &keys.channel,
+            crate::connection::pubsub::Wake::OneOrAll,
+        )
+        .await
+    }
+
     /// Unlock whoever holds it, and wake a waiter. Returns whether it was
     /// held. Local holders see their guards' lost signal fire.
     ///

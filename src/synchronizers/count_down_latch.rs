@@ -81,7 +81,7 @@ struct Shared {
     handle: Handle,
 }
 
-handle_accessors!(CountDownLatch, "latch");
+handle_accessors!(CountDownLatch, "latch", Wake::Every);
 
 impl Client {
     /// A handle to the count-down latch `name` (Redisson's

@@ -36,7 +36,7 @@ impl Handle {
 /// The accessors of a synchronizer handle type whose `shared.handle` is a
 /// [`Handle`]; `$what` names it in their docs.
 macro_rules! handle_accessors {
-    ($type:ty, $what:literal) => {
+    ($type:ty, $what:literal, $wake:expr) => {
         impl $type {
             pub(crate) fn inner(&self) -> &std::sync::Arc<crate::engine::shared::Inner> {
                 self.shared.handle.inner()
@@ -55,6 +55,33 @@ macro_rules! handle_accessors {
             #[doc = concat!("The channel the ", $what, " publishes on (after the name mapper).")]
             pub fn channel(&self) -> &str {
                 &self.shared.handle.channel
+            }
+
+            #[doc = concat!("Listen to the ", $what, " (Redisson's `addListener`): a stream of")]
+            /// every message on its channel and, where the server publishes
+            /// keyspace notifications, its key's removal and expiry
+            /// ([`ObjectEvent`](crate::ObjectEvent)). Subscribed when it
+            /// returns; dropping the stream removes the listener.
+            ///
+            /// # Errors
+            ///
+            /// A transient error if the subscription could not be made;
+            /// [`Error::Auth`](crate::Error::Auth) if the ACL refuses the
+            /// channel; [`Error::Closed`](crate::Error::Closed) after
+            /// shutdown.
+            ///
+            /// # Cancel safety
+            ///
+            /// Dropped part-way, it leaves what it joined.
+            #[doc(alias = "addListener")]
+            pub async fn events(&self) -> crate::Result<crate::ObjectEvents> {
+                crate::engine::events::listen(
+                    self.inner(),
+                    &self.shared.handle.name,
+                    &self.shared.handle.channel,
+                    $wake,
+                )
+                .await
             }
         }
     };

@@ -149,7 +149,7 @@ pub(super) struct Shared {
     pub(super) timeouts: String,
 }
 
-handle_accessors!(PermitExpirableSemaphore, "semaphore");
+handle_accessors!(PermitExpirableSemaphore, "semaphore", Wake::Counted);
 
 impl Shared {
     /// `N`, `{N}:timeout`, `redisson_sc:{N}`: the KEYS of the acquire,

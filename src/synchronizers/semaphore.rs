@@ -102,7 +102,7 @@ pub(super) struct Shared {
     pub(super) latch_prefix: String,
 }
 
-handle_accessors!(Semaphore, "semaphore");
+handle_accessors!(Semaphore, "semaphore", Wake::Counted);
 
 impl Client {
     /// A handle to the semaphore `name` (Redisson's `getSemaphore(name)`).

@@ -11,6 +11,7 @@ use crate::scenarios::lock_state::{
 };
 use crate::scenarios::{java_woken, kind_supported, owner, rust_lock, until, woken, Scene};
 use fred::prelude::*;
+use futures::StreamExt;
 use redisson_lock::{Client, Error};
 
 pub async fn rlock(version: &str) {
@@ -57,6 +58,24 @@ pub async fn lock_kind(version: &str, kind: &str) {
     if kind.starts_with("nr") {
         reentry_refused(&mut s, kind).await;
     }
+    if kind == "lock" {
+        listener_hears_java(&mut s).await;
+    }
+}
+
+/// A Rust object listener (`events()`, Redisson's `addListener`) hears a
+/// Java unlock: Redisson's unlock message on the lock's channel.
+async fn listener_hears_java(s: &mut Scene) {
+    let (name, jobj) = s.java_holds("lock", "listener").await;
+    let mut events = s.fx.client.lock(&name).unwrap().events().await.unwrap();
+    let released = s.java.call("t1", &format!("unlock {jobj}")).await;
+    s.steps.eq(released.status, Status::Ok, "java unlock");
+    let heard = tokio::time::timeout(Duration::from_secs(5), events.next()).await;
+    s.steps.eq(
+        heard.ok().flatten(),
+        Some(redisson_lock::ObjectEvent::Published(0)),
+        "a rust listener hears java's unlock",
+    );
 }
 
 /// Two Java threads and two Rust tasks increment one plain key, each round
