@@ -173,7 +173,7 @@
 //! | `redisson_lock_held` | gauge | `kind` |
 //! | `redisson_lock_renewals_total` | counter | |
 //! | `redisson_lock_renewal_failures_total` | counter | |
-//! | `redisson_lock_lost_total` | counter | `kind`, `reason` (`gone`, `expired`, `force_unlocked`) |
+//! | `redisson_lock_lost_total` | counter | `kind`, `reason` (`gone`, `expired`, `force_unlocked`, `lease_ended`) |
 //! | `redisson_lock_subscriptions` | gauge | |
 //!
 //! `outcome` is `acquired`, `busy`, `timeout`, `error` or `cancelled`;

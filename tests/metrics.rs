@@ -135,6 +135,10 @@ async fn lock_unlock_contention_and_renewal_move_the_metrics() {
             LOST,
             &[("kind", "write_lock"), ("reason", "force_unlocked")][..],
         ),
+        (
+            LOST,
+            &[("kind", "read_lock"), ("reason", "lease_ended")][..],
+        ),
     ] {
         assert_eq!(
             seen.counters.get(&id(name, labels)),

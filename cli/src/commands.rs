@@ -224,13 +224,18 @@ pub async fn list(client: &Client, args: &ListArgs, as_json: bool) -> CliResult<
             StatusKind::Rlock | StatusKind::Fair | StatusKind::Fenced => hlen,
             _ => 0,
         };
+        // Only a fair lock's waiters are in Redis (its queue); any other
+        // kind's are only subscribers of its channel, among holders
+        // watching it, one per client: not counted (`null`, shown `-`).
         let waiting = if kind == StatusKind::Fair {
-            raw.key("LLEN", vec![names.fair_queue.as_str().into()])
-                .await?
-                .as_i64()
-                .unwrap_or(0)
+            Some(
+                raw.key("LLEN", vec![names.fair_queue.as_str().into()])
+                    .await?
+                    .as_i64()
+                    .unwrap_or(0),
+            )
         } else {
-            0
+            None
         };
         rows.push(json!({
             "name": unmapped(client, &name),
@@ -262,9 +267,17 @@ pub async fn list(client: &Client, args: &ListArgs, as_json: bool) -> CliResult<
             row["kind"].as_str().unwrap_or("?"),
             ttl,
             row["holders"].as_i64().unwrap_or(0),
-            row["waiting"].as_i64().unwrap_or(0),
+            row["waiting"]
+                .as_i64()
+                .map_or_else(|| "-".to_owned(), |n| n.to_string()),
             row["name"].as_str().unwrap_or("?"),
         ));
+    }
+    if rows.iter().any(|r| r["waiting"].is_null()) {
+        out.push_str(
+            "WAITING: only a fair lock's queue is in Redis; other kinds' waiters are only \
+             subscribers of the lock's channel (`status NAME` shows them)\n",
+        );
     }
     if rows.iter().any(|r| r["kind"] == StatusKind::Rlock.as_str()) {
         out.push_str(

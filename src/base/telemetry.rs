@@ -219,6 +219,7 @@ pub(crate) fn describe() {
                 LostReason::Gone,
                 LostReason::NotRenewed,
                 LostReason::ForceUnlocked,
+                LostReason::LeaseEnded,
             ] {
                 metrics::counter!(names::LOST, "kind" => kind, "reason" => reason.label())
                     .increment(0);

@@ -279,6 +279,9 @@ fn list_finds_lock_like_keys_with_their_kind() {
     assert_eq!(rows.len(), 3, "only the locks, each once: {json}");
     let fair_row = rows.iter().find(|r| r["name"] == fair.as_str()).unwrap();
     assert_eq!(fair_row["waiting"], 1);
+    // Other kinds' waiters are not in Redis: not counted, not shown as 0.
+    let rw_row = rows.iter().find(|r| r["name"] == rw.as_str()).unwrap();
+    assert_eq!(rw_row["waiting"], Value::Null, "{json}");
 
     let (_, json) = server.json(&["list", "--counters", "--json"]);
     assert_eq!(json.as_array().unwrap().len(), 4, "{json}");
