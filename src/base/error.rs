@@ -499,7 +499,8 @@ mod tests {
             .at("10.0.0.9:6379");
         assert_eq!(
             error.to_string(),
-            "Redis connection error at 127.0.0.1:6379: I/O error: Connection refused (os error 111)"
+            "Redis connection error at 127.0.0.1:6379: I/O error: Connection refused (os error 111) \
+             (is the server up and reachable there, and the URL right?)"
         );
         assert_eq!(error.server(), Some("127.0.0.1:6379"));
         let closed = super::Error::Closed.at("127.0.0.1:6379");
