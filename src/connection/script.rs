@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use fred::types::{Key, Value};
 
+use crate::base::error::{Error, Result};
+
 /// One embedded script and its SHA1.
 pub(crate) struct Script {
     pub body: &'static str,
@@ -92,4 +94,16 @@ impl ScriptCall {
 /// A duration as the integer milliseconds scripts take (saturating).
 pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Read a reply of one flag (`1` or `0`) per item of a batch of `expected`
+/// (renewals, hold checks, permit renewals).
+pub(crate) fn parse_flags(reply: Value, expected: usize, what: &str) -> Result<Vec<bool>> {
+    match reply {
+        Value::Array(items) if items.len() == expected => Ok(items
+            .into_iter()
+            .map(|v| matches!(v, Value::Integer(1)))
+            .collect()),
+        other => Err(Error::Protocol(format!("{what} replied {other:?}"))),
+    }
 }

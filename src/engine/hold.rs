@@ -237,7 +237,8 @@ impl RawHold {
                 inner.redis.eval(|| renewal::one(renewal, &key, lease))
             })
             .await?;
-        let found = renewal::parse_flags(reply, 1, "extend")?.first() == Some(&true);
+        let found =
+            crate::connection::script::parse_flags(reply, 1, "extend")?.first() == Some(&true);
         if !found {
             inner
                 .holds

@@ -20,9 +20,8 @@ use crate::base::error::Error;
 use crate::base::lost::{Lost, LostReason};
 use crate::base::time::epoch_ms;
 use crate::connection::redis::Redis;
-use crate::connection::script::{millis, script, ScriptCall};
+use crate::connection::script::{millis, parse_flags, script, ScriptCall};
 use crate::engine::registry::safe_until;
-use crate::engine::renewal::parse_flags;
 
 script!(
     PES_RENEW,

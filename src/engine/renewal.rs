@@ -16,8 +16,7 @@ use tracing::Instrument;
 
 use crate::base::error::Error;
 use crate::connection::redis::Redis;
-use crate::connection::script::script;
-use crate::connection::script::ScriptCall;
+use crate::connection::script::{parse_flags, script, ScriptCall};
 use crate::engine::permits::Permits;
 use crate::engine::registry::{HoldKey, Holds, Renewal};
 
@@ -151,17 +150,6 @@ pub(crate) fn held_call(batch: &[HoldKey]) -> ScriptCall {
             .map(|h| Value::from(h.field.as_str()))
             .collect(),
     )
-}
-
-/// Read a reply of one flag (`1` or `0`) per hold of a batch of `expected`.
-pub(crate) fn parse_flags(reply: Value, expected: usize, what: &str) -> Result<Vec<bool>, Error> {
-    match reply {
-        Value::Array(items) if items.len() == expected => Ok(items
-            .into_iter()
-            .map(|v| matches!(v, Value::Integer(1)))
-            .collect()),
-        other => Err(Error::Protocol(format!("{what} replied {other:?}"))),
-    }
 }
 
 /// The renewal script of `renewal` for one hold, to at least `lease`.

@@ -15,7 +15,6 @@ use crate::engine::registry::Lease;
 use crate::engine::shared::Inner;
 use crate::locks::guard::LockGuard;
 use crate::locks::kind::{AnyKind, Kind};
-use crate::locks::owned::OwnedLock;
 
 /// A handle to one lock by name. Cheap to clone. The kind `K` decides the
 /// Redis layout and scripts, and what its guards can do; every kind shares
@@ -121,17 +120,14 @@ impl<K: Kind> Lock<K> {
         &self.client
     }
 
-    /// A handle whose acquisitions all use `owner`, like Redisson's
-    /// `lockAsync(threadId)` family: acquiring again with the same owner
-    /// re-enters (for reentrant kinds) instead of waiting. Each guard still
-    /// releases one hold; [`OwnedLock::unlock`] releases one without a guard.
-    pub fn with_owner(&self, owner: Owner) -> OwnedLock<K> {
-        let lock = Lock {
-            raw: self.raw.with_owner(owner),
+    /// This handle on another raw lock of the same kind and client (an
+    /// explicit owner's: [`with_owner`](Self::with_owner)).
+    pub(crate) fn rebased(&self, raw: RawLock) -> Lock<K> {
+        Lock {
+            raw,
             client: self.client.clone(),
             kind: self.kind.clone(),
-        };
-        OwnedLock::new(lock, owner)
+        }
     }
 
     /// This handle with its kind erased, as a [`MultiLock`](crate::MultiLock)

@@ -80,11 +80,20 @@ impl<K: Kind> From<OwnedLock<K>> for Lock<K> {
     }
 }
 
-impl<K: Kind> OwnedLock<K> {
-    pub(crate) fn new(lock: Lock<K>, owner: Owner) -> OwnedLock<K> {
-        OwnedLock { lock, owner }
+impl<K: Kind> Lock<K> {
+    /// A handle whose acquisitions all use `owner`, like Redisson's
+    /// `lockAsync(threadId)` family: acquiring again with the same owner
+    /// re-enters (for reentrant kinds) instead of waiting. Each guard still
+    /// releases one hold; [`OwnedLock::unlock`] releases one without a guard.
+    pub fn with_owner(&self, owner: Owner) -> OwnedLock<K> {
+        OwnedLock {
+            lock: self.rebased(self.raw.with_owner(owner)),
+            owner,
+        }
     }
+}
 
+impl<K: Kind> OwnedLock<K> {
     /// The owner every call of this handle acts as.
     pub fn owner(&self) -> Owner {
         self.owner
