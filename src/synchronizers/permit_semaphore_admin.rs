@@ -11,7 +11,8 @@ use crate::base::detach::FinishOnDrop;
 use crate::base::error::{Error, Result};
 use crate::base::layout::PERMIT_NEVER_EXPIRES as NEVER_EXPIRES;
 use crate::base::time::epoch_ms;
-use crate::connection::script::{millis, script, ScriptCall};
+use crate::connection::script::{millis, parse_flags, script, ScriptCall};
+use crate::engine::permits::PES_RENEW;
 use crate::synchronizers::count::{add_call, check_permits, integer, try_set_call};
 use crate::synchronizers::permit_id::{PermitId, PermitLease};
 use crate::synchronizers::permit_semaphore::{PermitExpirableSemaphore, Released};
@@ -36,13 +37,6 @@ script!(
     "args.lua",
     "count.lua",
     "pes_set_permits.lua"
-);
-script!(
-    PES_UPDATE_LEASE,
-    "args.lua",
-    "count.lua",
-    "pes_reclaim.lua",
-    "pes_update_lease.lua"
 );
 script!(
     PES_LEASE_TIME,
@@ -137,22 +131,24 @@ impl PermitExpirableSemaphore {
     /// A dropped future may or may not have run; running it again is harmless.
     pub async fn update_lease_time(&self, id: &PermitId, lease: Duration) -> Result<bool> {
         crate::base::time::checked("lease", lease)?;
+        // The watchdog permits' renewal script (docs/PROTOCOL.md §7.6) for
+        // one id: Redisson's updateLeaseTime.
         let reply = self
             .eval_retrying(|| {
                 let now = epoch_ms();
                 ScriptCall::new(
-                    &PES_UPDATE_LEASE,
+                    &PES_RENEW,
                     &self.shared.keys_timeouts_first(),
                     vec![
-                        id.value(),
                         Value::Integer(now.saturating_add(millis(lease))),
                         Value::Integer(now),
                         self.inner().env.publish(),
+                        id.value(),
                     ],
                 )
             })
             .await?;
-        Ok(integer(reply, "permit updateLeaseTime")? == 1)
+        Ok(parse_flags(reply, 1, "permit updateLeaseTime")?.first() == Some(&true))
     }
 
     /// The remaining lease of the taken permit `id` (Redisson's
