@@ -176,7 +176,8 @@ impl Hub {
     /// Join `channel` as a watcher that also receives every message,
     /// removal event and possible loss on it (an object listener); returns
     /// once the server confirmed the subscription, so nothing published
-    /// after that is missed.
+    /// after that is missed. A caller waits for it, so at most the command
+    /// timeout, as a waiter does.
     pub(crate) async fn listen(
         &self,
         channel: &str,
@@ -184,7 +185,7 @@ impl Hub {
     ) -> Result<(Subscription, broadcast::Receiver<Heard>)> {
         let subscription = self.enter(channel, wake, true);
         let heard = subscription.entry.listener();
-        self.ready(&subscription, true).await?;
+        self.ready(&subscription, false).await?;
         Ok((subscription, heard))
     }
 
@@ -247,15 +248,16 @@ impl Hub {
         subscription
     }
 
-    /// Wait until `subscription`'s channel is subscribed: a waiter at most
-    /// the command timeout, a watcher as long as it takes.
-    async fn ready(&self, subscription: &Subscription, watcher: bool) -> Result<()> {
+    /// Wait until `subscription`'s channel is subscribed: at most the
+    /// command timeout, or as long as it takes for `background` work (a
+    /// hold's watch) nobody waits on.
+    async fn ready(&self, subscription: &Subscription, background: bool) -> Result<()> {
         let mut ready = subscription.entry.ready.subscribe();
         let settled = ready.wait_for(|r| !matches!(r, Ready::Pending));
-        // A watcher is background work nobody waits on: it waits for its
-        // subscription as long as the queue of them takes (many holds taken
-        // at once), rather than give up and queue it again.
-        let outcome = if watcher {
+        // A hold's watch is background work nobody waits on: it waits for
+        // its subscription as long as the queue of them takes (many holds
+        // taken at once), rather than give up and queue it again.
+        let outcome = if background {
             Ok(settled.await)
         } else {
             tokio::time::timeout(self.shared.timeout, settled).await
