@@ -1,10 +1,8 @@
 //! What every guard shares (a lock's hold, a semaphore's permits, a
 //! permit-expirable semaphore's permit): what it holds is given back
-//! exactly once, either awaited through [`Armed::give_back`] (finished in
-//! the background if that future is dropped) or in the background when the
-//! guard is dropped; or it is kept, with [`Armed::keep`]. The `&mut` forms
-//! ([`Armed::give_back_now`], `keep`) serve a wrapper that gives back in its
-//! own `Drop` (the blocking guards).
+//! exactly once, either awaited through [`Armed::give_back_now`] (finished
+//! in the background if that future is dropped) or in the background when
+//! the guard is dropped; or it is kept, with [`Armed::keep`].
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -51,18 +49,11 @@ impl<G: GiveBack> Armed<G> {
         &mut self.held
     }
 
-    /// Give back, awaited; dropping the future part-way still completes it
-    /// in the background.
-    pub(crate) async fn give_back(mut self) -> Result<G::Output> {
-        self.armed = false;
-        let call = self.held.give_back();
-        FinishOnDrop::boxed(self.held.cleanups().clone(), call, |_| async {}.boxed()).await
-    }
-
-    /// [`give_back`](Self::give_back) through `&mut`, for a wrapper that
-    /// gives back in its own `Drop` (the blocking guards): disarms this and
-    /// returns the call, which finishes in the background if dropped, even
-    /// unpolled; `None` if it was given back or kept already.
+    /// Give back: disarms this and returns the call, to await, which
+    /// finishes in the background if dropped part-way or even unpolled;
+    /// `None` if it was given back or kept already. Through `&mut`, so that
+    /// a wrapper that gives back in its own `Drop` (the blocking guards)
+    /// can hold the guard itself.
     pub(crate) fn give_back_now(&mut self) -> Option<BoxFuture<'static, Result<G::Output>>> {
         if !std::mem::replace(&mut self.armed, false) {
             return None;

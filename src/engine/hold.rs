@@ -156,8 +156,11 @@ impl RawHold {
 
     /// Release this hold; dropping the future part-way still completes it
     /// in the background.
-    pub(crate) async fn unlock(self) -> Result<()> {
-        self.0.give_back().await
+    pub(crate) async fn unlock(mut self) -> Result<()> {
+        match self.unlock_now() {
+            Some(call) => call.await,
+            None => Ok(()),
+        }
     }
 
     /// [`unlock`](Self::unlock) through `&mut` ([`Armed::give_back_now`]).
