@@ -36,6 +36,7 @@ use crate::engine::acquire::attempt::{unlosable_call, Leftover};
 use crate::engine::acquire::waiter::{self, Outcome};
 use crate::engine::armed::{Armed, GiveBack};
 use crate::engine::permits::Renewed;
+use crate::engine::registry::safe_until;
 use crate::synchronizers::count::integer;
 use crate::synchronizers::give_back::{until_landed, Ended, Try};
 use crate::synchronizers::handle::{handle_accessors, Handle};
@@ -546,6 +547,14 @@ struct Permit {
 }
 
 impl Permit {
+    /// Until when a permit with a lease of its own is certain to be taken:
+    /// its lease from the send time, less the drift margin a lock's hold
+    /// gets ([`safe_until`]), since other clients' clocks reclaim it.
+    fn certain_until(&self) -> Option<Instant> {
+        let (lease, expires_at) = (self.lease?, self.expires_at?);
+        Some(safe_until(expires_at.checked_sub(lease)?, lease))
+    }
+
     /// Stop renewing a watchdog permit; when its lease runs out if nobody
     /// gives it back: the end of the time it is certain to be taken.
     fn stop_renewing(&self) -> Option<Instant> {
@@ -633,14 +642,15 @@ impl PermitGuard {
     /// renewed permit the renewal found gone ([`LostReason::Gone`]: released
     /// by its id, or reclaimed after it expired) or could not renew in time
     /// ([`LostReason::NotRenewed`]); a permit with a lease of its own whose
-    /// lease has run out ([`LostReason::LeaseEnded`]). `None` for a permit
+    /// lease could have run out ([`LostReason::LeaseEnded`]: its lease from
+    /// the acquire's send time, less a lock's drift margin, 1 % + 2 ms). `None` for a permit
     /// that never expires.
     pub fn lost_reason(&self) -> Option<LostReason> {
         let permit = self.0.get();
         match &permit.renewed {
             Some(renewed) => renewed.lost_reason(),
             None => permit
-                .expires_at
+                .certain_until()
                 .filter(|at| Instant::now() >= *at)
                 .map(|_| LostReason::LeaseEnded),
         }
@@ -660,7 +670,7 @@ impl PermitGuard {
     /// [`LockGuard::lost`](crate::LockGuard::lost).
     pub fn lost(&self) -> Lost {
         let permit = self.0.get();
-        match (&permit.renewed, permit.expires_at) {
+        match (&permit.renewed, permit.certain_until()) {
             (Some(renewed), _) => renewed.lost(),
             (None, Some(at)) => Lost::new(async move {
                 tokio::time::sleep_until(at).await;
