@@ -16,8 +16,6 @@ pub(crate) struct LockKeys {
     pub name: String,
     /// `redisson_lock__channel:{N}`.
     pub channel: String,
-    /// `redisson_unlock_latch:{N}`, to which `:<requestId>` is appended.
-    pub latch_prefix: String,
     /// `name` and `channel` as script keys, made on first use: a clone
     /// shares the bytes, where a key made per call copies them.
     name_key: OnceLock<Key>,
@@ -34,7 +32,6 @@ impl LockKeys {
         validate(&name)?;
         Ok(LockKeys {
             channel: layout::lock_channel(&name),
-            latch_prefix: layout::unlock_latch_prefix(&name),
             name,
             name_key: OnceLock::new(),
             channel_key: OnceLock::new(),
@@ -77,7 +74,7 @@ mod tests {
     #[test]
     fn latch_ids_are_32_hex() {
         let keys = LockKeys::new("orders").unwrap();
-        let latch = latch_key(&keys.latch_prefix);
+        let latch = latch_key(&layout::unlock_latch_prefix(&keys.name));
         let id = latch
             .strip_prefix("redisson_unlock_latch:{orders}:")
             .unwrap();

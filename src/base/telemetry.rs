@@ -75,7 +75,9 @@ pub(crate) use crate::base::lost::LostReason;
 pub(crate) struct Acquisition {
     kind: &'static str,
     start: Instant,
-    span: tracing::Span,
+    /// Boxed, and only when some subscriber wants it: every waiter carries
+    /// this for as long as it waits.
+    span: Option<Box<tracing::Span>>,
     done: bool,
 }
 
@@ -103,14 +105,14 @@ impl Acquisition {
         Acquisition {
             kind,
             start,
-            span,
+            span: (!span.is_disabled()).then(|| Box::new(span)),
             done: false,
         }
     }
 
     /// The acquisition's span, to run it in.
     pub(crate) fn span(&self) -> &tracing::Span {
-        &self.span
+        self.span.as_deref().unwrap_or(&NO_SPAN)
     }
 
     /// Record how it ended: `Ok(Some(_))` acquired, `Ok(None)` busy (when
@@ -121,7 +123,7 @@ impl Acquisition {
             Ok(None) if once => Outcome::Busy,
             Ok(None) => Outcome::Timeout,
             Err(e) => {
-                self.span.record("error", tracing::field::display(e));
+                self.span().record("error", tracing::field::display(e));
                 Outcome::Error
             }
         };
@@ -131,11 +133,12 @@ impl Acquisition {
     fn end(&mut self, outcome: Outcome) {
         self.done = true;
         let waited = self.start.elapsed();
-        self.span.record(
+        let span = self.span();
+        span.record(
             "waited_ms",
             u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
         );
-        self.span.record("outcome", outcome.as_str());
+        span.record("outcome", outcome.as_str());
         acquisition(self.kind, outcome, waited);
     }
 }
@@ -388,24 +391,70 @@ pub(crate) fn subscription(opened: bool) {
 /// The span of one wait (`redisson_lock.wait`, none until the first busy
 /// attempt) and how many attempts it made, recorded on it once, when the
 /// wait ends, however it ends.
+#[derive(Default)]
 pub(crate) struct WaitSpan {
-    pub span: tracing::Span,
+    /// Boxed, and only when some subscriber wants it: every waiter carries
+    /// this for as long as it waits.
+    span: Option<Box<tracing::Span>>,
     pub attempts: u32,
 }
 
-impl Default for WaitSpan {
-    fn default() -> WaitSpan {
-        WaitSpan {
-            span: tracing::Span::none(),
-            attempts: 0,
+/// The span of a wait nobody traces.
+static NO_SPAN: tracing::Span = tracing::Span::none();
+
+impl WaitSpan {
+    /// The wait's span (a disabled one until [`start`](Self::start)).
+    pub(crate) fn span(&self) -> &tracing::Span {
+        self.span.as_deref().unwrap_or(&NO_SPAN)
+    }
+
+    /// Open the span of the wait on `lock`, if it has none yet.
+    pub(crate) fn start(&mut self, lock: &str) {
+        if self.span.is_none() {
+            let span = tracing::debug_span!(
+                "redisson_lock.wait",
+                lock = lock,
+                attempts = tracing::field::Empty
+            );
+            if !span.is_disabled() {
+                self.span = Some(Box::new(span));
+            }
         }
     }
 }
 
 impl Drop for WaitSpan {
     fn drop(&mut self) {
-        if !self.span.is_none() {
-            self.span.record("attempts", self.attempts);
+        if let Some(span) = &self.span {
+            span.record("attempts", self.attempts);
         }
+    }
+}
+
+/// A future polled inside a span it borrows: what
+/// [`Instrument`](tracing::Instrument) does, without a clone of the span of
+/// its own (40 bytes that a waiter would carry for as long as it waits).
+pub(crate) struct InSpan<'a, F> {
+    span: &'a tracing::Span,
+    future: std::pin::Pin<&'a mut F>,
+}
+
+impl<'a, F: std::future::Future> InSpan<'a, F> {
+    /// `future`, entered in `span` each time it is polled.
+    pub(crate) fn new(span: &'a tracing::Span, future: std::pin::Pin<&'a mut F>) -> Self {
+        InSpan { span, future }
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for InSpan<'_, F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let this = self.get_mut();
+        let _entered = this.span.enter();
+        this.future.as_mut().poll(cx)
     }
 }

@@ -49,6 +49,8 @@ struct Shared {
 }
 
 struct Entry {
+    /// The channel's name (the map's key too), for its subscribers' drop.
+    channel: Box<str>,
     /// Local holders of a [`Subscription`]; changed only under the map lock.
     refs: Mutex<usize>,
     /// How many of `refs` are watchers, not waiters.
@@ -122,7 +124,6 @@ enum Op {
 pub(crate) struct Subscription {
     shared: Arc<Shared>,
     entry: Arc<Entry>,
-    channel: String,
     /// How many messages the channel had seen when this subscription joined.
     since: u64,
     /// A watcher (a holder re-checking its hold), not a waiter.
@@ -205,6 +206,7 @@ impl Hub {
                 .entry(channel.to_owned())
                 .or_insert_with(|| {
                     Arc::new(Entry {
+                        channel: channel.into(),
                         refs: Mutex::new(0),
                         watchers: AtomicUsize::new(0),
                         ready: watch::Sender::new(Ready::Pending),
@@ -238,7 +240,6 @@ impl Hub {
         let subscription = Subscription {
             shared: self.shared.clone(),
             entry,
-            channel: channel.to_owned(),
             since,
             watcher,
         };
@@ -327,8 +328,11 @@ impl Drop for Subscription {
         if *refs == 0 {
             drop(refs);
             crate::base::telemetry::subscription(false);
-            channels.remove(&self.channel);
-            let _ = self.shared.ops.send(Op::Unsubscribe(self.channel.clone()));
+            channels.remove(&*self.entry.channel);
+            let _ = self
+                .shared
+                .ops
+                .send(Op::Unsubscribe(self.entry.channel.to_string()));
         }
     }
 }

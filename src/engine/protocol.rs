@@ -48,11 +48,11 @@ pub(crate) enum AttemptMode {
 }
 
 /// How a waiter learns that trying again may succeed.
-pub(crate) enum Waiting {
+pub(crate) enum Waiting<'a> {
     /// Subscribe to this channel; unlocks publish on it.
-    Channel(String),
+    Channel(std::borrow::Cow<'a, str>),
     /// No messages: sleep per this back-off between attempts (spin lock).
-    BackOff(BackOffState),
+    BackOff(Box<BackOffState>),
 }
 
 /// One acquire attempt's arguments.
@@ -95,8 +95,8 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     }
 
     /// How a waiter with `field` waits: by default on the lock's channel.
-    fn waiting(&self, _field: &str) -> Waiting {
-        Waiting::Channel(self.keys().channel.clone())
+    fn waiting(&self, _field: &str) -> Waiting<'_> {
+        Waiting::Channel(self.keys().channel.as_str().into())
     }
 
     /// The channel on which every release and forced unlock of this lock
@@ -127,9 +127,10 @@ pub(crate) trait Protocol: Send + Sync + 'static {
         false
     }
 
-    /// The prefix of this lock's unlock latch keys.
-    fn latch_prefix(&self) -> &str {
-        &self.keys().latch_prefix
+    /// The prefix of this lock's unlock latch keys (made when unlocking:
+    /// every lock handle would otherwise carry it).
+    fn latch_prefix(&self) -> String {
+        crate::base::layout::unlock_latch_prefix(&self.keys().name)
     }
 
     /// Cleanup when a waiter that waited `wait` (`None`: without a time

@@ -5,6 +5,7 @@
 //! recorded in the hold registry), what it gives back when nobody will use
 //! it or its outcome is unknown, and how its waiters wait.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,11 +14,10 @@ use fred::types::Value;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use crate::base::error::{Error, Result};
 use crate::base::owner::Owner;
-use crate::base::telemetry::Acquisition;
+use crate::base::telemetry::{Acquisition, InSpan};
 use crate::connection::pubsub::Wake;
 use crate::connection::redis::Patience;
 use crate::engine::acquire::attempt::{unlosable, Leftover};
@@ -29,10 +29,10 @@ use crate::engine::shared::Inner;
 use crate::engine::unlock::{release_in_turn, until_expiry};
 
 /// First re-check after [`Attempt::NextInLine`]; doubled on each repeat.
-const NEXT_IN_LINE_FIRST: Duration = Duration::from_millis(5);
+const NEXT_IN_LINE_FIRST_MS: u32 = 5;
 
 /// One acquisition's turn to talk to Redis (its owner field's [`Order`]).
-type Turn = tokio::sync::OwnedMutexGuard<Option<Error>>;
+type Turn = tokio::sync::OwnedMutexGuard<Option<Box<Error>>>;
 
 /// A successful acquisition, recorded in the client's registry: what a
 /// hold needs to know of itself.
@@ -101,61 +101,64 @@ impl RawLock {
     /// A wait without a time limit ends with it once everything has failed
     /// for longer than the retry budget (`(timeout + retry_delay) ×
     /// retry_attempts`, 16 s by default).
-    pub(crate) async fn acquire(
+    #[allow(clippy::manual_async_fn)] // on purpose: see the first comment
+    pub(crate) fn acquire(
         &self,
         wait: Option<Duration>,
         lease: Lease,
-    ) -> Result<Option<Acquired>> {
-        let start = Instant::now();
-        let deadline = Deadline::after(start, wait);
-        let wait = wait.filter(|w| *w <= crate::base::time::MAX_DURATION);
-        let owner = self.owner.unwrap_or_else(Owner::generate);
-        let field = self.proto.field(&self.inner.env, owner);
-        // Redisson's fair-lock thread-wait time: the caller's wait, else the default.
-        let mode = match wait {
-            Some(w) if w.is_zero() => AttemptMode::Once,
-            Some(w) => AttemptMode::Waiting { wait: Some(w) },
-            None => AttemptMode::Waiting { wait: None },
-        };
-        let report = Acquisition::start(self.name(), self.proto.label(), wait, start);
-        report.span().record("owner", field.as_str());
-        // One copy of the attempts' state for the whole acquisition, here
-        // (an async fn keeps its own copy of an argument it mutates).
-        let mut attempts;
-        // Pinned in place: the acquisition's future is large, and
-        // `instrument` would otherwise copy it. Built in a block, so that
-        // nothing moved into it keeps a slot of its own in this future.
-        let acquiring = std::pin::pin!({
-            // Every Redis step of this acquisition (attempts, undoing an
-            // attempt with an unknown outcome, leaving the queue) runs in
-            // this order, also when the rest finishes in the background;
-            // with an owner that other calls may share, in the order of all
-            // of its field's attempts on this client (the registry's).
-            // Boxed: only explicit owners have one, and every waiter would
-            // carry its room.
-            let shared = self
-                .owner
-                .map(|_| Box::new(self.inner.holds.order(self.name(), &field)));
-            let order = shared
-                .as_ref()
-                .map_or_else(new_order, |shared| shared.order.clone());
-            attempts = LockAttempts {
-                lock: self,
-                owner,
-                field: &field,
-                lease,
-                mode,
-                deadline,
-                order,
-                waiting: None,
-                next_in_line: NEXT_IN_LINE_FIRST,
-                tried: false,
+    ) -> impl std::future::Future<Output = Result<Option<Acquired>>> + Send + '_ {
+        // An `async` block rather than an `async fn`, which would keep a
+        // second copy of each argument: a waiter carries this future.
+        async move {
+            // In a block: what only starts the acquisition is not kept while
+            // it waits; the attempts keep the rest, once.
+            let (mut attempts, report, shared) = {
+                let owner = self.owner.unwrap_or_else(Owner::generate);
+                let field = self.proto.field(&self.inner.env, owner);
+                // Every Redis step of this acquisition (attempts, undoing an
+                // attempt with an unknown outcome, leaving the queue) runs in
+                // this order, also when the rest finishes in the background;
+                // with an owner that other calls may share, in the order of all
+                // of its field's attempts on this client (the registry's).
+                // Boxed: only explicit owners have one, and every waiter would
+                // carry its room.
+                let shared = self
+                    .owner
+                    .map(|_| Box::new(self.inner.holds.order(self.name(), &field)));
+                let order = shared
+                    .as_ref()
+                    .map_or_else(new_order, |shared| shared.order.clone());
+                let start = Instant::now();
+                let wait = wait.filter(|w| *w <= crate::base::time::MAX_DURATION);
+                // Redisson's fair-lock thread-wait time: the caller's wait,
+                // else the default.
+                let mode = match wait {
+                    Some(w) if w.is_zero() => AttemptMode::Once,
+                    Some(w) => AttemptMode::Waiting { wait: Some(w) },
+                    None => AttemptMode::Waiting { wait: None },
+                };
+                let report = Acquisition::start(self.name(), self.proto.label(), wait, start);
+                report.span().record("owner", field.as_str());
+                let attempts = LockAttempts {
+                    lock: self,
+                    owner,
+                    field,
+                    lease,
+                    mode,
+                    deadline: Deadline::after(start, wait),
+                    order,
+                    waits: Waits::Unknown,
+                    next_in_line_ms: NEXT_IN_LINE_FIRST_MS,
+                    tried: false,
+                };
+                (attempts, report, shared)
             };
-            self.acquire_as(&mut attempts, shared)
-        });
-        let outcome = acquiring.instrument(report.span().clone()).await;
-        report.finish(&outcome, matches!(mode, AttemptMode::Once));
-        outcome
+            let once = attempts.deadline.once;
+            let acquiring = std::pin::pin!(self.acquire_as(&mut attempts, shared));
+            let outcome = InSpan::new(report.span(), acquiring).await;
+            report.finish(&outcome, once);
+            outcome
+        }
     }
 
     /// [`acquire`](Self::acquire) by `attempts`, within the acquire span;
@@ -170,21 +173,26 @@ impl RawLock {
         // A waiter that goes away without the lock (error, deadline, or its
         // future dropped) runs the protocol's give-up step: a fair-lock
         // waiter may have joined the queue with its very first attempt.
-        let mut leaving = self.give_up(attempts.field, attempts.mode, &attempts.order);
-        let deadline = attempts.deadline;
-        let outcome = waiter::run(&self.inner, self.name(), deadline, attempts)
-            .await
-            .map(|done| done.map(|done| done.value));
-        drop(shared);
-        match &outcome {
-            Ok(Some(_)) => leaving.disarm(),
-            // Boxed: its Redis call would otherwise make every acquire
-            // future as large as fred's command future (~5 KB).
-            Ok(None) => Box::pin(leaving.run()).await,
-            // In the background: the server may be unreachable for a while.
-            Err(_) => drop(leaving),
+        let mut leaving = self.give_up(&attempts.field, attempts.mode, &attempts.order);
+        // In a block: the outcome is not kept while giving up.
+        {
+            let outcome = waiter::run(&self.inner, attempts).await;
+            drop(shared);
+            match outcome {
+                Ok(Some(done)) => {
+                    leaving.disarm();
+                    return Ok(Some(done.value));
+                }
+                // `leaving` goes on in the background: the server may be
+                // unreachable for a while.
+                Err(e) => return Err(e),
+                Ok(None) => {}
+            }
         }
-        outcome
+        // Boxed: its Redis call would otherwise make every acquire future as
+        // large as fred's command future (~5 KB).
+        Box::pin(leaving.run()).await;
+        Ok(None)
     }
 
     /// The protocol's give-up step for a waiter of `field` in `mode`, if
@@ -411,7 +419,7 @@ fn undo_attempt(
                 release_in_turn(&inner, proto.as_ref(), &field, lease, hold.as_ref(), patience);
             match released.await {
                 // The next attempt waits for this: it ends with the error.
-                Err(e) if awaited && e.is_transient() => *turn = Some(e),
+                Err(e) if awaited && e.is_transient() => *turn = Some(Box::new(e)),
                 Err(e) if !awaited => {
                     tracing::warn!(lock = proto.name(), error = %e, "releasing a lock acquired by a cancelled call failed");
                 }
@@ -429,15 +437,16 @@ fn undo_attempt(
 struct LockAttempts<'a> {
     lock: &'a RawLock,
     owner: Owner,
-    field: &'a str,
+    field: String,
     lease: Lease,
     mode: AttemptMode,
     deadline: Deadline,
     order: Order,
-    /// How this waiter learns it may try again, once busy.
-    waiting: Option<Waiting>,
+    /// How this waiter learns it may try again, known once busy.
+    waits: Waits,
     /// The next re-check after [`Attempt::NextInLine`].
-    next_in_line: Duration,
+    /// (Milliseconds: every waiter carries it.)
+    next_in_line_ms: u32,
     /// Whether an attempt was made.
     tried: bool,
 }
@@ -461,45 +470,61 @@ impl waiter::Attempts for LockAttempts<'_> {
             return Ok(Outcome::OutOfTime);
         };
         if let Some(e) = turn.take() {
-            return Err(e);
+            return Err(*e);
         }
-        let (lock, field) = (self.lock, self.field);
+        let (lock, field) = (self.lock, self.field.as_str());
         let tried = lock.attempt(self.owner, field, self.lease, self.mode, turn, &self.order);
         Ok(match tried.await? {
             Tried::Acquired(acquired) => Outcome::Ready(acquired),
             Tried::Busy(ttl) => {
-                self.next_in_line = NEXT_IN_LINE_FIRST;
-                match self
-                    .waiting
-                    .get_or_insert_with(|| lock.proto.waiting(field))
-                {
-                    Waiting::BackOff(b) => Outcome::Busy(Some(b.next_delay())),
-                    Waiting::Channel(_) => {
-                        Outcome::Busy(u64::try_from(ttl).ok().map(Duration::from_millis))
-                    }
+                self.next_in_line_ms = NEXT_IN_LINE_FIRST_MS;
+                if let Waits::Unknown = self.waits {
+                    self.waits = match lock.proto.waiting(field) {
+                        Waiting::BackOff(b) => Waits::BackOff(b),
+                        Waiting::Channel(_) => Waits::Channel,
+                    };
+                }
+                match &mut self.waits {
+                    Waits::BackOff(b) => Outcome::Busy(Some(b.next_delay())),
+                    _ => Outcome::Busy(u64::try_from(ttl).ok().map(Duration::from_millis)),
                 }
             }
             Tried::NextInLine(ms) => {
-                let pause = u64::try_from(ms).map_or(self.next_in_line, |ms| {
-                    Duration::from_millis(ms).min(self.next_in_line)
-                });
-                self.next_in_line = self.next_in_line.saturating_mul(2);
+                let next = Duration::from_millis(self.next_in_line_ms.into());
+                let pause =
+                    u64::try_from(ms).map_or(next, |ms| Duration::from_millis(ms).min(next));
+                self.next_in_line_ms = self.next_in_line_ms.saturating_mul(2);
                 Outcome::Busy(Some(pause))
             }
             Tried::Failed(e) => Outcome::Failed(e),
         })
     }
 
-    fn channel(&mut self) -> Option<(String, Wake)> {
-        let (lock, field) = (self.lock, self.field);
-        match self
-            .waiting
-            .get_or_insert_with(|| lock.proto.waiting(field))
-        {
-            Waiting::Channel(channel) => Some((channel.clone(), Wake::OneOrAll)),
+    fn channel(&self) -> Option<(Cow<'_, str>, Wake)> {
+        match self.lock.proto.waiting(&self.field) {
+            Waiting::Channel(channel) => Some((channel, Wake::OneOrAll)),
             Waiting::BackOff(_) => None,
         }
     }
+
+    fn deadline(&self) -> Deadline {
+        self.deadline
+    }
+
+    fn name(&self) -> &str {
+        self.lock.name()
+    }
+}
+
+/// How a waiter learns it may try again (its protocol's [`Waiting`], kept
+/// small: the channel is asked for again when subscribing).
+enum Waits {
+    /// Not busy yet.
+    Unknown,
+    /// Woken by messages on its channel.
+    Channel,
+    /// Sleeping per this back-off between attempts.
+    BackOff(Box<crate::base::backoff::BackOffState>),
 }
 
 /// Record in the registry a hold that an attempt sent at `sent_at` took,

@@ -205,8 +205,8 @@ impl Protocol for Fair {
         }
     }
 
-    fn waiting(&self, field: &str) -> Waiting {
-        Waiting::Channel(format!("{}:{field}", self.lock.channel))
+    fn waiting(&self, field: &str) -> Waiting<'_> {
+        Waiting::Channel(format!("{}:{field}", self.lock.channel).into())
     }
 
     fn unlock_call(

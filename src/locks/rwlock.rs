@@ -386,7 +386,10 @@ mod tests {
     fn names_follow_the_brace_rule() {
         let keys = RwKeys::new("orders").unwrap();
         assert_eq!(keys.lock.channel, "redisson_rwlock:{orders}");
-        assert_eq!(keys.lock.latch_prefix, "redisson_unlock_latch:{orders}");
+        assert_eq!(
+            crate::base::layout::unlock_latch_prefix(&keys.lock.name),
+            "redisson_unlock_latch:{orders}"
+        );
         assert_eq!(keys.key_prefix, "{orders}");
         assert_eq!(keys.timeout_prefix("u:57"), "{orders}:u:57:rwlock_timeout");
 

@@ -74,8 +74,8 @@ impl Protocol for Spin {
         self.rlock.plain_acquire_call(take.field, take.lease_ms)
     }
 
-    fn waiting(&self, _field: &str) -> Waiting {
-        Waiting::BackOff(BackOffState::new(self.backoff))
+    fn waiting(&self, _field: &str) -> Waiting<'_> {
+        Waiting::BackOff(Box::new(BackOffState::new(self.backoff)))
     }
 
     fn release_channel(&self) -> Option<&str> {

@@ -20,7 +20,8 @@ type Step = Box<dyn Fn(Patience) -> BoxFuture<'static, Result<()>> + Send + Sync
 
 /// A give-up step, armed until the acquisition succeeds.
 pub(crate) struct GiveUp {
-    pending: Option<Leaving>,
+    /// Boxed: only some protocols have one, and every waiter carries this.
+    pending: Option<Box<Leaving>>,
 }
 
 struct Leaving {
@@ -46,12 +47,12 @@ impl GiveUp {
         step: impl Fn(Patience) -> BoxFuture<'static, Result<()>> + Send + Sync + 'static,
     ) -> GiveUp {
         GiveUp {
-            pending: Some(Leaving {
+            pending: Some(Box::new(Leaving {
                 step: Box::new(step),
                 order: order.clone(),
                 cleanups: cleanups.clone(),
                 patience,
-            }),
+            })),
         }
     }
 

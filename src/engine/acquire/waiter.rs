@@ -9,6 +9,7 @@
 //! an outcome it cannot know (see `raw`, `semaphore` and
 //! `permit_semaphore`): this loop only decides when to try again.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use tracing::Instrument;
 
 use crate::base::backoff::equal_jitter;
 use crate::base::error::{Error, Result};
+use crate::base::telemetry::InSpan;
 use crate::connection::pubsub::{Subscription, Wake};
 use crate::engine::shared::Inner;
 
@@ -59,10 +61,17 @@ pub(crate) trait Attempts: Send {
     /// Try once. `Err` ends the wait with that error.
     fn attempt(&mut self) -> impl Future<Output = Result<Outcome<Self::Value>>> + Send;
 
-    /// Asked once, after the first busy attempt: the channel to subscribe to
-    /// and how its messages wake waiters; `None` for a waiter woken by no
-    /// message (it sleeps the pauses its attempts report).
-    fn channel(&mut self) -> Option<(String, Wake)>;
+    /// Asked after the first busy attempt and again when subscribing: the
+    /// channel to subscribe to and how its messages wake waiters; `None` for
+    /// a waiter woken by no message (it sleeps the pauses its attempts
+    /// report).
+    fn channel(&self) -> Option<(Cow<'_, str>, Wake)>;
+
+    /// How long the waiter may wait.
+    fn deadline(&self) -> Deadline;
+
+    /// The lock or synchronizer waited for (for errors and spans).
+    fn name(&self) -> &str;
 }
 
 /// How long a waiter may wait.
@@ -142,136 +151,189 @@ impl Deadline {
 /// `lock_watchdog_timeout`, so a lost message (reconnect gap,
 /// PUBLISH/SPUBLISH mismatch) costs at most that much. At shutdown the
 /// waiter is woken and ends with [`Error::Closed`].
-pub(crate) async fn run<A: Attempts>(
-    inner: &Arc<Inner>,
-    name: &str,
-    deadline: Deadline,
-    attempts: &mut A,
-) -> Result<Option<Done<A::Value>>> {
-    let config = &inner.config;
-    let cap = config.lock_watchdog_timeout;
-    let retry_delay = config.retry_delay.max(Duration::from_millis(1));
-    let budget = config.retry_span();
-    let mut failures = Failures::default();
-    // After the first busy attempt: the channel to subscribe to, if any. An
-    // uncontended call is one round trip.
-    let mut channel: Option<Option<(String, Wake)>> = None;
-    let mut subscription: Option<Subscription> = None;
-    // The wait span: from the first busy attempt to the end, entered while
-    // subscribing and sleeping.
-    let mut wait = crate::base::telemetry::WaitSpan::default();
-    loop {
-        if inner.is_closing() {
-            return Err(Error::Closed);
-        }
-        if let (Some(Some((to, wake))), None) = (&channel, &subscription) {
-            // Boxed: about 1 KB that every waiter would otherwise carry for
-            // as long as it waits, and which it needs only once.
-            let subscribing =
-                Box::pin(inner.hub.subscribe(to, *wake)).instrument(wait.span.clone());
-            match deadline.run(subscribing).await {
-                None => return failures.out_of_time(),
-                Some(Ok(s)) => subscription = Some(s),
-                // The hub's errors name no server: this client's.
-                Some(Err(e)) if e.is_transient() => {
-                    let e = e.at(inner.redis.server());
-                    failures.record(e, name, deadline, budget)?;
+#[allow(clippy::manual_async_fn)] // on purpose: see the first comment
+pub(crate) fn run<'a, A: Attempts>(
+    inner: &'a Arc<Inner>,
+    attempts: &'a mut A,
+) -> impl Future<Output = Result<Option<Done<A::Value>>>> + Send + 'a {
+    // An `async` block rather than an `async fn`: it uses the arguments it
+    // captured in place, where an `async fn` keeps a second copy of each;
+    // and the deadline and name are asked of `attempts`, which keeps them.
+    // Every await below but the wait itself is boxed: this future is what
+    // a waiter carries for as long as it waits, so its size is the size
+    // of the waiting state (and each boxed step is live only while it runs).
+    async move {
+        let mut failures = Failures::default();
+        // After the first busy attempt: whether the attempts have a channel
+        // to subscribe to. An uncontended call is one round trip.
+        let mut listens: Option<bool> = None;
+        let mut subscription: Option<Subscription> = None;
+        // The wait span: from the first busy attempt to the end, entered
+        // while subscribing and sleeping.
+        let mut wait = crate::base::telemetry::WaitSpan::default();
+        loop {
+            if inner.is_closing() {
+                return Err(Error::Closed);
+            }
+            if listens == Some(true) && subscription.is_none() {
+                // In a block: no temporary of it outlives it.
+                let failed = {
+                    let subscribing = subscribe(inner, &mut *attempts, wait.span());
+                    match Box::pin(subscribing).await {
+                        None => return failures.out_of_time(),
+                        Some(Ok(s)) => {
+                            subscription = Some(s);
+                            None
+                        }
+                        // The hub's errors name no server: this client's.
+                        Some(Err(e)) if e.is_transient() => Some(e.at(inner.redis.server())),
+                        Some(Err(e)) => return Err(e.at(inner.redis.server())),
+                    }
+                };
+                if let Some(e) = failed {
+                    let deadline = attempts.deadline();
+                    failures.record(e, attempts.name(), deadline, inner.config.retry_span())?;
                     if deadline.expired() {
                         return failures.out_of_time();
                     }
-                    deadline
-                        .sleep(equal_jitter(retry_delay))
-                        .instrument(wait.span.clone())
-                        .await;
+                    let pause = deadline.sleep(retry_pause(inner));
+                    Box::pin(pause.instrument(wait.span().clone())).await;
                     continue;
                 }
-                Some(Err(e)) => return Err(e.at(inner.redis.server())),
             }
-        }
-        let notified = subscription.as_ref().map(Subscription::notified);
-        tokio::pin!(notified);
-        if let Some(n) = notified.as_mut().as_pin_mut() {
-            n.enable();
-        }
-        wait.attempts += 1;
-        // Boxed: an attempt (its script call, its undo) is live only while
-        // it runs, and unboxed it would size the whole waiter for as long as
-        // it sleeps.
-        let pause = match Box::pin(attempts.attempt()).await? {
-            Outcome::Ready(value) => {
-                let last_message = subscription.as_ref().and_then(Subscription::last_message);
-                return Ok(Some(Done {
-                    value,
-                    last_message,
-                }));
+            let notified = subscription.as_ref().map(Subscription::notified);
+            tokio::pin!(notified);
+            if let Some(n) = notified.as_mut().as_pin_mut() {
+                n.enable();
             }
-            Outcome::Announced(value) => {
-                let last_message = subscription.as_ref().and_then(Subscription::last_message);
-                let last_message = match (last_message, notified.as_mut().as_pin_mut()) {
-                    (None, Some(message)) => {
-                        let limit = match (Instant::now().checked_add(config.timeout), deadline.at)
-                        {
-                            (Some(limit), Some(at)) => Some(limit.min(at)),
-                            (limit, at) => limit.or(at),
-                        };
-                        match limit {
-                            Some(limit) => drop(tokio::time::timeout_at(limit, message).await),
-                            None => message.await,
-                        }
-                        subscription.as_ref().and_then(Subscription::last_message)
+            wait.attempts += 1;
+            // In a block: neither the outcome nor a temporary of it outlives it.
+            let pause = {
+                let outcome = Box::pin(attempts.attempt()).await?;
+                match outcome {
+                    Outcome::Ready(value) => {
+                        let last_message =
+                            subscription.as_ref().and_then(Subscription::last_message);
+                        return Ok(Some(Done {
+                            value,
+                            last_message,
+                        }));
                     }
-                    (seen, _) => seen,
-                };
-                return Ok(Some(Done {
-                    value,
-                    last_message,
-                }));
-            }
-            Outcome::Busy(bound) => {
-                if wait.span.is_none() && !deadline.once {
-                    wait.span = tracing::debug_span!(
-                        "redisson_lock.wait",
-                        lock = name,
-                        attempts = tracing::field::Empty
-                    );
+                    Outcome::Announced(value) => {
+                        let subscription = subscription.as_ref();
+                        let message = notified.as_mut().as_pin_mut();
+                        let deadline = attempts.deadline();
+                        let announced = announced(inner, deadline, subscription, message, value);
+                        return Ok(Some(Box::pin(announced).await));
+                    }
+                    Outcome::Busy(bound) => {
+                        if !attempts.deadline().once {
+                            wait.start(attempts.name());
+                        }
+                        failures = Failures::default();
+                        if listens.is_none() {
+                            listens = Some(attempts.channel().is_some());
+                        }
+                        bound.unwrap_or(inner.config.lock_watchdog_timeout)
+                    }
+                    Outcome::Failed(e) => {
+                        let (name, deadline) = (attempts.name(), attempts.deadline());
+                        failures.record(e, name, deadline, inner.config.retry_span())?;
+                        retry_pause(inner)
+                    }
+                    Outcome::OutOfTime => return failures.out_of_time(),
                 }
-                failures = Failures::default();
-                channel.get_or_insert_with(|| attempts.channel());
-                bound.unwrap_or(cap)
+            };
+            let deadline = attempts.deadline();
+            if deadline.once || deadline.expired() {
+                return failures.out_of_time();
             }
-            Outcome::Failed(e) => {
-                failures.record(e, name, deadline, budget)?;
-                equal_jitter(retry_delay)
+            if subscription.is_none() && listens == Some(true) {
+                continue; // subscribe first, then try again at once
             }
-            Outcome::OutOfTime => return failures.out_of_time(),
-        };
-        if deadline.once || deadline.expired() {
-            return failures.out_of_time();
+            // Until a message, the pause or the deadline. Each way of waiting
+            // is its own await, with no future around it: this is the state
+            // a waiter spends its life in, and its size is the waiter's.
+            let span = wait.span();
+            let cap = inner.config.lock_watchdog_timeout;
+            match (notified.as_pin_mut(), deadline.until(pause.min(cap))) {
+                (Some(n), Some(t)) => {
+                    let woken = std::pin::pin!(tokio::time::timeout_at(t, n));
+                    drop(InSpan::new(span, woken).await);
+                }
+                (Some(n), None) => InSpan::new(span, n).await,
+                (None, Some(t)) => {
+                    let slept = std::pin::pin!(tokio::time::sleep_until(t));
+                    InSpan::new(span, slept).await;
+                }
+                (None, None) => std::future::pending().await,
+            }
         }
-        if subscription.is_none() && matches!(channel, Some(Some(_))) {
-            continue; // subscribe first, then try again at once
+    }
+}
+
+/// A transient failure's pause: `retry_delay` (at least 1 ms), with jitter.
+fn retry_pause(inner: &Inner) -> Duration {
+    equal_jitter(inner.config.retry_delay.max(Duration::from_millis(1)))
+}
+
+/// Subscribe to the channel of `attempts` (which has one), within the wait
+/// span; `None` once the deadline passes first.
+async fn subscribe<A: Attempts>(
+    inner: &Arc<Inner>,
+    attempts: &mut A,
+    span: &tracing::Span,
+) -> Option<Result<Subscription>> {
+    let (to, wake) = attempts.channel()?;
+    let subscribing = inner.hub.subscribe(&to, wake).instrument(span.clone());
+    attempts.deadline().run(subscribing).await
+}
+
+/// A wait ended by an announced change (`Outcome::Announced`): a waiter
+/// that has seen no message since it subscribed waits for the one that
+/// carries the change's code (at most the command timeout, and not past
+/// its deadline), since the reply can overtake it.
+async fn announced<T>(
+    inner: &Inner,
+    deadline: Deadline,
+    subscription: Option<&Subscription>,
+    message: Option<std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>>,
+    value: T,
+) -> Done<T> {
+    let seen = subscription.and_then(Subscription::last_message);
+    let last_message = match (seen, message) {
+        (None, Some(message)) => {
+            let limit = match (
+                Instant::now().checked_add(inner.config.timeout),
+                deadline.at,
+            ) {
+                (Some(limit), Some(at)) => Some(limit.min(at)),
+                (limit, at) => limit.or(at),
+            };
+            match limit {
+                Some(limit) => drop(tokio::time::timeout_at(limit, message).await),
+                None => message.await,
+            }
+            subscription.and_then(Subscription::last_message)
         }
-        // Until a message, the pause or the deadline. Each way of waiting is
-        // its own await, with no future around it: this is the state a
-        // waiter spends its life in, and its size is the waiter's.
-        let span = wait.span.clone();
-        match (notified.as_pin_mut(), deadline.until(pause.min(cap))) {
-            (Some(n), Some(t)) => drop(tokio::time::timeout_at(t, n).instrument(span).await),
-            (Some(n), None) => n.instrument(span).await,
-            (None, Some(t)) => tokio::time::sleep_until(t).instrument(span).await,
-            (None, None) => std::future::pending().instrument(span).await,
-        }
+        (seen, _) => seen,
+    };
+    Done {
+        value,
+        last_message,
     }
 }
 
 /// A wait's transient failures: since when every step has failed, and the
 /// last error, which ends the wait if its time runs out while failing.
+/// Boxed, and only while failing: a waiter carries this for as long as it
+/// waits.
 #[derive(Default)]
-struct Failures {
-    since: Option<Instant>,
-    /// Boxed: a waiter carries this for as long as it waits, and it is
-    /// rarely set.
-    last: Option<Box<Error>>,
+struct Failures(Option<Box<Failing>>);
+
+struct Failing {
+    since: Instant,
+    last: Error,
 }
 
 impl Failures {
@@ -279,18 +341,19 @@ impl Failures {
     /// it: it has no time limit and everything has failed for longer than
     /// the retry `budget`.
     fn record(&mut self, e: Error, name: &str, deadline: Deadline, budget: Duration) -> Result<()> {
-        if deadline.at.is_none() && self.since.get_or_insert_with(Instant::now).elapsed() > budget {
+        let since = self.0.as_ref().map_or_else(Instant::now, |f| f.since);
+        if deadline.at.is_none() && since.elapsed() > budget {
             return Err(e);
         }
         tracing::debug!(lock = name, error = %e, "attempt failed, retrying");
-        self.last = Some(Box::new(e));
+        self.0 = Some(Box::new(Failing { since, last: e }));
         Ok(())
     }
 
     /// How a wait whose time ran out ends: `Ok(None)`, or the last
     /// transient error if it was failing.
     fn out_of_time<T>(self) -> Result<Option<T>> {
-        self.last.map_or(Ok(None), |e| Err(*e))
+        self.0.map_or(Ok(None), |f| Err(f.last))
     }
 }
 
@@ -311,8 +374,10 @@ where
 {
     struct Closure<'a, F> {
         attempt: F,
+        name: &'a str,
         channel: &'a str,
         wake: Wake,
+        deadline: Deadline,
     }
     impl<T: Send, F, Fut> Attempts for Closure<'_, F>
     where
@@ -329,15 +394,22 @@ where
                 }
             }
         }
-        fn channel(&mut self) -> Option<(String, Wake)> {
-            Some((self.channel.to_owned(), self.wake))
+        fn channel(&self) -> Option<(Cow<'_, str>, Wake)> {
+            Some((self.channel.into(), self.wake))
+        }
+        fn deadline(&self) -> Deadline {
+            self.deadline
+        }
+        fn name(&self) -> &str {
+            self.name
         }
     }
-    let deadline = Deadline::after(Instant::now(), wait);
     let mut attempts = Closure {
         attempt,
+        name,
         channel,
         wake,
+        deadline: Deadline::after(Instant::now(), wait),
     };
-    self::run(inner, name, deadline, &mut attempts).await
+    self::run(inner, &mut attempts).await
 }

@@ -65,7 +65,8 @@ pub(crate) use tenure::{lost, lost_reason, safe_until, Status};
 /// replies are applied in the order Redis ran them.
 /// The slot holds the error of an undo that could not be done: whether the
 /// field holds is then unknown, and the acquisition that meets it stops.
-pub(crate) type Order = Arc<tokio::sync::Mutex<Option<Error>>>;
+/// (Boxed: every waiter has an order, and the error is rare.)
+pub(crate) type Order = Arc<tokio::sync::Mutex<Option<Box<Error>>>>;
 
 /// A fresh [`Order`].
 pub(crate) fn new_order() -> Order {
