@@ -372,14 +372,18 @@ impl Redis {
         }
     }
 
-    /// A plain single-key command, with retries, translating errors.
+    /// A plain single-key command, with retries, translating errors. Each
+    /// try is boxed: fred's command future is about 15 KB, which every
+    /// future awaiting this one (a hold's watch, say) would carry.
     pub(crate) async fn key_command<T, F, Fut>(&self, key: &str, op: F) -> Result<T>
     where
         F: Fn(fred::clients::Client) -> Fut,
         Fut: Future<Output = std::result::Result<T, fred::error::Error>>,
     {
         self.retrying(key, || {
-            let fut = self.check_open().map(|()| op(self.client.clone()));
+            let fut = self
+                .check_open()
+                .map(|()| Box::pin(op(self.client.clone())));
             async move { fut?.await.map_err(|e| self.error(e, key)) }
         })
         .await

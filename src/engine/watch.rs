@@ -184,7 +184,8 @@ async fn watch_source(inner: &Arc<Inner>, tenure: &Tenure, source: &Source, why:
             return;
         }
         let listening = match source {
-            Source::Channel(channel) => match inner.hub.watch(channel).await {
+            // Boxed: needed once, and the watch lasts as long as the hold.
+            Source::Channel(channel) => match Box::pin(inner.hub.watch(channel)).await {
                 Ok(subscription) => Listening::Channel(subscription),
                 Err(_) => {
                     tokio::time::sleep(retry).await;
