@@ -231,12 +231,12 @@ impl<K: Kind> LockGuard<K> {
     /// at the next renewal where neither tells, and at the latest when its
     /// lease can have run out on the server, less a drift margin. Never, if
     /// it is released normally. Usable in `tokio::select!`, and a named type
-    /// ([`Lost`](crate::Lost)) that can be kept in a struct; owns what it needs, and
+    /// ([`Lost`](crate::base::lost::Lost)) that can be kept in a struct; owns what it needs, and
     /// holds no subscription of its own: the client watches the hold
     /// whether or not this is awaited (see the type's docs). It resolves to
     /// why the hold was lost.
-    pub fn lost(&self) -> crate::Lost {
-        crate::Lost::new(self.hold.lost())
+    pub fn lost(&self) -> crate::base::lost::Lost {
+        crate::base::lost::Lost::new(self.hold.lost())
     }
 
     /// Whether the lock is known to be lost right now.

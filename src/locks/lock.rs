@@ -340,7 +340,7 @@ impl<K: Kind> Lock<K> {
     ///
     /// Dropped part-way, it leaves what it joined.
     #[doc(alias = "addListener")]
-    pub async fn events(&self) -> Result<crate::ObjectEvents> {
+    pub async fn events(&self) -> Result<crate::engine::events::ObjectEvents> {
         let keys = self.raw.proto.keys();
         crate::engine::events::listen(
             self.inner(),

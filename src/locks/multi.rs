@@ -598,10 +598,10 @@ impl MultiGuard {
     /// enough to fall below the majority for RedLock), to the reason of the
     /// member loss that broke the whole; as [`LockGuard::lost`], never if
     /// the guard is unlocked first.
-    pub fn lost(&self) -> crate::Lost {
+    pub fn lost(&self) -> crate::base::lost::Lost {
         let mut lost: FuturesUnordered<_> = self.guards.iter().map(LockGuard::lost).collect();
         let may_lose = self.may_lose;
-        crate::Lost::new(async move {
+        crate::base::lost::Lost::new(async move {
             let mut count = 0;
             while let Some(reason) = lost.next().await {
                 count += 1;

@@ -74,7 +74,9 @@ macro_rules! handle_accessors {
             ///
             /// Dropped part-way, it leaves what it joined.
             #[doc(alias = "addListener")]
-            pub async fn events(&self) -> crate::Result<crate::ObjectEvents> {
+            pub async fn events(
+                &self,
+            ) -> crate::base::error::Result<crate::engine::events::ObjectEvents> {
                 crate::engine::events::listen(
                     self.inner(),
                     &self.shared.handle.name,

@@ -1,12 +1,20 @@
 //! How a hold's TTL is kept ([`Lease`]) and how one kind of hold is renewed
-//! ([`Renewal`]).
+//! ([`Renewal`]), a batch of holds ([`HoldKey`]) at a time.
 
 use std::time::Duration;
 
 use fred::types::{Key, Value};
 
 use crate::connection::script::{Script, ScriptCall};
-use crate::engine::registry::HoldKey;
+
+/// One hold as the registry and a renewal batch name it.
+#[derive(Clone, Debug)]
+pub(crate) struct HoldKey {
+    pub name: String,
+    pub field: String,
+    /// The tenure the hold belongs to (see the registry's docs).
+    pub tenure: u64,
+}
 
 /// How a hold's TTL is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

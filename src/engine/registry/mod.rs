@@ -55,7 +55,7 @@ use crate::base::error::Error;
 use crate::base::lost::LostReason;
 use crate::base::telemetry;
 use fxhash::FxBuild;
-pub(crate) use lease::{Lease, Renewal};
+pub(crate) use lease::{HoldKey, Lease, Renewal};
 use tenure::{later, Live, Tenure};
 pub(crate) use tenure::{lost, lost_reason, safe_until, Status};
 
@@ -71,15 +71,6 @@ pub(crate) type Order = Arc<tokio::sync::Mutex<Option<Box<Error>>>>;
 /// A fresh [`Order`].
 pub(crate) fn new_order() -> Order {
     Arc::new(tokio::sync::Mutex::new(None))
-}
-
-/// One hold as the registry and a renewal batch name it.
-#[derive(Clone, Debug)]
-pub(crate) struct HoldKey {
-    pub name: String,
-    pub field: String,
-    /// The tenure the hold belongs to (see the module docs).
-    pub tenure: u64,
 }
 
 /// A recorded acquisition: the guard's handle, and whether it started a
