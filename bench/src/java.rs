@@ -17,6 +17,8 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use crate::libs::Kind;
+
 /// The Redisson version the bench runs (the one the interop suite reads
 /// first; every version builds the same worker).
 pub const VERSION: &str = "4.7.0";
@@ -72,6 +74,35 @@ impl Warm {
     }
 }
 
+/// How the JVM configures Redisson (`RedissonBench.main`).
+#[derive(Clone, Copy, Debug)]
+pub enum Setup {
+    /// Redisson's default `Config` (only the address set).
+    Defaults,
+    /// The defaults with a subscription pool of this many connections.
+    Pool(u32),
+    /// Tuned as a performance-minded Java team would: `nettyThreads` and
+    /// `threads` 4 (2 cores), a command pool of 32 connections, all opened
+    /// before measuring (`connectionMinimumIdleSize` 32).
+    Tuned,
+}
+
+impl Setup {
+    fn pool(self) -> u32 {
+        match self {
+            Setup::Pool(pool) => pool,
+            Setup::Defaults | Setup::Tuned => 0,
+        }
+    }
+
+    fn arg(self) -> &'static str {
+        match self {
+            Setup::Tuned => "tuned",
+            Setup::Defaults | Setup::Pool(_) => "defaults",
+        }
+    }
+}
+
 /// The answer to `jvm`: the JVM as it runs.
 #[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
 pub struct JvmInfo {
@@ -115,13 +146,25 @@ impl JavaSpec {
     }
 
     /// A JVM on `url`, warmed on `path`, with Redisson's default config.
-    pub async fn start(&self, url: &str, path: Warm) -> Result<Java> {
-        Java::start(&self.classpath, url, self.warm, None, path).await
+    pub async fn start(&self, kind: Kind, url: &str, path: Warm) -> Result<Java> {
+        let setup = if kind == Kind::JavaTuned {
+            Setup::Tuned
+        } else {
+            Setup::Defaults
+        };
+        Java::start(&self.classpath, url, self.warm, setup, path).await
     }
 
     /// The JVM the bench runs (a JVM started without warm-up for the question).
     pub async fn describe(&self, url: &str) -> Result<JvmInfo> {
-        let mut jvm = Java::start(&self.classpath, url, Duration::ZERO, None, Warm::All).await?;
+        let mut jvm = Java::start(
+            &self.classpath,
+            url,
+            Duration::ZERO,
+            Setup::Defaults,
+            Warm::All,
+        )
+        .await?;
         jvm.call("jvm", ANSWER).await
     }
 }
@@ -150,14 +193,13 @@ pub struct Java {
 }
 
 impl Java {
-    /// Start the worker on `url`, warm it for `warm` on `path`, wait for
-    /// `ready`; `pool`: Redisson's `subscriptionConnectionPoolSize`, if not
-    /// its default.
+    /// Start the worker on `url` with Redisson configured per `setup`, warm
+    /// it for `warm` on `path`, wait for `ready`.
     pub async fn start(
         classpath: &str,
         url: &str,
         warm: Duration,
-        pool: Option<u32>,
+        setup: Setup,
         path: Warm,
     ) -> Result<Java> {
         let mut child = Command::new("java")
@@ -167,8 +209,9 @@ impl Java {
             .arg("RedissonBench")
             .arg(url)
             .arg(warm.as_millis().to_string())
-            .arg(pool.unwrap_or(0).to_string())
+            .arg(setup.pool().to_string())
             .arg(path.arg())
+            .arg(setup.arg())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

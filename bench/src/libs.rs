@@ -38,29 +38,36 @@ pub enum Kind {
     /// The floor for many tasks on one connection, in lockstep (scenario 2).
     FloorP,
     /// The real Java Redisson client in a JVM of its own (`java.rs`); not a
-    /// `Lib`: every scenario that runs it drives the JVM itself.
+    /// `Lib`: every scenario that runs it drives the JVM itself. Redisson's
+    /// default `Config`.
     Java,
+    /// The same, tuned as a performance-minded Java team would: threads
+    /// sized to the cores, the command pool opened before measuring
+    /// (`RedissonBench.tuned`). Scenarios 1, 2, 3, 3b and sem.
+    JavaTuned,
 }
 
 /// The async libraries, in every contended scenario.
-pub const ALL: [Kind; 5] = [
+pub const ALL: [Kind; 6] = [
     Kind::Ours,
     Kind::Ceiling,
     Kind::Rslock,
     Kind::Arl,
     Kind::Java,
+    Kind::JavaTuned,
 ];
 /// Scenario 1: the libraries and the floor.
-pub const WITH_FLOOR: [Kind; 6] = [
+pub const WITH_FLOOR: [Kind; 7] = [
     Kind::Ours,
     Kind::Ceiling,
     Kind::Floor,
     Kind::Rslock,
     Kind::Arl,
     Kind::Java,
+    Kind::JavaTuned,
 ];
 /// Scenario 2: the libraries and both floors.
-pub const WITH_FLOORS: [Kind; 7] = [
+pub const WITH_FLOORS: [Kind; 8] = [
     Kind::Ours,
     Kind::Ceiling,
     Kind::Floor,
@@ -68,9 +75,13 @@ pub const WITH_FLOORS: [Kind; 7] = [
     Kind::Rslock,
     Kind::Arl,
     Kind::Java,
+    Kind::JavaTuned,
 ];
-/// The semaphore scenario and scenario 5a.
-pub const SEMAPHORES: [Kind; 3] = [Kind::Ours, Kind::Ceiling, Kind::Java];
+/// The semaphore scenario.
+pub const SEMAPHORES: [Kind; 4] = [Kind::Ours, Kind::Ceiling, Kind::Java, Kind::JavaTuned];
+/// Scenario 5a (memory; Java with its defaults, and with a subscription
+/// pool for every name).
+pub const WAITERS: [Kind; 3] = [Kind::Ours, Kind::Ceiling, Kind::Java];
 
 impl Kind {
     pub fn label(self) -> &'static str {
@@ -82,7 +93,13 @@ impl Kind {
             Kind::Floor => "floor",
             Kind::FloorP => "floor, pipelined",
             Kind::Java => "Redisson (Java)",
+            Kind::JavaTuned => "Redisson (Java, tuned)",
         }
+    }
+
+    /// Java Redisson, with its defaults or tuned (a JVM, not a `Lib`).
+    pub fn is_java(self) -> bool {
+        matches!(self, Kind::Java | Kind::JavaTuned)
     }
 
     pub fn key(self) -> &'static str {
@@ -94,6 +111,7 @@ impl Kind {
             Kind::Floor => "floor",
             Kind::FloorP => "floorp",
             Kind::Java => "java",
+            Kind::JavaTuned => "javatuned",
         }
     }
 
@@ -115,7 +133,12 @@ impl Kind {
             // get, hexists, hincrby, pexpire, set, del, publish. Clients send
             // DEL only for latches; scripts DEL exactly once per PUBLISH.
             // Java Redisson runs the same scripts (its own text, same calls).
-            Kind::Ours | Kind::Ceiling | Kind::Floor | Kind::FloorP | Kind::Java => {
+            Kind::Ours
+            | Kind::Ceiling
+            | Kind::Floor
+            | Kind::FloorP
+            | Kind::Java
+            | Kind::JavaTuned => {
                 [
                     "exists", "hexists", "hincrby", "pexpire", "pttl", "get", "set", "publish",
                 ]
@@ -168,7 +191,9 @@ impl Lib {
             }
             Kind::Arl => Lib::Arl(async_redis_lock::Locker::from_redis_url(url).await?),
             Kind::Floor | Kind::FloorP => anyhow::bail!("the floor is not an async library"),
-            Kind::Java => anyhow::bail!("Java Redisson runs in a JVM of its own (java.rs)"),
+            Kind::Java | Kind::JavaTuned => {
+                anyhow::bail!("Java Redisson runs in a JVM of its own (java.rs)")
+            }
         })
     }
 

@@ -105,7 +105,7 @@ impl Drop for Pinned {
 /// `redis_pid`: the server this bench started (scenario 1p pins it).
 async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()> {
     let admin = server::admin(url).await?;
-    let java = if params.wants_lib(Kind::Java) {
+    let java = if params.wants_lib(Kind::Java) || params.wants_lib(Kind::JavaTuned) {
         JavaSpec::find(Duration::from_millis(params.java_warm_ms))?
     } else {
         None
@@ -122,8 +122,10 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
             format!(
                 "java: Redisson {} (the real Java client, built from ../shared/redisson-java), \
                  interop/java/RedissonBench.java in a JVM of its own: Java {} ({}), flags `{}` \
-                 (GC: {}; max heap {} MiB; {} processors), Redisson's defaults (Config: only the \
-                 address set); JIT warm-up {} ms on the scenario's own path before its first \
+                 (GC: {}; max heap {} MiB; {} processors); `java`: Redisson's defaults (Config: only \
+                 the address set), `javatuned` (scenarios 1, 2, 3, 3b, sem): nettyThreads and \
+                 threads 4, a command pool of 32 connections opened before measuring; ours/Java \
+                 targets compare with the faster of the two; JIT warm-up {} ms on the scenario's own path before its first \
                  round; a task is a Java thread; its client CPU is every JVM thread's (GC and \
                  JIT included).",
                 java::VERSION,

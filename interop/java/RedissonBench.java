@@ -1,10 +1,10 @@
 // The real Java Redisson client as a subject of the benchmark (bench/src/java.rs
 // starts and drives it). Written for this repository; it uses only Redisson's
 // public API that exists from 3.17.0 to 4.7.0, with Redisson's default Config
-// (pools, threads, codec, timeouts) apart from the server address.
+// (pools, threads, codec, timeouts) apart from the server address, or tuned.
 //
 // Usage:
-//   java JVM_FLAGS -cp REDISSON_CLASSPATH:DIR RedissonBench redis://127.0.0.1:6379 WARM_MS [POOL [WARM_PATH]]
+//   java JVM_FLAGS -cp REDISSON_CLASSPATH:DIR RedissonBench redis://127.0.0.1:6379 WARM_MS [POOL [WARM_PATH [SETUP]]]
 //
 // JVM_FLAGS (bench/src/java.rs, JVM_FLAGS): a production JVM, full tiered
 // JIT, G1, a fixed heap. WARM_PATH: the path the JIT warm-up runs, for
@@ -14,6 +14,10 @@
 // POOL, if given and above 0, sets subscriptionConnectionPoolSize (default 50
 // connections of subscriptionsPerConnection = 5 channels each): scenario 5a
 // runs Java with the default and with a pool large enough for its names.
+// SETUP: `defaults` (the default), or `tuned`: Redisson configured as a
+// performance-minded Java team would on this 2-core machine: nettyThreads 4,
+// threads 4, a command pool of 32 connections, all 32 opened at start
+// (connectionMinimumIdleSize 32) so that none is opened while measuring.
 // On start it connects, warms the JVM (JIT) for WARM_MS on names `warm:*`
 // (single-task pairs, 8 tasks on one lock, a 16-task semaphore), and prints one
 // line: `ready <redissonVersion>` (or `fatal <ExceptionClass> <message>`).
@@ -159,6 +163,13 @@ public final class RedissonBench {
             config.useSingleServer().setAddress(args[0]);
             if (pool > 0) {
                 config.useSingleServer().setSubscriptionConnectionPoolSize(pool);
+            }
+            if (args.length > 4 && args[4].equals("tuned")) {
+                config.setNettyThreads(4);
+                config.setThreads(4);
+                config.useSingleServer()
+                        .setConnectionPoolSize(32)
+                        .setConnectionMinimumIdleSize(32);
             }
             client = Redisson.create(config);
             Config second = new Config();

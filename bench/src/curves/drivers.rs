@@ -290,7 +290,7 @@ async fn watchdog(b: &mut Bench<'_>, kind: Kind, locks: usize) -> Result<Metrics
         let answer = run_workers(vec![job], Duration::from_secs(300)).await?;
         return Ok(numbers(&answer[0]));
     };
-    let mut jvm = spec.start(b.url, Warm::All).await?;
+    let mut jvm = spec.start(Kind::Java, b.url, Warm::All).await?;
     // Only the watched locks' keys (the warm-up leaves its semaphore's).
     server::flushall(&mut b.admin).await?;
     let limit = Duration::from_secs(240);

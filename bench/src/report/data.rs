@@ -90,6 +90,28 @@ impl Data<'_> {
         rounds.len()
     }
 
+    /// [`ratio`](Self::ratio) of `a` against whichever of `bs` has the
+    /// highest median `metric` (the fastest, for a throughput), and its name.
+    pub fn against_faster<'b>(
+        &self,
+        scenario: &str,
+        a: &str,
+        bs: &[&'b str],
+        metric: &str,
+    ) -> (Ratio, &'b str) {
+        let mut best: Option<(Ratio, &str)> = None;
+        for b in bs {
+            let r = self.ratio(scenario, a, b, metric);
+            if r.n == 0 {
+                continue;
+            }
+            if best.as_ref().is_none_or(|(kept, _)| r.b > kept.b) {
+                best = Some((r, b));
+            }
+        }
+        best.unwrap_or_else(|| (self.ratio(scenario, a, bs[0], metric), bs[0]))
+    }
+
     /// A/B: the ratio of the medians, and the per-round ratios (A and B of
     /// the same round) with their median and spread. A round in which
     /// either value is missing or B is 0 gives no ratio.

@@ -262,6 +262,12 @@ fn issue_19(data: &Data, t: &mut impl FnMut(String, f64, &str, bool, String)) {
         ("s2", "pairs_per_s", "2 parallel pairs/s", 2.0),
         ("s3", "acq_per_s", "3 contended acquisitions/s", 1.5),
         (
+            "s3b",
+            "acq_per_s",
+            "3b contended, 1 ms pause, acquisitions/s",
+            1.5,
+        ),
+        (
             "s4",
             "acq_per_s",
             "4 contended (4 processes) acquisitions/s",
@@ -269,13 +275,14 @@ fn issue_19(data: &Data, t: &mut impl FnMut(String, f64, &str, bool, String)) {
         ),
         ("sem", "acq_per_s", "sem semaphore acquisitions/s", 1.5),
     ] {
-        let r = data.ratio(id, "ours", "java", metric);
+        // Against the faster Java: the one with the higher median.
+        let (r, java) = data.against_faster(id, "ours", &["java", "javatuned"], metric);
         t(
-            format!("[19] {what}, ours / Java Redisson"),
+            format!("[19] {what}, ours / Java Redisson (the faster of defaults and tuned)"),
             r.median,
             if min == 2.0 { ">= 2.0" } else { ">= 1.5" },
             r.median >= min,
-            per_round(&r),
+            format!("{}; against {java}", per_round(&r)),
         );
     }
     // 5a: every waiter served by ours, where Java fails or needs more memory.

@@ -80,13 +80,13 @@ enum Contender {
 impl Contender {
     /// Connect `kind` and warm it up (20 pairs; the JVM warms itself).
     async fn connect(kind: Kind, url: &str, id: &str, java: Option<&JavaSpec>) -> Result<Self> {
-        if let (Kind::Java, Some(java)) = (kind, java) {
+        if let (true, Some(java)) = (kind.is_java(), java) {
             let path = if id == "s3b" {
                 java::Warm::Pause
             } else {
                 java::Warm::Contend
             };
-            return Ok(Contender::Java(java.start(url, path).await?));
+            return Ok(Contender::Java(java.start(kind, url, path).await?));
         }
         let lib = Lib::connect(kind, url).await?;
         let warm = format!("{id}:warm:{}", kind.key());

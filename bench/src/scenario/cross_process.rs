@@ -19,7 +19,9 @@ use crate::workers::{Job, Slot, Synced};
 /// Scenario 4: 4 worker processes × 2 tasks on one name, every library in
 /// every worker, all following one wall-clock schedule of slots.
 pub async fn run(b: &mut Bench<'_>) -> Result<()> {
-    let kinds = b.kinds(&ALL);
+    // Java with its defaults only: tuned Java runs in scenarios 1-3 and sem.
+    let mut kinds = b.kinds(&ALL);
+    kinds.retain(|k| *k != Kind::JavaTuned);
     let p = b.params;
     run_with(
         b,
@@ -88,7 +90,7 @@ pub async fn run_with(
     let mut workers = Synced::start(jobs, Duration::from_secs(60)).await?;
     let mut jvms = Vec::new();
     if let (false, Some(java)) = (javas.is_empty(), b.java.as_ref()) {
-        let starting = (0..processes).map(|_| java.start(url, java::Warm::Contend));
+        let starting = (0..processes).map(|_| java.start(Kind::Java, url, java::Warm::Contend));
         jvms = futures::future::try_join_all(starting).await?;
     }
     let base = now_ns() + 100_000_000;

@@ -72,7 +72,7 @@ impl Bench<'_> {
     pub fn kinds(&self, of: &[Kind]) -> Vec<Kind> {
         let mut kinds = self.params.kinds(of);
         if self.java.is_none() {
-            kinds.retain(|k| *k != Kind::Java);
+            kinds.retain(|k| !k.is_java());
         }
         kinds
     }

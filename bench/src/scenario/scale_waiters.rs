@@ -8,7 +8,7 @@ use anyhow::{ensure, Result};
 use super::{order, Admin, Bench, Metrics};
 use crate::alloc;
 use crate::java::{self, Drained, Java, JavaSpec, Memory};
-use crate::libs::{Kind, Lib, SEMAPHORES};
+use crate::libs::{Kind, Lib, WAITERS};
 use crate::report::Record;
 use crate::server;
 use crate::util::{now_ns, quantile, vm_rss_kib};
@@ -17,7 +17,7 @@ use crate::workers::{numbers, run_workers, Job};
 /// Every subject in a fresh worker process (Java: a fresh JVM), run after
 /// run (order ABBA).
 pub async fn run(b: &mut Bench<'_>) -> Result<()> {
-    let kinds = b.kinds(&SEMAPHORES);
+    let kinds = b.kinds(&WAITERS);
     let (url, admin, params, records, progress) =
         (b.url, &mut b.admin, b.params, &mut b.records, &b.progress);
     // Java with Redisson's defaults, and, when its names need more channels
@@ -103,7 +103,8 @@ async fn java_waiters(
     pool: Option<u32>,
     limit: Duration,
 ) -> Result<Metrics> {
-    let mut jvm = Java::start(&java.classpath, url, java.warm, pool, java::Warm::All).await?;
+    let setup = pool.map_or(java::Setup::Defaults, java::Setup::Pool);
+    let mut jvm = Java::start(&java.classpath, url, java.warm, setup, java::Warm::All).await?;
     let prefix = "scale:java";
     jvm.send(&format!("hold {prefix} {names}")).await?;
     jvm.recv(limit).await?;

@@ -21,10 +21,12 @@ pub async fn run(b: &mut Bench<'_>) -> Result<()> {
     let (url, admin, params, records) = (b.url, &mut b.admin, b.params, &mut b.records);
     let mut subjects = Vec::new();
     for kind in kinds {
-        if let (Kind::Java, Some(java)) = (kind, b.java.as_ref()) {
+        if let (true, Some(java)) = (kind.is_java(), b.java.as_ref()) {
             subjects.push((
                 kind,
-                Subject::Java(Box::new(java.start(url, crate::java::Warm::Sem).await?)),
+                Subject::Java(Box::new(
+                    java.start(kind, url, crate::java::Warm::Sem).await?,
+                )),
             ));
             continue;
         }

@@ -36,14 +36,14 @@ impl Subject {
         } else {
             floor_connections
         };
-        let runner = if let (Kind::Java, Some(java)) = (kind, java) {
+        let runner = if let (true, Some(java)) = (kind.is_java(), java) {
             // Scenario 1 runs one thread's pairs, scenario 2 many threads'.
             let path = if floor_connections > 1 {
                 crate::java::Warm::Parallel
             } else {
                 crate::java::Warm::Pairs
             };
-            Runner::Java(java.start(url, path).await?)
+            Runner::Java(java.start(kind, url, path).await?)
         } else if matches!(kind, Kind::Floor | Kind::FloorP) {
             let url = url.to_owned();
             Runner::Floor(

@@ -8,7 +8,7 @@ use super::subject::{Runner, Subject};
 use super::{add_command_metrics, ms, order, Admin, Bench, Counters, Metrics, MAX_ITER};
 use crate::floor::Floor;
 use crate::java::{self, Java};
-use crate::libs::{Kind, Lib, WITH_FLOOR};
+use crate::libs::{Lib, WITH_FLOOR};
 use crate::report::Record;
 use crate::util::{quantile, Usage};
 
@@ -18,7 +18,7 @@ pub async fn run(b: &mut Bench<'_>, id: &str, placement: Placement) -> Result<()
     if id != "s1" {
         // 1p pins this process and the server, 1m places our loop: Java
         // runs in scenario 1 only.
-        kinds.retain(|k| *k != Kind::Java);
+        kinds.retain(|k| !k.is_java());
     }
     let (url, admin, params, records) = (b.url, &mut b.admin, b.params, &mut b.records);
     let mut subjects = Vec::new();
