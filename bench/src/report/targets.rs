@@ -259,7 +259,8 @@ fn issue_19(data: &Data, t: &mut impl FnMut(String, f64, &str, bool, String)) {
     let per_round = |r: &Ratio| format!("median of per-round ratios; {}", r.text("rounds"));
     for (id, metric, what, min) in [
         ("s1", "pairs_per_s", "1 uncontended pairs/s", 2.0),
-        ("s2", "pairs_per_s", "2 parallel pairs/s", 2.0),
+        // Against the faster Java, tuned (issue 35): 2.0 uncontended, 1.5 else.
+        ("s2", "pairs_per_s", "2 parallel pairs/s", 1.5),
         ("s3", "acq_per_s", "3 contended acquisitions/s", 1.5),
         (
             "s3b",
