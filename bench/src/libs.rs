@@ -43,7 +43,7 @@ pub enum Kind {
     Java,
     /// The same, tuned as a performance-minded Java team would: threads
     /// sized to the cores, the command pool opened before measuring
-    /// (`RedissonBench.tuned`). Scenarios 1, 2, 3, 3b and sem.
+    /// (`RedissonBench.tuned`). Scenarios 1, 2, 3, 3b, 4 and sem.
     JavaTuned,
 }
 

@@ -123,7 +123,7 @@ async fn bench(url: &str, redis_pid: Option<u32>, params: &Params) -> Result<()>
                 "java: Redisson {} (the real Java client, built from ../shared/redisson-java), \
                  interop/java/RedissonBench.java in a JVM of its own: Java {} ({}), flags `{}` \
                  (GC: {}; max heap {} MiB; {} processors); `java`: Redisson's defaults (Config: only \
-                 the address set), `javatuned` (scenarios 1, 2, 3, 3b, sem): nettyThreads and \
+                 the address set), `javatuned` (scenarios 1, 2, 3, 3b, 4, sem): nettyThreads and \
                  threads 4, a command pool of 32 connections opened before measuring; ours/Java \
                  targets compare with the faster of the two; JIT warm-up {} ms on the scenario's own path before its first \
                  round; a task is a Java thread; its client CPU is every JVM thread's (GC and \

@@ -48,7 +48,7 @@ pub fn subject_label(s: &str) -> &str {
     }
 }
 
-// Java with its defaults (`java`) and tuned (`javatuned`, not in 4): the
+// Java with its defaults (`java`) and tuned (`javatuned`): the
 // targets compare with the faster of the two.
 const LIBS: &[&str] = &["ours", "ceiling", "rslock", "arl", "java", "javatuned"];
 const WITH_FLOOR: &[&str] = &[

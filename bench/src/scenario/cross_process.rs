@@ -16,12 +16,13 @@ use crate::server;
 use crate::util::{now_ns, sleep_until_ns};
 use crate::workers::{Job, Slot, Synced};
 
+/// One process set's answers: per process, per slot of the set, the events.
+type PerProcess = Vec<Vec<Vec<Event>>>;
+
 /// Scenario 4: 4 worker processes × 2 tasks on one name, every library in
 /// every worker, all following one wall-clock schedule of slots.
 pub async fn run(b: &mut Bench<'_>) -> Result<()> {
-    // Java with its defaults only: tuned Java runs in scenarios 1-3 and sem.
-    let mut kinds = b.kinds(&ALL);
-    kinds.retain(|k| *k != Kind::JavaTuned);
+    let kinds = b.kinds(&ALL);
     let p = b.params;
     run_with(
         b,
@@ -71,13 +72,16 @@ pub async fn run_with(
             offset += length + gap + warm;
         }
     }
-    // The Rust workers run the libraries' slots; Java, as a fourth set of
-    // processes (one JVM per worker process, as many threads as its tasks),
-    // runs Java's slots of the same schedule.
-    let is_java = |slot: &Slot| slot.kind == Kind::Java;
-    let ours: Vec<Slot> = slots.iter().filter(|s| !is_java(s)).cloned().collect();
-    let javas: Vec<Slot> = slots.iter().filter(|s| is_java(s)).cloned().collect();
-    let libs: Vec<Kind> = kinds.iter().copied().filter(|k| *k != Kind::Java).collect();
+    // The Rust workers run the libraries' slots; Java, as one more set of
+    // processes per setup (defaults, tuned: one JVM per worker process, as
+    // many threads as its tasks), runs its slots of the same schedule.
+    let ours: Vec<Slot> = slots
+        .iter()
+        .filter(|s| !s.kind.is_java())
+        .cloned()
+        .collect();
+    let libs: Vec<Kind> = kinds.iter().copied().filter(|k| !k.is_java()).collect();
+    let java_kinds: Vec<Kind> = kinds.iter().copied().filter(|k| k.is_java()).collect();
     let jobs = (0..processes)
         .map(|p| Job::Rounds {
             kinds: libs.clone(),
@@ -88,24 +92,28 @@ pub async fn run_with(
         })
         .collect();
     let mut workers = Synced::start(jobs, Duration::from_secs(60)).await?;
-    let mut jvms = Vec::new();
-    if let (false, Some(java)) = (javas.is_empty(), b.java.as_ref()) {
-        let starting = (0..processes).map(|_| java.start(Kind::Java, url, java::Warm::Contend));
-        jvms = futures::future::try_join_all(starting).await?;
+    // Per Java setup: its JVMs, and the spec of its slots.
+    let mut jvm_sets = Vec::new();
+    if let Some(java) = b.java.as_ref() {
+        for kind in &java_kinds {
+            let starting = (0..processes).map(|_| java.start(*kind, url, java::Warm::Contend));
+            let jvms = futures::future::try_join_all(starting).await?;
+            let spec: Vec<String> = slots
+                .iter()
+                .filter(|s| s.kind == *kind)
+                .map(|s| format!("{}:{}:{}:{}", s.name, s.offset_ns, s.warm_ns, s.length_ns))
+                .collect();
+            jvm_sets.push((*kind, jvms, spec.join(",")));
+        }
     }
     let base = now_ns() + 100_000_000;
     workers.go(base).await?;
-    let spec: Vec<String> = javas
-        .iter()
-        .map(|s| format!("{}:{}:{}:{}", s.name, s.offset_ns, s.warm_ns, s.length_ns))
-        .collect();
-    for (p, jvm) in (0u32..).zip(&mut jvms) {
-        let (tasks, first) = (tasks_each, p * tasks_each);
-        jvm.send(&format!(
-            "slots {base} {tasks} {first} 0 {}",
-            spec.join(",")
-        ))
-        .await?;
+    for (_, jvms, spec) in &mut jvm_sets {
+        for (p, jvm) in (0u32..).zip(jvms.iter_mut()) {
+            let (tasks, first) = (tasks_each, p * tasks_each);
+            jvm.send(&format!("slots {base} {tasks} {first} 0 {spec}"))
+                .await?;
+        }
     }
     // Server counters in the middle of every gap: before each slot's
     // warm-up, and after the last slot.
@@ -130,21 +138,26 @@ pub async fn run_with(
     for a in answers {
         per_process.push(serde_json::from_value(a)?);
     }
-    let mut per_jvm: Vec<Vec<Vec<Event>>> = Vec::new();
-    for jvm in &mut jvms {
-        let answer = jvm.recv(java::ANSWER).await?;
-        per_jvm.push(serde_json::from_str(&answer)?);
+    // Per process set (the Rust workers, then each Java setup's JVMs), per
+    // process, per slot of that set: the events; and the next slot of each.
+    let mut sets: HashMap<Option<Kind>, (PerProcess, usize)> = HashMap::new();
+    sets.insert(None, (per_process, 0));
+    for (kind, jvms, _) in &mut jvm_sets {
+        let mut per_jvm: PerProcess = Vec::new();
+        for jvm in jvms.iter_mut() {
+            let answer = jvm.recv(java::ANSWER).await?;
+            per_jvm.push(serde_json::from_str(&answer)?);
+        }
+        sets.insert(Some(*kind), (per_jvm, 0));
     }
-    let (mut next_ours, mut next_java) = (0, 0);
     let tasks = processes * tasks_each;
     for (i, slot) in slots.iter().enumerate() {
-        let (set, index) = if is_java(slot) {
-            next_java += 1;
-            (&mut per_jvm, next_java - 1)
-        } else {
-            next_ours += 1;
-            (&mut per_process, next_ours - 1)
-        };
+        let key = slot.kind.is_java().then_some(slot.kind);
+        let (set, next) = sets
+            .get_mut(&key)
+            .context("a slot of a subject that did not run")?;
+        let index = *next;
+        *next += 1;
         let mut events = Vec::new();
         for p in set.iter_mut() {
             events.append(p.get_mut(index).context("a worker's answer lacks a slot")?);
