@@ -66,6 +66,21 @@ pub(crate) struct Take<'a> {
     pub mode: AttemptMode,
 }
 
+/// One release's arguments (the unlock script's).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Unlock<'a> {
+    /// The owner field.
+    pub field: &'a str,
+    /// The lease of the hold released, in milliseconds (sizes the latch's
+    /// TTL).
+    pub lease_ms: i64,
+    /// The release's unlock latch key.
+    pub latch: &'a str,
+    /// Where [`Protocol::releases_to_need`] and known: how long the owner's
+    /// remaining holds need to last, in milliseconds.
+    pub need_ms: Option<i64>,
+}
+
 /// The Redis side of one lock type.
 pub(crate) trait Protocol: Send + Sync + 'static {
     /// The kind, as the `kind` field of spans and label of metrics: the
@@ -107,18 +122,9 @@ pub(crate) trait Protocol: Send + Sync + 'static {
         Some(&self.keys().channel)
     }
 
-    /// The unlock script: one hold of `field` away, latch at `latch` (its
-    /// TTL sized for a hold whose lease is `lease_ms`); `need_ms`, where
-    /// [`releases_to_need`](Self::releases_to_need) and known, how long the
-    /// owner's remaining holds need to last.
-    fn unlock_call(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        latch: &str,
-        need_ms: Option<i64>,
-    ) -> ScriptCall;
+    /// The unlock script: one hold of the field away, made idempotent by
+    /// its latch ([`Unlock`]).
+    fn unlock_call(&self, env: &ScriptEnv, unlock: Unlock<'_>) -> ScriptCall;
 
     /// Whether an unlock sets the time the owner's remaining holds keep to
     /// what they need (the read lock, docs/PROTOCOL.md §5.3); other kinds'

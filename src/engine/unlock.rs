@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use crate::base::error::{Error, Result};
 use crate::connection::redis::{Late, Patience};
-use crate::engine::protocol::Protocol;
+use crate::engine::protocol::{Protocol, Unlock};
 use crate::engine::registry::{HoldRef, Lease, UnlockReply, Unlocking};
 use crate::engine::shared::Inner;
 
@@ -198,7 +198,13 @@ async fn unlock(
         let first = !tried.swap(true, std::sync::atomic::Ordering::Relaxed);
         let left = latest.saturating_duration_since(Instant::now());
         let latch = &latch;
-        let build = move || proto.unlock_call(&inner.env, field, lease_ms, latch, need_ms);
+        let unlock = Unlock {
+            field,
+            lease_ms,
+            latch,
+            need_ms,
+        };
+        let build = move || proto.unlock_call(&inner.env, unlock);
         async move {
             if first {
                 inner.redis.eval_as(build, Late::Deliver).await

@@ -26,7 +26,9 @@ use crate::base::layout;
 use crate::base::time::epoch_ms;
 use crate::client::Client;
 use crate::connection::script::{millis, script, ScriptCall};
-use crate::engine::protocol::{read_count_or_ttl, Attempt, AttemptMode, Protocol, Take, Waiting};
+use crate::engine::protocol::{
+    read_count_or_ttl, Attempt, AttemptMode, Protocol, Take, Unlock, Waiting,
+};
 use crate::engine::script_env::ScriptEnv;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
 use crate::locks::lock::Lock;
@@ -209,14 +211,13 @@ impl Protocol for Fair {
         Waiting::Channel(format!("{}:{field}", self.lock.channel).into())
     }
 
-    fn unlock_call(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        latch: &str,
-        _: Option<i64>,
-    ) -> ScriptCall {
+    fn unlock_call(&self, env: &ScriptEnv, unlock: Unlock<'_>) -> ScriptCall {
+        let Unlock {
+            field,
+            lease_ms,
+            latch,
+            ..
+        } = unlock;
         ScriptCall::new(
             &FAIR_UNLOCK,
             &[

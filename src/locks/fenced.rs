@@ -32,7 +32,7 @@ use crate::base::layout;
 use crate::client::Client;
 use crate::connection::script::{script, ScriptCall};
 use crate::engine::protocol::hold_count;
-use crate::engine::protocol::{Attempt, Protocol, Take};
+use crate::engine::protocol::{Attempt, Protocol, Take, Unlock};
 use crate::engine::script_env::ScriptEnv;
 use crate::locks::guard::LockGuard;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
@@ -150,15 +150,8 @@ impl Protocol for Fenced {
         Err(Error::Protocol(format!("fenced lock replied {reply:?}")))
     }
 
-    fn unlock_call(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        latch: &str,
-        need_ms: Option<i64>,
-    ) -> ScriptCall {
-        self.rlock.unlock_call(env, field, lease_ms, latch, need_ms)
+    fn unlock_call(&self, env: &ScriptEnv, unlock: Unlock<'_>) -> ScriptCall {
+        self.rlock.unlock_call(env, unlock)
     }
 
     fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {

@@ -9,7 +9,7 @@ use crate::base::error::{Result, NON_REENTRANT};
 use crate::base::keys::LockKeys;
 use crate::client::Client;
 use crate::connection::script::{script, Script, ScriptCall};
-use crate::engine::protocol::{Protocol, Take};
+use crate::engine::protocol::{Protocol, Take, Unlock};
 use crate::engine::script_env::ScriptEnv;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
 use crate::locks::lock::Lock;
@@ -128,14 +128,13 @@ impl Protocol for Reentrant {
         self.plain_acquire_call(take.field, take.lease_ms)
     }
 
-    fn unlock_call(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        latch: &str,
-        _: Option<i64>,
-    ) -> ScriptCall {
+    fn unlock_call(&self, env: &ScriptEnv, unlock: Unlock<'_>) -> ScriptCall {
+        let Unlock {
+            field,
+            lease_ms,
+            latch,
+            ..
+        } = unlock;
         unlock_call(&UNLOCK, "0", env, &self.keys, field, lease_ms, latch)
     }
 
@@ -235,7 +234,15 @@ pub(crate) mod tests {
         let acquire = lock.acquire_call(&env, take(&field));
         assert_eq!(keys(&acquire), ["orders"]);
         assert_eq!(acquire.args, [Value::Integer(30_000), Value::from("c:7")]);
-        let release = lock.unlock_call(&env, &field, 30_000, "latch", None);
+        let release = lock.unlock_call(
+            &env,
+            Unlock {
+                field: &field,
+                lease_ms: 30_000,
+                latch: "latch",
+                need_ms: None,
+            },
+        );
         assert_eq!(
             keys(&release),
             ["orders", "redisson_lock__channel:{orders}", "latch"]

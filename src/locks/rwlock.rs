@@ -24,7 +24,7 @@ use crate::base::keys::LockKeys;
 use crate::base::layout;
 use crate::client::Client;
 use crate::connection::script::{script, Script, ScriptCall};
-use crate::engine::protocol::{Protocol, Take};
+use crate::engine::protocol::{Protocol, Take, Unlock};
 use crate::engine::registry::Renewal;
 use crate::engine::script_env::ScriptEnv;
 use crate::locks::guard::LockGuard;
@@ -271,14 +271,13 @@ impl Protocol for Read {
         )
     }
 
-    fn unlock_call(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        latch: &str,
-        need_ms: Option<i64>,
-    ) -> ScriptCall {
+    fn unlock_call(&self, env: &ScriptEnv, unlock: Unlock<'_>) -> ScriptCall {
+        let Unlock {
+            field,
+            lease_ms,
+            latch,
+            need_ms,
+        } = unlock;
         ScriptCall::new(
             &RW_READ_UNLOCK,
             &[
@@ -350,14 +349,13 @@ impl Protocol for Write {
         )
     }
 
-    fn unlock_call(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        latch: &str,
-        _: Option<i64>,
-    ) -> ScriptCall {
+    fn unlock_call(&self, env: &ScriptEnv, unlock: Unlock<'_>) -> ScriptCall {
+        let Unlock {
+            field,
+            lease_ms,
+            latch,
+            ..
+        } = unlock;
         let keys = &self.keys.lock;
         unlock_call(&RW_WRITE_UNLOCK, "1", env, keys, field, lease_ms, latch)
     }
@@ -421,7 +419,15 @@ mod tests {
         let owner = Owner::new(3);
         assert_eq!(read.field(&env, owner), "c:3");
         assert_eq!(write.field(&env, owner), "c:3:write");
-        let release = read.unlock_call(&env, "c:3", 30_000, "latch", None);
+        let release = read.unlock_call(
+            &env,
+            Unlock {
+                field: "c:3",
+                lease_ms: 30_000,
+                latch: "latch",
+                need_ms: None,
+            },
+        );
         assert_eq!(
             keys(&release),
             [
@@ -436,7 +442,15 @@ mod tests {
             release.args[..3],
             [Value::from("0"), Value::from("c:3"), Value::from("PUBLISH")]
         );
-        let release = write.unlock_call(&env, "c:3:write", 30_000, "latch", None);
+        let release = write.unlock_call(
+            &env,
+            Unlock {
+                field: "c:3:write",
+                lease_ms: 30_000,
+                latch: "latch",
+                need_ms: None,
+            },
+        );
         assert_eq!(keys(&release), ["doc", "redisson_rwlock:{doc}", "latch"]);
         assert_eq!(release.args[0], Value::from("1"));
         assert_eq!(read.release_channel(), Some("redisson_rwlock:{doc}"));

@@ -11,7 +11,7 @@ use crate::base::error::Result;
 use crate::base::keys::LockKeys;
 use crate::client::Client;
 use crate::connection::script::{script, ScriptCall};
-use crate::engine::protocol::{Protocol, Take, Waiting};
+use crate::engine::protocol::{Protocol, Take, Unlock, Waiting};
 use crate::engine::script_env::ScriptEnv;
 use crate::locks::kind::{sealed, Kind, ReentrantKind};
 use crate::locks::lock::Lock;
@@ -82,14 +82,13 @@ impl Protocol for Spin {
         None
     }
 
-    fn unlock_call(
-        &self,
-        env: &ScriptEnv,
-        field: &str,
-        lease_ms: i64,
-        latch: &str,
-        _: Option<i64>,
-    ) -> ScriptCall {
+    fn unlock_call(&self, env: &ScriptEnv, unlock: Unlock<'_>) -> ScriptCall {
+        let Unlock {
+            field,
+            lease_ms,
+            latch,
+            ..
+        } = unlock;
         ScriptCall::new(
             &SPIN_UNLOCK,
             &[self.name(), latch],
