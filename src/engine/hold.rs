@@ -227,7 +227,7 @@ impl RawHold {
         // In the field's turn: a read unlock sets the owner's time to what
         // its holds need, which this may change.
         let order = inner.holds.order(name, &held.field);
-        let _turn = order.order.clone().lock_owned().await;
+        let turn = order.order.clone().lock_owned().await;
         let key = HoldKey {
             name: name.to_owned(),
             field: held.field.clone(),
@@ -254,6 +254,9 @@ impl RawHold {
         {
             return Err(held.not_held());
         }
+        // The turn, then the use of the order (which may drop its entry).
+        drop(turn);
+        drop(order);
         self.0.get_mut().lease = Lease::Fixed(lease);
         Ok(())
     }

@@ -122,9 +122,13 @@ impl RawLock {
                 // of its field's attempts on this client (the registry's).
                 // Boxed: only explicit owners have one, and every waiter would
                 // carry its room.
-                let shared = self
-                    .owner
-                    .map(|_| Box::new(self.inner.holds.order(self.name(), &field)));
+                let shared = self.owner.map(|_| {
+                    Box::new(
+                        self.inner
+                            .holds
+                            .order(self.name().to_owned(), field.clone()),
+                    )
+                });
                 let order = shared
                     .as_ref()
                     .map_or_else(new_order, |shared| shared.order.clone());
@@ -168,7 +172,7 @@ impl RawLock {
     async fn acquire_as(
         &self,
         attempts: &mut LockAttempts<'_>,
-        shared: Option<Box<crate::engine::registry::OrderUse>>,
+        shared: Option<Box<crate::engine::registry::OrderUse<'static>>>,
     ) -> Result<Option<Acquired>> {
         // A waiter that goes away without the lock (error, deadline, or its
         // future dropped) runs the protocol's give-up step: a fair-lock

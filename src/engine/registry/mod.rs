@@ -42,6 +42,7 @@ mod lease;
 mod runs;
 mod tenure;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -177,19 +178,21 @@ pub(crate) enum UnlockReply {
 
 /// A use of an entry's [`Order`] by an explicit owner's acquisition, or a
 /// release; dropping it lets the entry go once nothing else keeps it.
-pub(crate) struct OrderUse {
+pub(crate) struct OrderUse<'a> {
     holds: Arc<Holds>,
-    name: String,
-    field: String,
+    /// Borrowed where the use lives within a call (an unlock's turn): no
+    /// allocation on the unlock path.
+    name: Cow<'a, str>,
+    field: Cow<'a, str>,
     pub(crate) order: Order,
 }
 
-impl Drop for OrderUse {
+impl Drop for OrderUse<'_> {
     fn drop(&mut self) {
         let mut map = self.holds.map.lock();
         let at = map
-            .get(&self.name)
-            .and_then(|entries| entries.iter().position(|e| e.field == self.field));
+            .get(&*self.name)
+            .and_then(|entries| entries.iter().position(|e| *e.field == *self.field));
         if let Some(i) = at {
             // This use's own clone is still alive here: two in all.
             drop_unused(&mut map, &self.name, i, 2);
@@ -265,14 +268,19 @@ impl Holds {
 
     /// The order of `(name, field)`'s commands, for an acquisition by an
     /// owner that other calls may share (an explicit owner).
-    pub(crate) fn order(self: &Arc<Self>, name: &str, field: &str) -> OrderUse {
-        let order = with_entries(&mut self.map.lock(), name, |entries| {
-            match entries.iter_mut().find(|e| e.field == field) {
+    pub(crate) fn order<'a>(
+        self: &Arc<Self>,
+        name: impl Into<Cow<'a, str>>,
+        field: impl Into<Cow<'a, str>>,
+    ) -> OrderUse<'a> {
+        let (name, field) = (name.into(), field.into());
+        let order = with_entries(&mut self.map.lock(), &name, |entries| {
+            match entries.iter_mut().find(|e| e.field == *field) {
                 Some(entry) => entry.order.clone(),
                 None => {
                     let order = new_order();
                     entries.push(Entry {
-                        field: field.to_owned(),
+                        field: field.to_string(),
                         order: order.clone(),
                         tenure: None,
                     });
@@ -282,8 +290,8 @@ impl Holds {
         });
         OrderUse {
             holds: self.clone(),
-            name: name.to_owned(),
-            field: field.to_owned(),
+            name,
+            field,
             order,
         }
     }
