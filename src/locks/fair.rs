@@ -212,12 +212,6 @@ impl Protocol for Fair {
     }
 
     fn unlock_call(&self, env: &ScriptEnv, unlock: Unlock<'_>) -> ScriptCall {
-        let Unlock {
-            field,
-            lease_ms,
-            latch,
-            ..
-        } = unlock;
         ScriptCall::new(
             &FAIR_UNLOCK,
             &[
@@ -225,14 +219,14 @@ impl Protocol for Fair {
                 &self.queue,
                 &self.timeouts,
                 &self.lock.channel,
-                latch,
+                unlock.latch,
             ],
             vec![
                 Value::from("0"),
-                Value::from(field),
+                Value::from(unlock.field),
                 Value::Integer(epoch_ms()),
                 env.publish(),
-                env.latch_ttl_ms(lease_ms),
+                env.latch_ttl_ms(unlock.lease_ms),
             ],
         )
     }

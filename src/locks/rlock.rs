@@ -129,13 +129,7 @@ impl Protocol for Reentrant {
     }
 
     fn unlock_call(&self, env: &ScriptEnv, unlock: Unlock<'_>) -> ScriptCall {
-        let Unlock {
-            field,
-            lease_ms,
-            latch,
-            ..
-        } = unlock;
-        unlock_call(&UNLOCK, "0", env, &self.keys, field, lease_ms, latch)
+        unlock_call(&UNLOCK, "0", env, &self.keys, unlock)
     }
 
     fn force_unlock_call(&self, env: &ScriptEnv) -> ScriptCall {
@@ -178,24 +172,22 @@ pub(crate) fn force_unlock_call(
 /// An unlock call by `script` in RLock's shape (the kinds with RLock's
 /// layout, and the write lock): KEYS `[N, channel, latch]`, ARGV
 /// `[message, field, publish command, latch TTL]`, the latch's TTL sized
-/// for a hold with a lease of `lease_ms`.
+/// for a hold with the unlock's lease.
 pub(crate) fn unlock_call(
     script: &'static Script,
     message: &'static str,
     env: &ScriptEnv,
     keys: &LockKeys,
-    field: &str,
-    lease_ms: i64,
-    latch: &str,
+    unlock: Unlock<'_>,
 ) -> ScriptCall {
     ScriptCall::with_keys(
         script,
-        vec![keys.name_key(), keys.channel_key(), Key::from(latch)],
+        vec![keys.name_key(), keys.channel_key(), Key::from(unlock.latch)],
         vec![
             Value::from(message),
-            Value::from(field),
+            Value::from(unlock.field),
             env.publish(),
-            env.latch_ttl_ms(lease_ms),
+            env.latch_ttl_ms(unlock.lease_ms),
         ],
     )
 }

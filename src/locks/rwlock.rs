@@ -350,14 +350,7 @@ impl Protocol for Write {
     }
 
     fn unlock_call(&self, env: &ScriptEnv, unlock: Unlock<'_>) -> ScriptCall {
-        let Unlock {
-            field,
-            lease_ms,
-            latch,
-            ..
-        } = unlock;
-        let keys = &self.keys.lock;
-        unlock_call(&RW_WRITE_UNLOCK, "1", env, keys, field, lease_ms, latch)
+        unlock_call(&RW_WRITE_UNLOCK, "1", env, &self.keys.lock, unlock)
     }
 
     fn is_locked_call(&self) -> ScriptCall {

@@ -83,16 +83,10 @@ impl Protocol for Spin {
     }
 
     fn unlock_call(&self, env: &ScriptEnv, unlock: Unlock<'_>) -> ScriptCall {
-        let Unlock {
-            field,
-            lease_ms,
-            latch,
-            ..
-        } = unlock;
         ScriptCall::new(
             &SPIN_UNLOCK,
-            &[self.name(), latch],
-            vec![Value::from(field), env.latch_ttl_ms(lease_ms)],
+            &[self.name(), unlock.latch],
+            vec![Value::from(unlock.field), env.latch_ttl_ms(unlock.lease_ms)],
         )
     }
 
