@@ -62,9 +62,20 @@ fn shared_key(cell: &OnceLock<Key>, key: &str) -> Key {
 /// A fresh unlock latch key: `prefix:` plus 32 random lowercase hex digits,
 /// one per logical unlock (docs/PROTOCOL.md §2.4).
 pub(crate) fn latch_key(prefix: &str) -> String {
+    let mut key = String::with_capacity(prefix.len() + 1 + uuid::fmt::Simple::LENGTH);
+    key.push_str(prefix);
+    into_latch_key(key)
+}
+
+/// [`latch_key`] made of `prefix` itself (an unlock makes its prefix
+/// anew: no second copy of it).
+pub(crate) fn into_latch_key(mut prefix: String) -> String {
     let mut id = [0u8; uuid::fmt::Simple::LENGTH];
     let id: &str = uuid::Uuid::new_v4().simple().encode_lower(&mut id);
-    [prefix, ":", id].concat()
+    prefix.reserve_exact(1 + id.len());
+    prefix.push(':');
+    prefix.push_str(id);
+    prefix
 }
 
 #[cfg(test)]

@@ -180,7 +180,7 @@ async fn unlock(
     need: Option<Duration>,
     patience: Patience,
 ) -> Result<Unlocked> {
-    let latch = crate::base::keys::latch_key(&proto.latch_prefix());
+    let latch = crate::base::keys::into_latch_key(proto.latch_prefix());
     let lease = lease.duration(inner.config.lock_watchdog_timeout);
     let lease_ms = crate::connection::script::millis(lease);
     // Every resend carries the first try's latch, which makes it a replay
