@@ -346,7 +346,10 @@ impl Failures {
             return Err(e);
         }
         tracing::debug!(lock = name, error = %e, "attempt failed, retrying");
-        self.0 = Some(Box::new(Failing { since, last: e }));
+        match &mut self.0 {
+            Some(failing) => failing.last = e,
+            None => self.0 = Some(Box::new(Failing { since, last: e })),
+        }
         Ok(())
     }
 
