@@ -36,7 +36,7 @@ impl Cleanups {
     /// is left behind.
     pub(crate) fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
         self.running.send_modify(|n| *n += 1);
-        let done = Done(self.running.clone());
+        let done = Finished(self.running.clone());
         drop(self.runtime.spawn(async move {
             let _done = done;
             fut.await;
@@ -51,9 +51,9 @@ impl Cleanups {
 }
 
 /// Counts a cleanup as ended when dropped, however it ends.
-struct Done(Arc<watch::Sender<usize>>);
+struct Finished(Arc<watch::Sender<usize>>);
 
-impl Drop for Done {
+impl Drop for Finished {
     fn drop(&mut self) {
         self.0.send_modify(|n| *n = n.saturating_sub(1));
     }

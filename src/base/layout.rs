@@ -20,12 +20,23 @@
 
 /// `prefixName(P, N)`: `P:N` if `N` contains `{`, else `P:{N}`.
 pub fn prefix_name(prefix: &str, name: &str) -> String {
-    // `concat` sizes the string once; `format!` would grow it piece by piece.
-    if name.contains('{') {
-        [prefix, ":", name].concat()
+    prefix_name_with_room(prefix, name, 0)
+}
+
+/// [`prefix_name`], sized for `room` more bytes (a key that goes on, such as
+/// an unlock latch's: one allocation, not two).
+fn prefix_name_with_room(prefix: &str, name: &str, room: usize) -> String {
+    let (open, close) = if name.contains('{') {
+        ("", "")
     } else {
-        [prefix, ":{", name, "}"].concat()
+        ("{", "}")
+    };
+    // Sized once; `format!` would grow it piece by piece.
+    let mut key = String::with_capacity(prefix.len() + name.len() + 3 + room);
+    for part in [prefix, ":", open, name, close] {
+        key.push_str(part);
     }
+    key
 }
 
 /// `suffixName(N, S)`: `N:S` if `N` contains `{`, else `{N}:S`.
@@ -47,7 +58,8 @@ pub fn lock_channel(name: &str) -> String {
 /// The prefix of every lock kind's unlock latches, to which `:<requestId>`
 /// is appended: `redisson_unlock_latch:{N}`.
 pub fn unlock_latch_prefix(name: &str) -> String {
-    prefix_name("redisson_unlock_latch", name)
+    // Sized for the `:<requestId>` (32 hex digits) that follows.
+    prefix_name_with_room("redisson_unlock_latch", name, 33)
 }
 
 /// A fair lock's wait queue (a list of owner fields): `redisson_lock_queue:{N}`.

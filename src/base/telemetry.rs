@@ -42,7 +42,7 @@ pub(crate) mod names {
 /// How an acquisition (or a latch await) ended: the `outcome` field of its
 /// span and label of its metrics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub(crate) enum Ending {
     /// Acquired (a latch: opened).
     Acquired,
     /// Tried once, without waiting, and found it taken.
@@ -55,14 +55,14 @@ pub(crate) enum Outcome {
     Cancelled,
 }
 
-impl Outcome {
+impl Ending {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Outcome::Acquired => "acquired",
-            Outcome::Busy => "busy",
-            Outcome::Timeout => "timeout",
-            Outcome::Error => "error",
-            Outcome::Cancelled => "cancelled",
+            Ending::Acquired => "acquired",
+            Ending::Busy => "busy",
+            Ending::Timeout => "timeout",
+            Ending::Error => "error",
+            Ending::Cancelled => "cancelled",
         }
     }
 }
@@ -119,18 +119,18 @@ impl Acquisition {
     /// it only tried once) or timed out, `Err` an error.
     pub(crate) fn finish<T>(mut self, result: &Result<Option<T>, Error>, once: bool) {
         let outcome = match result {
-            Ok(Some(_)) => Outcome::Acquired,
-            Ok(None) if once => Outcome::Busy,
-            Ok(None) => Outcome::Timeout,
+            Ok(Some(_)) => Ending::Acquired,
+            Ok(None) if once => Ending::Busy,
+            Ok(None) => Ending::Timeout,
             Err(e) => {
                 self.span().record("error", tracing::field::display(e));
-                Outcome::Error
+                Ending::Error
             }
         };
         self.end(outcome);
     }
 
-    fn end(&mut self, outcome: Outcome) {
+    fn end(&mut self, outcome: Ending) {
         self.done = true;
         let waited = self.start.elapsed();
         let span = self.span();
@@ -146,7 +146,7 @@ impl Acquisition {
 impl Drop for Acquisition {
     fn drop(&mut self) {
         if !self.done {
-            self.end(Outcome::Cancelled);
+            self.end(Ending::Cancelled);
         }
     }
 }
@@ -314,7 +314,7 @@ pub(crate) fn abandoned_releases(kind: &'static str, reason: GaveUp, count: u64)
 
 /// An acquisition of `kind` ended with `outcome` after `waited`.
 #[inline]
-pub(crate) fn acquisition(kind: &'static str, outcome: Outcome, waited: Duration) {
+pub(crate) fn acquisition(kind: &'static str, outcome: Ending, waited: Duration) {
     #[cfg(feature = "metrics")]
     {
         let outcome = outcome.as_str();

@@ -2,6 +2,7 @@
 //! The typed [`LockGuard`](crate::LockGuard) is a thin layer over it.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -27,7 +28,7 @@ pub(crate) struct RawHold(Armed<Hold>);
 pub(crate) struct Hold {
     raw: RawLock,
     owner: Owner,
-    field: String,
+    field: Arc<str>,
     lease: Lease,
     hold: HoldRef,
     token: Option<i64>,
@@ -37,7 +38,7 @@ impl Hold {
     fn not_held(&self) -> Error {
         Error::NotHeld {
             name: self.raw.name().to_owned(),
-            owner: self.field.clone(),
+            owner: self.field.to_string(),
         }
     }
 }
@@ -226,7 +227,7 @@ impl RawHold {
         let renewal = held.raw.proto.renewal();
         // In the field's turn: a read unlock sets the owner's time to what
         // its holds need, which this may change.
-        let order = inner.holds.order(name, &held.field);
+        let order = inner.holds.order(name, &*held.field);
         let turn = order.order.clone().lock_owned().await;
         let key = HoldKey {
             name: name.to_owned(),

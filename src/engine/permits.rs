@@ -33,7 +33,7 @@ script!(
 
 /// Where one watchdog permit stands.
 #[derive(Clone, Copy, Debug)]
-struct Status {
+struct PermitStatus {
     /// Until when the permit is certain to be taken: the last confirmed
     /// renewal's (or the acquisition's) lease, less the drift margin.
     valid_until: Instant,
@@ -44,7 +44,7 @@ struct Status {
     ended: bool,
 }
 
-impl Status {
+impl PermitStatus {
     fn lost_at(&self, now: Instant) -> Option<LostReason> {
         if self.ended {
             None
@@ -61,7 +61,7 @@ impl Status {
 pub(crate) struct Renewed {
     /// The permit id, as its 16 bytes.
     id: Value,
-    status: watch::Sender<Status>,
+    status: watch::Sender<PermitStatus>,
 }
 
 impl Renewed {
@@ -142,7 +142,7 @@ impl Permits {
     ) -> Arc<Renewed> {
         let renewed = Arc::new(Renewed {
             id,
-            status: watch::Sender::new(Status {
+            status: watch::Sender::new(PermitStatus {
                 valid_until: safe_until(sent_at, self.lease),
                 gone: false,
                 ended: false,

@@ -17,7 +17,6 @@ use tokio::time::Instant;
 
 use crate::base::error::{Error, Result};
 use crate::base::owner::Owner;
-use crate::base::telemetry::{Acquisition, InSpan};
 use crate::connection::pubsub::Wake;
 use crate::connection::redis::Patience;
 use crate::engine::acquire::attempt::{unlosable, Leftover};
@@ -38,7 +37,7 @@ type Turn = tokio::sync::OwnedMutexGuard<Option<Box<Error>>>;
 /// hold needs to know of itself.
 pub(crate) struct Acquired {
     pub owner: Owner,
-    pub field: String,
+    pub field: Arc<str>,
     pub lease: Lease,
     /// The hold in the registry.
     pub hold: HoldRef,
@@ -107,96 +106,57 @@ impl RawLock {
         wait: Option<Duration>,
         lease: Lease,
     ) -> impl std::future::Future<Output = Result<Option<Acquired>>> + Send + '_ {
-        // An `async` block rather than an `async fn`, which would keep a
-        // second copy of each argument: a waiter carries this future.
-        async move {
-            // In a block: what only starts the acquisition is not kept while
-            // it waits; the attempts keep the rest, once.
-            let (mut attempts, report, shared) = {
-                let owner = self.owner.unwrap_or_else(Owner::generate);
-                let field = self.proto.field(&self.inner.env, owner);
-                // Every Redis step of this acquisition (attempts, undoing an
-                // attempt with an unknown outcome, leaving the queue) runs in
-                // this order, also when the rest finishes in the background;
-                // with an owner that other calls may share, in the order of all
-                // of its field's attempts on this client (the registry's).
-                // Boxed: only explicit owners have one, and every waiter would
-                // carry its room.
-                let shared = self.owner.map(|_| {
-                    Box::new(
-                        self.inner
-                            .holds
-                            .order(self.name().to_owned(), field.clone()),
-                    )
-                });
-                let order = shared
-                    .as_ref()
-                    .map_or_else(new_order, |shared| shared.order.clone());
-                let start = Instant::now();
-                let wait = wait.filter(|w| *w <= crate::base::time::MAX_DURATION);
-                // Redisson's fair-lock thread-wait time: the caller's wait,
-                // else the default.
-                let mode = match wait {
-                    Some(w) if w.is_zero() => AttemptMode::Once,
-                    Some(w) => AttemptMode::Waiting { wait: Some(w) },
-                    None => AttemptMode::Waiting { wait: None },
-                };
-                let report = Acquisition::start(self.name(), self.proto.label(), wait, start);
-                report.span().record("owner", field.as_str());
-                let attempts = LockAttempts {
-                    lock: self,
-                    owner,
-                    field,
-                    lease,
-                    mode,
-                    deadline: Deadline::after(start, wait),
-                    order,
-                    waits: Waits::Unknown,
-                    next_in_line_ms: NEXT_IN_LINE_FIRST_MS,
-                    tried: false,
-                };
-                (attempts, report, shared)
+        // Not an `async fn`, which would keep a copy of each argument: the
+        // attempts are made at the call and moved into the future whole (a
+        // waiter carries it), keeping what the acquisition needs once.
+        let mut attempts = {
+            let owner = self.owner.unwrap_or_else(Owner::generate);
+            // Shared by every copy this acquisition and its hold keep.
+            let field: Arc<str> = self.proto.field(&self.inner.env, owner).into();
+            // Every Redis step of this acquisition (attempts, undoing an
+            // attempt with an unknown outcome, leaving the queue) runs in
+            // this order, also when the rest finishes in the background;
+            // with an owner that other calls may share, in the order of all
+            // of its field's attempts on this client (the registry's).
+            // Boxed: only explicit owners have one, and every waiter would
+            // carry its room.
+            let shared = self.owner.map(|_| {
+                Box::new(
+                    self.inner
+                        .holds
+                        .order(self.name().to_owned(), field.to_string()),
+                )
+            });
+            let order = shared
+                .as_ref()
+                .map_or_else(new_order, |shared| shared.order.clone());
+            let wait = wait.filter(|w| *w <= crate::base::time::MAX_DURATION);
+            // Redisson's fair-lock thread-wait time: the caller's wait,
+            // else the default.
+            let mode = match wait {
+                Some(w) if w.is_zero() => AttemptMode::Once,
+                Some(w) => AttemptMode::Waiting { wait: Some(w) },
+                None => AttemptMode::Waiting { wait: None },
             };
-            let once = attempts.deadline.once;
-            let acquiring = std::pin::pin!(self.acquire_as(&mut attempts, shared));
-            let outcome = InSpan::new(report.span(), acquiring).await;
-            report.finish(&outcome, once);
-            outcome
-        }
-    }
-
-    /// [`acquire`](Self::acquire) by `attempts`, within the acquire span;
-    /// `shared` keeps an explicit owner's order in the registry meanwhile.
-    /// Everything it needs comes in `attempts`: a waiter carries each
-    /// argument of this call for as long as it waits.
-    async fn acquire_as(
-        &self,
-        attempts: &mut LockAttempts<'_>,
-        shared: Option<Box<crate::engine::registry::OrderUse<'static>>>,
-    ) -> Result<Option<Acquired>> {
-        // A waiter that goes away without the lock (error, deadline, or its
-        // future dropped) runs the protocol's give-up step: a fair-lock
-        // waiter may have joined the queue with its very first attempt.
-        let mut leaving = self.give_up(&attempts.field, attempts.mode, &attempts.order);
-        // In a block: the outcome is not kept while giving up.
-        {
-            let outcome = waiter::run(&self.inner, attempts).await;
-            drop(shared);
-            match outcome {
-                Ok(Some(done)) => {
-                    leaving.disarm();
-                    return Ok(Some(done.value));
-                }
-                // `leaving` goes on in the background: the server may be
-                // unreachable for a while.
-                Err(e) => return Err(e),
-                Ok(None) => {}
+            LockAttempts {
+                lock: self,
+                owner,
+                field,
+                lease,
+                mode,
+                deadline: Deadline::after(Instant::now(), wait),
+                order,
+                _shared: shared,
+                waits: Waits::Unknown,
+                next_in_line_ms: NEXT_IN_LINE_FIRST_MS,
+                tried: false,
             }
+        };
+        async move {
+            let wait = attempts.wait();
+            let acquired = crate::engine::acquire::acquire(&self.inner, &mut attempts, wait).await;
+            acquired.map(|done| done.map(|d| d.value))
         }
-        // Boxed: its Redis call would otherwise make every acquire future as
-        // large as fred's command future (~5 KB).
-        Box::pin(leaving.run()).await;
-        Ok(None)
     }
 
     /// The protocol's give-up step for a waiter of `field` in `mode`, if
@@ -236,7 +196,7 @@ impl RawLock {
     async fn attempt(
         &self,
         owner: Owner,
-        field: &str,
+        field: &Arc<str>,
         lease: Lease,
         mode: AttemptMode,
         turn: Turn,
@@ -247,7 +207,7 @@ impl RawLock {
             crate::connection::script::millis(lease.duration(inner.config.lock_watchdog_timeout));
         let sent_at = Instant::now();
         let call = {
-            let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.to_owned());
+            let (inner, proto, field) = (inner.clone(), self.proto.clone(), field.clone());
             async move {
                 let build = || {
                     let take = Take {
@@ -263,19 +223,18 @@ impl RawLock {
         };
         let undo = {
             let (inner, proto, order) = (inner.clone(), self.proto.clone(), order.clone());
-            let field = field.to_owned();
+            let field = field.clone();
             move |left: Leftover<'_, Attempt>, turn: Turn| {
                 undo_attempt(inner, proto, field, lease, sent_at, order, left, turn)
             }
         };
         match unlosable(&inner.cleanups, Box::pin(call), undo).await {
             Ok((Attempt::Acquired { count, token }, turn)) => {
-                let proto = self.proto.as_ref();
-                let hold = record(&inner, proto, field, lease, count, sent_at, order);
+                let hold = record(&inner, &self.proto, field, lease, count, sent_at, order);
                 drop(turn);
                 Ok(Tried::Acquired(Acquired {
                     owner,
-                    field: field.to_owned(),
+                    field: field.clone(),
                     lease,
                     hold,
                     token,
@@ -366,7 +325,7 @@ enum Tried {
 fn undo_attempt(
     inner: Arc<Inner>,
     proto: Arc<dyn Protocol>,
-    field: String,
+    field: Arc<str>,
     lease: Lease,
     sent_at: Instant,
     order: Order,
@@ -378,15 +337,7 @@ fn undo_attempt(
     let (hold, patience, awaited) = match left {
         // Ran, so it took a hold: record it, then release it.
         Leftover::Done(Attempt::Acquired { count, .. }) => {
-            let hold = record(
-                &inner,
-                proto.as_ref(),
-                &field,
-                lease,
-                *count,
-                sent_at,
-                &order,
-            );
+            let hold = record(&inner, &proto, &field, lease, *count, sent_at, &order);
             (Some(hold), until_expiry(&inner, lease), false)
         }
         Leftover::Done(_) => return None,
@@ -403,15 +354,7 @@ fn undo_attempt(
             let hold = matches!(error, Error::NotReplicated { .. }).then(|| {
                 let held = inner.holds.holds(proto.name(), &field);
                 let count = if held { 2 } else { 1 };
-                record(
-                    &inner,
-                    proto.as_ref(),
-                    &field,
-                    lease,
-                    count,
-                    sent_at,
-                    &order,
-                )
+                record(&inner, &proto, &field, lease, count, sent_at, &order)
             });
             (hold, patience, !abandoned)
         }
@@ -441,11 +384,13 @@ fn undo_attempt(
 struct LockAttempts<'a> {
     lock: &'a RawLock,
     owner: Owner,
-    field: String,
+    field: Arc<str>,
     lease: Lease,
     mode: AttemptMode,
     deadline: Deadline,
     order: Order,
+    /// An explicit owner's order, kept in the registry meanwhile.
+    _shared: Option<Box<crate::engine::registry::OrderUse<'static>>>,
     /// How this waiter learns it may try again, known once busy.
     waits: Waits,
     /// The next re-check after [`Attempt::NextInLine`].
@@ -453,6 +398,17 @@ struct LockAttempts<'a> {
     next_in_line_ms: u32,
     /// Whether an attempt was made.
     tried: bool,
+}
+
+impl LockAttempts<'_> {
+    /// How long the caller may wait (`None`: no time limit), as its mode
+    /// keeps it.
+    fn wait(&self) -> Option<Duration> {
+        match self.mode {
+            AttemptMode::Once => Some(Duration::ZERO),
+            AttemptMode::Waiting { wait } => wait,
+        }
+    }
 }
 
 impl waiter::Attempts for LockAttempts<'_> {
@@ -476,7 +432,7 @@ impl waiter::Attempts for LockAttempts<'_> {
         if let Some(e) = turn.take() {
             return Err(*e);
         }
-        let (lock, field) = (self.lock, self.field.as_str());
+        let (lock, field) = (self.lock, &self.field);
         let tried = lock.attempt(self.owner, field, self.lease, self.mode, turn, &self.order);
         Ok(match tried.await? {
             Tried::Acquired(acquired) => Outcome::Ready(acquired),
@@ -518,6 +474,18 @@ impl waiter::Attempts for LockAttempts<'_> {
     fn name(&self) -> &str {
         self.lock.name()
     }
+
+    fn label(&self) -> &'static str {
+        self.lock.proto.label()
+    }
+
+    fn describe(&self, span: &tracing::Span) {
+        span.record("owner", &*self.field);
+    }
+
+    fn give_up(&self) -> GiveUp {
+        self.lock.give_up(&self.field, self.mode, &self.order)
+    }
 }
 
 /// How a waiter learns it may try again (its protocol's [`Waiting`], kept
@@ -536,8 +504,8 @@ enum Waits {
 /// watched from then on (see [`crate::engine::watch`]).
 fn record(
     inner: &Arc<Inner>,
-    proto: &dyn Protocol,
-    field: &str,
+    proto: &Arc<dyn Protocol>,
+    field: &Arc<str>,
     lease: Lease,
     count: u32,
     sent_at: Instant,
@@ -554,13 +522,8 @@ fn record(
         order,
     );
     if recorded.new_tenure {
-        let tenure = crate::engine::watch::Tenure {
-            name: proto.name().to_owned(),
-            field: field.to_owned(),
-            tenure: recorded.hold.tenure,
-            sent_at,
-        };
-        crate::engine::watch::schedule(inner, tenure, proto.release_channel());
+        let tenure = recorded.hold.tenure;
+        crate::engine::watch::schedule(inner, proto, field, tenure, sent_at);
     }
     recorded.hold
 }

@@ -145,10 +145,7 @@ pub(crate) fn held_call(batch: &[HoldKey]) -> ScriptCall {
     ScriptCall::with_keys(
         &HELD,
         batch.iter().map(|h| Key::from(h.name.as_str())).collect(),
-        batch
-            .iter()
-            .map(|h| Value::from(h.field.as_str()))
-            .collect(),
+        batch.iter().map(|h| Value::from(&*h.field)).collect(),
     )
 }
 

@@ -32,38 +32,57 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::base::error::Result;
+use crate::engine::protocol::Protocol;
 use crate::engine::registry::Watched;
 use crate::engine::shared::Inner;
 use crate::engine::watches::{Due, Source, GRAIN, SETTLE};
-pub(crate) use crate::engine::watches::{Tenure, Watches};
+pub(crate) use crate::engine::watches::{TenureKey, Watches};
 
-/// Schedule the watch of `tenure`, which started at `sent_at`: by client
-/// tracking (if the client tracks), on its lock's release channel (if the
-/// kind has one) and on its keyspace channel (if the client listens to
-/// keyspace notifications).
-pub(crate) fn schedule(inner: &Inner, tenure: Tenure, release_channel: Option<&str>) {
+/// Schedule the watch of `field`'s tenure `tenure` of the lock of `proto`,
+/// which started at `sent_at`. Nothing is copied but the field until the
+/// watch is due (most holds end before): then it listens by client tracking
+/// (if the client tracks), on its lock's release channel (if the kind has
+/// one) and on its keyspace channel (if the client listens to keyspace
+/// notifications).
+pub(crate) fn schedule(
+    inner: &Inner,
+    proto: &Arc<dyn Protocol>,
+    field: &Arc<str>,
+    tenure: u64,
+    sent_at: Instant,
+) {
+    let listens = inner.tracking.is_on()
+        || proto.release_channel().is_some()
+        || inner.config.keyspace_notifications;
+    if !listens {
+        return;
+    }
+    inner.watches.push(Due {
+        at: sent_at + SETTLE,
+        proto: proto.clone(),
+        field: field.clone(),
+        tenure,
+        sent_at,
+    });
+}
+
+/// Where the watch of a tenure of the lock of `proto` listens, each with
+/// what a loss heard there is reported as.
+fn sources(inner: &Inner, proto: &dyn Protocol) -> Vec<(Source, &'static str)> {
     let keyspace = inner
         .config
         .keyspace_notifications
-        .then(|| format!("__keyspace@{}__:{}", inner.keyspace_db(), tenure.name));
+        .then(|| format!("__keyspace@{}__:{}", inner.keyspace_db(), proto.name()));
     let tracking = inner
         .tracking
         .is_on()
         .then_some((Source::Tracking, "client tracking"));
-    let sources: Vec<(Source, &'static str)> = tracking
+    let channel = proto.release_channel();
+    tracking
         .into_iter()
-        .chain(release_channel.map(|c| (Source::Channel(c.to_owned()), "message on its channel")))
+        .chain(channel.map(|c| (Source::Channel(c.to_owned()), "message on its channel")))
         .chain(keyspace.map(|c| (Source::Channel(c), "keyspace notification")))
-        .collect();
-    if sources.is_empty() {
-        return;
-    }
-    let due = Due {
-        at: tenure.sent_at + SETTLE,
-        tenure,
-        sources,
-    };
-    inner.watches.push(due);
+        .collect()
 }
 
 /// The client's watch service: starts each queued tenure's watch when it is
@@ -100,16 +119,21 @@ pub(crate) async fn run(
         let Some(inner) = inner.upgrade() else {
             return;
         };
-        for Due {
-            tenure, sources, ..
-        } in due
-        {
-            if let Some(alive) = inner
-                .holds
-                .start_watch(&tenure.name, &tenure.field, tenure.tenure)
-            {
-                spawn(&inner, tenure, sources, alive);
-            }
+        for due in due {
+            let name = due.proto.name();
+            let Some(alive) = inner.holds.start_watch(name, &due.field, due.tenure) else {
+                continue;
+            };
+            // Not empty, unless tracking was turned off since: then there is
+            // nothing to listen to, and the watch ends at once.
+            let sources = sources(&inner, due.proto.as_ref());
+            let tenure = TenureKey {
+                name: name.to_owned(),
+                field: due.field,
+                tenure: due.tenure,
+                sent_at: due.sent_at,
+            };
+            spawn(&inner, tenure, sources, alive);
         }
     }
 }
@@ -118,7 +142,7 @@ pub(crate) async fn run(
 /// (the tenure ended).
 fn spawn(
     inner: &Arc<Inner>,
-    tenure: Tenure,
+    tenure: TenureKey,
     sources: Vec<(Source, &'static str)>,
     mut alive: watch::Receiver<()>,
 ) {
@@ -170,9 +194,9 @@ impl Listening {
 /// ends, or the client shuts down. A failed subscribe or check is tried
 /// again after `retry_delay`: the renewal path still bounds how late a loss
 /// is noticed.
-async fn watch_source(inner: &Arc<Inner>, tenure: &Tenure, source: &Source, why: &'static str) {
+async fn watch_source(inner: &Arc<Inner>, tenure: &TenureKey, source: &Source, why: &'static str) {
     let retry = inner.config.retry_delay.max(Duration::from_millis(1));
-    let Tenure {
+    let TenureKey {
         name,
         field,
         tenure: id,

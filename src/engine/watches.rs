@@ -3,11 +3,14 @@
 //! it.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use crate::engine::protocol::Protocol;
 
 /// How long after a tenure starts its watch begins. Short holds (most
 /// critical sections) then cost nothing: no subscription, no check, no
@@ -23,9 +26,9 @@ pub(crate) const GRAIN: Duration = Duration::from_millis(5);
 
 /// One tenure to watch: `field`'s hold of the lock `name`, in tenure
 /// `tenure`, taken by a command sent at `sent_at`.
-pub(crate) struct Tenure {
+pub(crate) struct TenureKey {
     pub name: String,
-    pub field: String,
+    pub field: Arc<str>,
     pub tenure: u64,
     pub sent_at: Instant,
 }
@@ -40,12 +43,14 @@ pub(crate) enum Source {
     Tracking,
 }
 
-/// A tenure whose watch is due at `at`, on `sources` (each with what a
-/// loss heard there is reported as).
+/// A tenure whose watch is due at `at`: `field`'s tenure `tenure` of the
+/// lock of `proto`, taken by a command sent at `sent_at`.
 pub(crate) struct Due {
     pub at: Instant,
-    pub tenure: Tenure,
-    pub sources: Vec<(Source, &'static str)>,
+    pub proto: Arc<dyn Protocol>,
+    pub field: Arc<str>,
+    pub tenure: u64,
+    pub sent_at: Instant,
 }
 
 /// The tenures waiting for their watch to start, oldest first (they are

@@ -12,11 +12,9 @@ use std::time::Duration;
 
 use fred::interfaces::KeysInterface;
 use fred::types::Value;
-use tracing::Instrument;
 
 use crate::base::error::{Error, Result};
 use crate::base::layout;
-use crate::base::telemetry::Acquisition;
 use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::script::{script, ScriptCall};
@@ -236,22 +234,12 @@ impl CountDownLatch {
     }
 
     async fn await_within(&self, wait: Option<Duration>) -> Result<Option<LatchOpened>> {
-        let report = Acquisition::start(self.name(), KIND, wait, tokio::time::Instant::now());
-        let opened = self
-            .await_in_span(wait)
-            .instrument(report.span().clone())
-            .await;
-        report.finish(&opened, wait.is_some_and(|w| w.is_zero()));
-        opened
-    }
-
-    async fn await_in_span(&self, wait: Option<Duration>) -> Result<Option<LatchOpened>> {
-        let inner = self.inner().clone();
+        let inner = self.inner();
+        let name = &self.shared.handle.name;
+        let wanted = self.shared.handle.wanted(KIND, Wake::Every, wait);
         // One GET per attempt: the wait loop retries transient errors itself,
         // within the caller's deadline.
-        let name = &self.shared.handle.name;
-        let channel = &self.shared.handle.channel;
-        let done = waiter::run_with(&inner, name, channel, Wake::Every, wait, || async {
+        let done = waiter::acquire_with(inner, wanted, || async {
             // Boxed: fred's command future (about 5 KB) would otherwise be
             // part of every awaiter's future, several times over.
             let value: Option<String> = Box::pin(inner.redis.client.get(name.as_str()))

@@ -2,9 +2,12 @@
 //! count) and the channel it publishes on, shared by the handle's clones.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::base::error::Result;
 use crate::client::Client;
+use crate::connection::pubsub::Wake;
+use crate::engine::acquire::waiter::Wanted;
 use crate::engine::shared::Inner;
 
 /// A synchronizer's client, name and channel.
@@ -30,6 +33,25 @@ impl Handle {
 
     pub(crate) fn inner(&self) -> &Arc<Inner> {
         &self.client.inner
+    }
+
+    /// A wait of at most `wait` (`None`: no time limit) on this handle,
+    /// of the synchronizer kind `kind`, whose waiters its channel wakes as
+    /// `wake` says.
+    pub(crate) fn wanted(
+        &self,
+        kind: &'static str,
+        wake: Wake,
+        wait: Option<Duration>,
+    ) -> Wanted<'_> {
+        Wanted {
+            kind,
+            name: &self.name,
+            channel: &self.channel,
+            wake,
+            wait,
+            permits: None,
+        }
     }
 }
 

@@ -26,7 +26,7 @@ use crate::base::layout;
 use crate::base::layout::PERMIT_NEVER_EXPIRES as NEVER_EXPIRES;
 use crate::base::lost::{Lost, LostReason};
 use crate::base::pending::Pending;
-use crate::base::telemetry::{Acquisition, GaveUp};
+use crate::base::telemetry::GaveUp;
 use crate::base::time::epoch_ms;
 use crate::client::Client;
 use crate::connection::pubsub::Wake;
@@ -333,17 +333,9 @@ impl PermitExpirableSemaphore {
         if let Term::Lease(Some(lease)) = term {
             crate::base::time::checked("lease", lease)?;
         }
-        let report = Acquisition::start(self.name(), KIND, wait, Instant::now());
-        let inner = self.inner().clone();
-        let (name, channel) = (&self.shared.handle.name, &self.shared.handle.channel);
-        let done = waiter::run_with(&inner, name, channel, Wake::Counted, wait, || {
-            self.attempt(term)
-        })
-        .instrument(report.span().clone())
-        .await
-        .map(|done| done.map(|d| d.value));
-        report.finish(&done, wait.is_some_and(|w| w.is_zero()));
-        done
+        let wanted = self.shared.handle.wanted(KIND, Wake::Counted, wait);
+        let done = waiter::acquire_with(self.inner(), wanted, || self.attempt(term)).await;
+        done.map(|done| done.map(|d| d.value))
     }
 
     /// One run of the acquire script with a fresh id. If the caller goes

@@ -18,18 +18,16 @@ use fred::types::Value;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::keys::latch_key;
 use crate::base::layout;
-use crate::base::telemetry::Acquisition;
 use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::script::{millis, script, ScriptCall};
 use crate::engine::acquire::attempt::{unlosable_call, Leftover};
-use crate::engine::acquire::waiter::{self, Outcome};
+use crate::engine::acquire::waiter::{self, Outcome, Wanted};
 use crate::engine::armed::{Armed, GiveBack};
 use crate::engine::shared::Inner;
 use crate::synchronizers::count::{check_permits, integer};
@@ -186,18 +184,12 @@ impl Semaphore {
         if permits == 0 {
             return Ok(Some(SemaphorePermit::new(self.clone(), 0, None)));
         }
-        let report = Acquisition::start(self.name(), KIND, wait, Instant::now());
-        report.span().record("permits", permits);
-        let inner = self.inner().clone();
-        let (name, channel) = (&self.shared.handle.name, &self.shared.handle.channel);
-        let done = waiter::run_with(&inner, name, channel, Wake::Counted, wait, || {
-            self.attempt(permits)
-        })
-        .instrument(report.span().clone())
-        .await
-        .map(|done| done.map(|d| d.value));
-        report.finish(&done, wait.is_some_and(|w| w.is_zero()));
-        done
+        let wanted = Wanted {
+            permits: Some(permits),
+            ..self.shared.handle.wanted(KIND, Wake::Counted, wait)
+        };
+        let done = waiter::acquire_with(self.inner(), wanted, || self.attempt(permits)).await;
+        done.map(|done| done.map(|d| d.value))
     }
 
     /// One run of the acquire script. If the caller goes away before the
@@ -273,17 +265,17 @@ impl std::fmt::Debug for Semaphore {
 /// the retry budget, see [`Semaphore`]); [`forget`](Self::forget) keeps them
 /// taken.
 #[must_use = "dropping the permit releases it at once"]
-pub struct SemaphorePermit(Armed<Permits>);
+pub struct SemaphorePermit(Armed<TakenPermits>);
 
 /// What a [`SemaphorePermit`] holds.
-struct Permits {
+struct TakenPermits {
     semaphore: Semaphore,
     permits: u32,
     /// The acquisition's permit latch (`None` for zero permits).
     latch: Option<String>,
 }
 
-impl GiveBack for Permits {
+impl GiveBack for TakenPermits {
     type Output = ();
 
     fn cleanups(&self) -> &Cleanups {
@@ -334,7 +326,7 @@ impl SemaphorePermit {
         if latch.is_some() {
             crate::base::telemetry::held(KIND);
         }
-        SemaphorePermit(Armed::new(Permits {
+        SemaphorePermit(Armed::new(TakenPermits {
             semaphore,
             permits,
             latch,

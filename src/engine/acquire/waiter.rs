@@ -21,6 +21,7 @@ use crate::base::backoff::equal_jitter;
 use crate::base::error::{Error, Result};
 use crate::base::telemetry::InSpan;
 use crate::connection::pubsub::{Subscription, Wake};
+use crate::engine::acquire::give_up::GiveUp;
 use crate::engine::shared::Inner;
 
 /// What one attempt found.
@@ -72,6 +73,20 @@ pub(crate) trait Attempts: Send {
 
     /// The lock or synchronizer waited for (for errors and spans).
     fn name(&self) -> &str;
+
+    /// Its kind, as the `kind` of spans and metrics (`lock`, `semaphore`, …).
+    fn label(&self) -> &'static str;
+
+    /// Record on the acquisition's span what only this kind knows (an
+    /// owner field, a number of permits).
+    fn describe(&self, _span: &tracing::Span) {}
+
+    /// The step to run if the acquisition ends without what it waited for,
+    /// or is dropped (a fair-lock waiter leaves the queue); armed from
+    /// before the first attempt.
+    fn give_up(&self) -> GiveUp {
+        GiveUp::none()
+    }
 }
 
 /// How long a waiter may wait.
@@ -360,26 +375,36 @@ impl Failures {
     }
 }
 
-/// [`run`] for a synchronizer: `attempt` is a closure whose transient
-/// errors are tried again, woken by `channel` per `wake`.
-pub(crate) async fn run_with<T, F, Fut>(
-    inner: &Arc<Inner>,
-    name: &str,
-    channel: &str,
-    wake: Wake,
-    wait: Option<Duration>,
+/// What a synchronizer waits for, and how its waiters are woken.
+pub(crate) struct Wanted<'a> {
+    /// The kind, as the `kind` of spans and metrics.
+    pub kind: &'static str,
+    pub name: &'a str,
+    pub channel: &'a str,
+    pub wake: Wake,
+    /// How long it may wait (`None`: no time limit).
+    pub wait: Option<Duration>,
+    /// How many permits it takes, recorded on its span (a semaphore's).
+    pub permits: Option<u32>,
+}
+
+/// A synchronizer's acquisition, on the one entry
+/// ([`acquire`](crate::engine::acquire::acquire)): `attempt` is a closure
+/// whose transient errors are tried again, woken by the channel `wanted`
+/// names.
+pub(crate) fn acquire_with<'a, T, F, Fut>(
+    inner: &'a Arc<Inner>,
+    wanted: Wanted<'a>,
     attempt: F,
-) -> Result<Option<Done<T>>>
+) -> impl Future<Output = Result<Option<Done<T>>>> + Send + 'a
 where
     T: Send,
-    F: FnMut() -> Fut + Send,
+    F: FnMut() -> Fut + Send + 'a,
     Fut: Future<Output = Result<Outcome<T>>> + Send,
 {
     struct Closure<'a, F> {
         attempt: F,
-        name: &'a str,
-        channel: &'a str,
-        wake: Wake,
+        wanted: Wanted<'a>,
         deadline: Deadline,
     }
     impl<T: Send, F, Fut> Attempts for Closure<'_, F>
@@ -398,21 +423,31 @@ where
             }
         }
         fn channel(&self) -> Option<(Cow<'_, str>, Wake)> {
-            Some((self.channel.into(), self.wake))
+            Some((self.wanted.channel.into(), self.wanted.wake))
         }
         fn deadline(&self) -> Deadline {
             self.deadline
         }
         fn name(&self) -> &str {
-            self.name
+            self.wanted.name
+        }
+        fn label(&self) -> &'static str {
+            self.wanted.kind
+        }
+        fn describe(&self, span: &tracing::Span) {
+            if let Some(permits) = self.wanted.permits {
+                span.record("permits", permits);
+            }
         }
     }
+    // Made here and moved into the future whole: it keeps one copy.
     let mut attempts = Closure {
         attempt,
-        name,
-        channel,
-        wake,
-        deadline: Deadline::after(Instant::now(), wait),
+        deadline: Deadline::after(Instant::now(), wanted.wait),
+        wanted,
     };
-    self::run(inner, &mut attempts).await
+    async move {
+        let wait = attempts.wanted.wait;
+        crate::engine::acquire::acquire(inner, &mut attempts, wait).await
+    }
 }

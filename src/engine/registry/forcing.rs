@@ -46,12 +46,12 @@ impl Forcing {
     /// recorded while it was under way may have been taken before it ran
     /// or after: returned as `(field, tenure)`, for the caller to check
     /// (a woken waiter of this client usually took the lock after it).
-    pub(crate) fn done(mut self, unlocked: bool) -> Vec<(String, u64)> {
+    pub(crate) fn done(mut self, unlocked: bool) -> Vec<(Arc<str>, u64)> {
         self.applied = true;
         self.apply(unlocked)
     }
 
-    fn apply(&self, unlocked: bool) -> Vec<(String, u64)> {
+    fn apply(&self, unlocked: bool) -> Vec<(Arc<str>, u64)> {
         let holds = &self.holds;
         let mut map = holds.map.lock();
         let last = {
@@ -67,7 +67,7 @@ impl Forcing {
             let Some(tenure) = entry.tenure.as_mut() else {
                 continue;
             };
-            let field = entry.field.as_str();
+            let field = &*entry.field;
             let reason = if unlocked && tenure.id < self.mark {
                 LostReason::ForceUnlocked
             } else if tenure.gone && last {

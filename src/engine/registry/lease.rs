@@ -11,7 +11,7 @@ use crate::connection::script::{Script, ScriptCall};
 #[derive(Clone, Debug)]
 pub(crate) struct HoldKey {
     pub name: String,
-    pub field: String,
+    pub field: std::sync::Arc<str>,
     /// The tenure the hold belongs to (see the registry's docs).
     pub tenure: u64,
 }

@@ -58,7 +58,7 @@ use crate::base::telemetry;
 use fxhash::FxBuild;
 pub(crate) use lease::{HoldKey, Lease, Renewal};
 use tenure::{later, Live, Tenure};
-pub(crate) use tenure::{lost, lost_reason, safe_until, Status};
+pub(crate) use tenure::{lost, lost_reason, safe_until, HoldStatus};
 
 /// The turn of one owner field's count-changing commands on this client
 /// (acquire attempts, undos, releases, leaving a fair queue): each runs
@@ -91,7 +91,7 @@ pub(crate) struct HoldRef {
     /// The lock's kind, for metrics.
     pub kind: &'static str,
     /// Its status, as the registry publishes it.
-    pub status: watch::Receiver<Status>,
+    pub status: watch::Receiver<HoldStatus>,
 }
 
 /// One owner field of one lock name. It lives while it has a tenure or
@@ -100,13 +100,13 @@ pub(crate) struct HoldRef {
 /// every command of the field on this client takes the same turn, and a
 /// fresh entry (with a turn of its own) is made only once none is in
 /// flight.
-struct Entry {
-    field: String,
+struct FieldEntry {
+    field: Arc<str>,
     order: Order,
     tenure: Option<Tenure>,
 }
 
-impl Entry {
+impl FieldEntry {
     /// Whether nothing keeps the entry, but `held` clones of its order the
     /// caller knows of (the entry's own included).
     fn unused(&self, held: usize) -> bool {
@@ -115,7 +115,7 @@ impl Entry {
 }
 
 /// Remove the entry at `i` of `name` if nothing keeps it (see
-/// [`Entry::unused`]), and the name once it has no entry.
+/// [`FieldEntry::unused`]), and the name once it has no entry.
 fn drop_unused(map: &mut HoldMap, name: &str, i: usize, held: usize) {
     let Some(entries) = map.get_mut(name) else {
         return;
@@ -130,7 +130,7 @@ fn drop_unused(map: &mut HoldMap, name: &str, i: usize, held: usize) {
 
 /// Entries by lock name (usually one per name). Lookups borrow the
 /// caller's strings: no allocation on the lock/unlock path.
-type HoldMap = HashMap<String, Vec<Entry>, FxBuild>;
+type HoldMap = HashMap<String, Vec<FieldEntry>, FxBuild>;
 
 /// The registry of one client.
 pub(crate) struct Holds {
@@ -202,15 +202,15 @@ impl Drop for OrderUse<'_> {
 
 /// Run `f` on the entries of `name`, made if there are none (the name is
 /// copied only then).
-fn with_entries<T>(map: &mut HoldMap, name: &str, f: impl FnOnce(&mut Vec<Entry>) -> T) -> T {
+fn with_entries<T>(map: &mut HoldMap, name: &str, f: impl FnOnce(&mut Vec<FieldEntry>) -> T) -> T {
     match map.get_mut(name) {
         Some(entries) => f(entries),
         None => f(map.entry(name.to_owned()).or_default()),
     }
 }
 
-fn entry_mut<'a>(map: &'a mut HoldMap, name: &str, field: &str) -> Option<&'a mut Entry> {
-    map.get_mut(name)?.iter_mut().find(|e| e.field == field)
+fn entry_mut<'a>(map: &'a mut HoldMap, name: &str, field: &str) -> Option<&'a mut FieldEntry> {
+    map.get_mut(name)?.iter_mut().find(|e| *e.field == *field)
 }
 
 /// The tenure `id` of `(name, field)`, if it is the field's current one.
@@ -232,7 +232,7 @@ fn end_tenure(map: &mut HoldMap, name: &str, field: &str) {
     let Some(entries) = map.get_mut(name) else {
         return;
     };
-    let Some(i) = entries.iter().position(|e| e.field == field) else {
+    let Some(i) = entries.iter().position(|e| *e.field == *field) else {
         return;
     };
     entries[i].tenure = None;
@@ -275,12 +275,12 @@ impl Holds {
     ) -> OrderUse<'a> {
         let (name, field) = (name.into(), field.into());
         let order = with_entries(&mut self.map.lock(), &name, |entries| {
-            match entries.iter_mut().find(|e| e.field == *field) {
+            match entries.iter_mut().find(|e| *e.field == *field) {
                 Some(entry) => entry.order.clone(),
                 None => {
                     let order = new_order();
-                    entries.push(Entry {
-                        field: field.to_string(),
+                    entries.push(FieldEntry {
+                        field: Arc::from(&*field),
                         order: order.clone(),
                         tenure: None,
                     });
@@ -304,7 +304,7 @@ impl Holds {
     pub(crate) fn acquired(
         &self,
         name: &str,
-        field: &str,
+        field: &Arc<str>,
         kind: &'static str,
         renewal: Renewal,
         lease: Lease,
@@ -335,9 +335,9 @@ impl Holds {
     #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
-        entries: &mut Vec<Entry>,
+        entries: &mut Vec<FieldEntry>,
         name: &str,
-        field: &str,
+        field: &Arc<str>,
         kind: &'static str,
         renewal: Renewal,
         live: Live,
@@ -348,11 +348,11 @@ impl Holds {
         order: &Order,
     ) -> Recorded {
         let hold = live.id;
-        let index = match entries.iter().position(|e| e.field == field) {
+        let index = match entries.iter().position(|e| e.field == *field) {
             Some(i) => i,
             None => {
-                entries.push(Entry {
-                    field: field.to_owned(),
+                entries.push(FieldEntry {
+                    field: field.clone(),
                     order: order.clone(),
                     tenure: None,
                 });
@@ -371,7 +371,7 @@ impl Holds {
                 }
                 tenure.live.push(live);
                 let status = tenure.current();
-                tenure.status = watch::Sender::new(Status {
+                tenure.status = watch::Sender::new(HoldStatus {
                     lost: None,
                     ..status
                 });
@@ -395,13 +395,13 @@ impl Holds {
             if !old.live.is_empty() && old.lose(LostReason::Gone) {
                 tracing::warn!(
                     lock = name,
-                    owner = field,
+                    owner = &**field,
                     "lock lost: a new acquisition by the same owner found it gone"
                 );
             }
         }
         let (expiry, certain) = (later(sent_at, ttl), safe_until(sent_at, ttl));
-        let status = Status {
+        let status = HoldStatus {
             lost: None,
             expires: (!live.renews).then_some(expiry),
             valid_until: certain,
@@ -473,7 +473,7 @@ impl Holds {
         let Some(entries) = map.get_mut(name) else {
             return;
         };
-        let Some(i) = entries.iter().position(|e| e.field == field) else {
+        let Some(i) = entries.iter().position(|e| *e.field == *field) else {
             return;
         };
         let entry = &mut entries[i];

@@ -122,7 +122,7 @@ impl Holds {
                 continue;
             }
             let late = tenure.lost_at(now).is_some();
-            let (lock, owner) = (key.name.as_str(), key.field.as_str());
+            let (lock, owner) = (key.name.as_str(), &*key.field);
             match outcome {
                 // A confirmation that comes after the hold stopped being
                 // certain does not revive it: its guards may already have

@@ -1,5 +1,5 @@
 //! A tenure: one owner field's life in Redis as the registry knows it, and
-//! what its guards observe of it ([`Status`]) (docs/PROTOCOL.md §2.9).
+//! what its guards observe of it ([`HoldStatus`]) (docs/PROTOCOL.md §2.9).
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use crate::engine::registry::lease::{Lease, Renewal};
 
 /// What a guard can observe about its hold.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Status {
+pub(crate) struct HoldStatus {
     /// Why the hold was found lost, once it was.
     pub lost: Option<LostReason>,
     /// While the watchdog does not renew the hold: when its key expires at
@@ -25,7 +25,7 @@ pub(crate) struct Status {
     pub valid_until: Instant,
 }
 
-impl Status {
+impl HoldStatus {
     /// Why the hold is lost at `now`, if it is: found lost, or past the
     /// time it was certain.
     pub(super) fn lost_at(&self, now: Instant) -> Option<LostReason> {
@@ -88,7 +88,7 @@ pub(super) struct Tenure {
     pub(super) certain: Instant,
     /// What the guards of the current status observe; replaced (a new
     /// status) when a hold is taken after the status was lost.
-    pub(super) status: watch::Sender<Status>,
+    pub(super) status: watch::Sender<HoldStatus>,
     /// Once its watch started: dropped with the tenure, which ends the
     /// watch ([`crate::engine::watch`]).
     pub(super) watched: Option<watch::Sender<()>>,
@@ -99,8 +99,8 @@ impl Tenure {
         self.live.iter().any(|l| l.renews)
     }
 
-    pub(super) fn current(&self) -> Status {
-        Status {
+    pub(super) fn current(&self) -> HoldStatus {
+        HoldStatus {
             lost: self.status.borrow().lost,
             expires: (!self.renewed()).then_some(self.expiry),
             valid_until: self.certain,
@@ -160,7 +160,7 @@ impl Tenure {
 /// Resolve when the hold observed by `status` is lost: found gone, forced
 /// open, or no longer certain (its `valid_until` passed without a confirmed
 /// renewal). Never, if it is released normally.
-pub(crate) async fn lost(mut status: watch::Receiver<Status>) -> LostReason {
+pub(crate) async fn lost(mut status: watch::Receiver<HoldStatus>) -> LostReason {
     loop {
         let now = *status.borrow_and_update();
         if let Some(reason) = now.lost_at(Instant::now()) {
@@ -179,6 +179,6 @@ pub(crate) async fn lost(mut status: watch::Receiver<Status>) -> LostReason {
 }
 
 /// Why `status` says lost right now, if it does.
-pub(crate) fn lost_reason(status: &watch::Receiver<Status>) -> Option<LostReason> {
+pub(crate) fn lost_reason(status: &watch::Receiver<HoldStatus>) -> Option<LostReason> {
     status.borrow().lost_at(Instant::now())
 }
