@@ -1,6 +1,6 @@
 //! Types and helpers every layer uses and that know no lock kind and no
-//! connection: errors, owners, wire names (key and channel layout), back-off,
-//! background work that outlives its caller (and the give-backs of permits
+//! connection: errors, owners, wire names (key and channel layout), back-off, a
+//! value observed by others, background work that outlives its caller (and the give-backs of permits
 //! pending in it), and telemetry.
 
 pub(crate) mod backoff;
@@ -10,6 +10,7 @@ pub(crate) mod keys;
 pub mod layout;
 pub(crate) mod lost;
 pub(crate) mod mapper;
+pub(crate) mod observed;
 pub(crate) mod owner;
 pub(crate) mod pending;
 pub(crate) mod telemetry;

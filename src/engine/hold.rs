@@ -150,7 +150,7 @@ impl RawHold {
         self.held()
             .hold
             .status
-            .borrow()
+            .get()
             .expires
             .map(tokio::time::Instant::into_std)
     }

@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use fred::types::Value;
 use parking_lot::Mutex;
-use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::base::error::Error;
 use crate::base::lost::{Lost, LostReason};
+use crate::base::observed::Observed;
 use crate::base::time::epoch_ms;
 use crate::connection::redis::Redis;
 use crate::connection::script::{millis, parse_flags, script, ScriptCall};
@@ -61,40 +61,41 @@ impl PermitStatus {
 pub(crate) struct Renewed {
     /// The permit id, as its 16 bytes.
     id: Value,
-    status: watch::Sender<PermitStatus>,
+    status: Observed<PermitStatus>,
 }
 
 impl Renewed {
     /// Why the permit is lost, if it is now.
     pub(crate) fn lost_reason(&self) -> Option<LostReason> {
-        self.status.borrow().lost_at(Instant::now())
+        self.status.get().lost_at(Instant::now())
     }
 
     /// Until when the permit is certain to be taken.
     pub(crate) fn valid_until(&self) -> Instant {
-        self.status.borrow().valid_until
+        self.status.get().valid_until
     }
 
     /// Resolves once the permit is lost.
     pub(crate) fn lost(&self) -> Lost {
-        let mut status = self.status.subscribe();
+        let status = self.status.observe();
         Lost::new(async move {
             loop {
-                let now = *status.borrow_and_update();
+                let changed = status.changed();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                // The registry and the guard are gone: it was given back,
+                // and is never lost (its last status read after this says
+                // whether it was lost before).
+                let released = status.ended();
+                let now = status.get();
                 if let Some(reason) = now.lost_at(Instant::now()) {
                     return reason;
                 }
-                if now.ended {
+                if now.ended || released {
                     std::future::pending::<()>().await;
                 }
                 tokio::select! {
-                    changed = status.changed() => {
-                        if changed.is_err() {
-                            // The registry and the guard are gone: it was
-                            // given back, and is never lost.
-                            std::future::pending::<()>().await;
-                        }
-                    }
+                    () = changed => {}
                     () = tokio::time::sleep_until(now.valid_until) => {}
                 }
             }
@@ -142,7 +143,7 @@ impl Permits {
     ) -> Arc<Renewed> {
         let renewed = Arc::new(Renewed {
             id,
-            status: watch::Sender::new(PermitStatus {
+            status: Observed::new(PermitStatus {
                 valid_until: safe_until(sent_at, self.lease),
                 gone: false,
                 ended: false,
@@ -163,7 +164,7 @@ impl Permits {
 
     /// Stop renewing `renewed` (its guard gives it back or keeps it).
     pub(crate) fn remove(&self, name: &str, renewed: &Arc<Renewed>) {
-        renewed.status.send_modify(|s| s.ended = true);
+        renewed.status.modify(|s| s.ended = true);
         let mut by_name = self.by_name.lock();
         if let Some(semaphore) = by_name.get_mut(name) {
             semaphore.permits.retain(|p| !Arc::ptr_eq(p, renewed));
@@ -186,7 +187,7 @@ impl Permits {
                     .permits
                     .iter()
                     .filter(|p| {
-                        let s = p.status.borrow();
+                        let s = p.status.get();
                         !s.gone && !s.ended
                     })
                     .cloned()
@@ -241,7 +242,7 @@ impl Permits {
             Ok(flags) => {
                 let renewed_until = safe_until(sent_at, self.lease);
                 for (permit, taken) in batch.iter().zip(flags) {
-                    permit.status.send_modify(|s| {
+                    permit.status.modify(|s| {
                         if taken {
                             s.valid_until = s.valid_until.max(renewed_until);
                         } else {

@@ -54,6 +54,7 @@ use tokio::time::Instant;
 
 use crate::base::error::Error;
 use crate::base::lost::LostReason;
+use crate::base::observed::{Observed, Observer};
 use crate::base::telemetry;
 use fxhash::FxBuild;
 pub(crate) use lease::{HoldKey, Lease, Renewal};
@@ -91,7 +92,7 @@ pub(crate) struct HoldRef {
     /// The lock's kind, for metrics.
     pub kind: &'static str,
     /// Its status, as the registry publishes it.
-    pub status: watch::Receiver<HoldStatus>,
+    pub status: Observer<HoldStatus>,
 }
 
 /// One owner field of one lock name. It lives while it has a tenure or
@@ -371,7 +372,7 @@ impl Holds {
                 }
                 tenure.live.push(live);
                 let status = tenure.current();
-                tenure.status = watch::Sender::new(HoldStatus {
+                tenure.status = Observed::new(HoldStatus {
                     lost: None,
                     ..status
                 });
@@ -384,7 +385,7 @@ impl Holds {
                     tenure: tenure.id,
                     hold,
                     kind,
-                    status: tenure.status.subscribe(),
+                    status: tenure.status.observe(),
                 },
                 new_tenure: false,
             };
@@ -415,14 +416,14 @@ impl Holds {
             live: vec![live],
             expiry,
             certain,
-            status: watch::Sender::new(status),
+            status: Observed::new(status),
             watched: None,
         };
         let handle = HoldRef {
             tenure: tenure.id,
             hold,
             kind,
-            status: tenure.status.subscribe(),
+            status: tenure.status.observe(),
         };
         entry.tenure = Some(tenure);
         Recorded {
@@ -601,9 +602,7 @@ impl Holds {
         let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) else {
             return false;
         };
-        if !hold.status.same_channel(&tenure.status.subscribe())
-            || tenure.lost_at(Instant::now()).is_some()
-        {
+        if !tenure.status.is_observed_by(&hold.status) || tenure.lost_at(Instant::now()).is_some() {
             return false;
         }
         let Some(live) = tenure.live.iter_mut().find(|l| l.id == hold.hold) else {

@@ -6,6 +6,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::base::observed::{Observed, Observer};
+
 use crate::base::lost::LostReason;
 use crate::base::telemetry;
 use crate::engine::registry::lease::{Lease, Renewal};
@@ -88,7 +90,7 @@ pub(super) struct Tenure {
     pub(super) certain: Instant,
     /// What the guards of the current status observe; replaced (a new
     /// status) when a hold is taken after the status was lost.
-    pub(super) status: watch::Sender<HoldStatus>,
+    pub(super) status: Observed<HoldStatus>,
     /// Once its watch started: dropped with the tenure, which ends the
     /// watch ([`crate::engine::watch`]).
     pub(super) watched: Option<watch::Sender<()>>,
@@ -101,7 +103,7 @@ impl Tenure {
 
     pub(super) fn current(&self) -> HoldStatus {
         HoldStatus {
-            lost: self.status.borrow().lost,
+            lost: self.status.get().lost,
             expires: (!self.renewed()).then_some(self.expiry),
             valid_until: self.certain,
         }
@@ -116,7 +118,7 @@ impl Tenure {
             return;
         }
         let (now, at) = (self.current(), Instant::now());
-        self.status.send_if_modified(|s| {
+        self.status.modify_if(|s| {
             if s.lost_at(at).is_some() {
                 return false;
             }
@@ -136,7 +138,7 @@ impl Tenure {
     /// Whether the current status is lost at `now` (found lost, or past
     /// its certainty).
     pub(super) fn lost_at(&self, now: Instant) -> Option<LostReason> {
-        self.status.borrow().lost_at(now)
+        self.status.get().lost_at(now)
     }
 
     /// Mark the current status lost for `reason` (its guards are told); no
@@ -148,9 +150,9 @@ impl Tenure {
         // A status already past its certainty was lost for that reason (its
         // guards may have been told so).
         let reason = self.lost_at(Instant::now()).unwrap_or(reason);
-        let newly = self.status.borrow().lost.is_none();
+        let newly = self.status.get().lost.is_none();
         if newly {
-            self.status.send_modify(|s| s.lost = Some(reason));
+            self.status.modify(|s| s.lost = Some(reason));
             telemetry::lost(self.kind, reason);
         }
         newly
@@ -160,25 +162,31 @@ impl Tenure {
 /// Resolve when the hold observed by `status` is lost: found gone, forced
 /// open, or no longer certain (its `valid_until` passed without a confirmed
 /// renewal). Never, if it is released normally.
-pub(crate) async fn lost(mut status: watch::Receiver<HoldStatus>) -> LostReason {
+pub(crate) async fn lost(status: Observer<HoldStatus>) -> LostReason {
     loop {
-        let now = *status.borrow_and_update();
+        let changed = status.changed();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        // The end first: once the tenure is gone, its last status is known.
+        let released = status.ended();
+        let now = status.get();
         if let Some(reason) = now.lost_at(Instant::now()) {
             return reason;
+        }
+        if released {
+            // The registry dropped the tenure without losing it.
+            return std::future::pending().await;
         }
         tokio::select! {
             // A release (the registry drops the tenure) wins over the timer.
             biased;
-            changed = status.changed() => if changed.is_err() {
-                // Released: the registry dropped the tenure without losing it.
-                return std::future::pending().await;
-            },
-            _ = tokio::time::sleep_until(now.valid_until) => {}
+            () = changed => {}
+            () = tokio::time::sleep_until(now.valid_until) => {}
         }
     }
 }
 
 /// Why `status` says lost right now, if it does.
-pub(crate) fn lost_reason(status: &watch::Receiver<HoldStatus>) -> Option<LostReason> {
-    status.borrow().lost_at(Instant::now())
+pub(crate) fn lost_reason(status: &Observer<HoldStatus>) -> Option<LostReason> {
+    status.get().lost_at(Instant::now())
 }
