@@ -8,13 +8,12 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::base::detach::Cleanups;
 use crate::base::error::Result;
-use crate::base::pending::PendingReleases;
 use crate::connection::config::Config;
 use crate::connection::pubsub::{Commands, Hub};
 use crate::connection::redis::Redis;
 use crate::connection::tracking::Tracking;
+use crate::engine::background::Background;
 use crate::engine::registry::Holds;
 use crate::engine::renewal;
 use crate::engine::script_env::ScriptEnv;
@@ -135,8 +134,7 @@ impl Client {
             permits,
             watches: watches.clone(),
             runtime: Handle::current(),
-            cleanups: Cleanups::new(Handle::current()),
-            releases: PendingReleases::new(),
+            background: Background::new(Handle::current()),
             closing,
             subscriber,
             tracking,
@@ -227,9 +225,8 @@ impl Client {
         inner.closing.send_replace(true);
         inner.watchdog.abort();
         inner.hub.wake_all();
-        let _ = tokio::time::timeout(inner.config.retry_span(), inner.cleanups.drained()).await;
-        // Permits that could not be given back by now are reported and left.
-        inner.releases.abandon_all();
+        // Permits that could not be given back by then are reported and left.
+        inner.background.shut_down(inner.config.retry_span()).await;
         // Unlock latches no later command will carry.
         let _ =
             tokio::time::timeout(inner.config.timeout, inner.redis.delete_queued_latches()).await;
@@ -256,7 +253,7 @@ impl Client {
     /// lease ends) or [`shutdown`](Self::shutdown) abandons it; with the
     /// `metrics` feature, also the `redisson_lock_pending_releases` gauge.
     pub fn pending_releases(&self) -> usize {
-        self.inner.releases.count()
+        self.inner.background.releases.count()
     }
 
     /// Whether [`shutdown`](Self::shutdown) was called.

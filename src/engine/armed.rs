@@ -7,8 +7,8 @@
 use futures::future::BoxFuture;
 use futures::FutureExt;
 
-use crate::base::detach::{Cleanups, FinishOnDrop};
 use crate::base::error::Result;
+use crate::engine::background::{Background, FinishOnDrop};
 
 /// What a guard holds, and how to give it back.
 pub(crate) trait GiveBack: Send + Sync + 'static {
@@ -17,7 +17,7 @@ pub(crate) trait GiveBack: Send + Sync + 'static {
 
     /// The client's background work, which a dropped guard's give-back
     /// joins (so that a shutdown waits for it).
-    fn cleanups(&self) -> &Cleanups;
+    fn background(&self) -> &Background;
 
     /// Give back, with someone awaiting the answer (`retry_attempts` tries).
     fn give_back(&self) -> BoxFuture<'static, Result<Self::Output>>;
@@ -59,8 +59,8 @@ impl<G: GiveBack> Armed<G> {
             return None;
         }
         let call = self.held.give_back();
-        let cleanups = self.held.cleanups().clone();
-        Some(FinishOnDrop::boxed(cleanups, call, |_| async {}.boxed()).boxed())
+        let background = self.held.background().clone();
+        Some(FinishOnDrop::boxed(background, call, |_| async {}.boxed()).boxed())
     }
 
     /// Keep what it holds: nothing is given back.
@@ -75,7 +75,7 @@ impl<G: GiveBack> Drop for Armed<G> {
     fn drop(&mut self) {
         if std::mem::replace(&mut self.armed, false) {
             let later = self.held.give_back_later();
-            self.held.cleanups().spawn(later);
+            self.held.background().spawn(later);
         }
     }
 }

@@ -8,12 +8,12 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 
-use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::lost::LostReason;
 use crate::base::owner::Owner;
 use crate::connection::redis::Patience;
 use crate::engine::armed::{Armed, GiveBack};
+use crate::engine::background::Background;
 use crate::engine::raw::{Acquired, RawLock};
 use crate::engine::registry::{self, HoldKey, HoldRef, Lease};
 use crate::engine::renewal;
@@ -46,8 +46,8 @@ impl Hold {
 impl GiveBack for Hold {
     type Output = ();
 
-    fn cleanups(&self) -> &Cleanups {
-        &self.raw.inner().cleanups
+    fn background(&self) -> &Background {
+        &self.raw.inner().background
     }
 
     fn give_back(&self) -> BoxFuture<'static, Result<()>> {

@@ -21,6 +21,10 @@
 //! * **give-back**: what a guard does with what it holds when it ends,
 //!   awaited or in the background (`armed::GiveBack`): a hold's release, or
 //!   a semaphore's permits.
+//! * **background**: the client's one service for work that must finish
+//!   though nobody awaits it (`background::Background`): a dropped guard's
+//!   give-back, an attempt's undo, a give-up step; a shutdown waits for it,
+//!   then stops it.
 //! * **unlock latch**: the key `redisson_unlock_latch:{N}:<requestId>` that
 //!   makes one release idempotent across retries (docs/PROTOCOL.md §2.4);
 //!   a **permit latch** does the same for a semaphore's give-back (§7.1). A
@@ -34,6 +38,7 @@
 
 pub(crate) mod acquire;
 pub(crate) mod armed;
+pub(crate) mod background;
 pub(crate) mod events;
 pub(crate) mod hold;
 pub(crate) mod permits;

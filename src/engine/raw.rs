@@ -169,7 +169,7 @@ impl RawLock {
             return GiveUp::none();
         };
         let (inner, proto) = (self.inner.clone(), self.proto.clone());
-        GiveUp::new(order, &self.inner.cleanups, patience, move |try_for| {
+        GiveUp::new(order, &self.inner.background, patience, move |try_for| {
             let (inner, proto, call) = (inner.clone(), proto.clone(), call.clone());
             async move {
                 let leave = || inner.redis.eval(|| call.clone());
@@ -228,7 +228,7 @@ impl RawLock {
                 undo_attempt(inner, proto, field, lease, sent_at, order, left, turn)
             }
         };
-        match unlosable(&inner.cleanups, Box::pin(call), undo).await {
+        match unlosable(&inner.background, Box::pin(call), undo).await {
             Ok((Attempt::Acquired { count, token }, turn)) => {
                 let hold = record(&inner, &self.proto, field, lease, count, sent_at, order);
                 drop(turn);
@@ -287,9 +287,9 @@ impl RawLock {
             // Holds of this client taken while the unlock was under way:
             // before it ran (then it removed them) or after. One `HEXISTS`
             // each says, in the background so a cancelled call still checks
-            // (with the client's other cleanups, which a shutdown waits for).
+            // (with the client's other background, which a shutdown waits for).
             let (inner, name) = (inner.clone(), self.name().to_owned());
-            inner.cleanups.clone().spawn(async move {
+            inner.background.clone().spawn(async move {
                 for (field, tenure) in unsure {
                     if let Ok(false) =
                         crate::engine::watch::holds_field(&inner, &name, &field).await

@@ -10,11 +10,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use crate::base::detach::Cleanups;
-use crate::base::pending::PendingReleases;
 use crate::connection::config::Config;
 use crate::connection::pubsub::Hub;
 use crate::connection::redis::Redis;
+use crate::engine::background::Background;
 use crate::engine::registry::Holds;
 use crate::engine::script_env::ScriptEnv;
 
@@ -32,12 +31,10 @@ pub(crate) struct Inner {
     /// The tenures whose watch is yet to start ([`crate::engine::watch`]).
     pub(crate) watches: Arc<crate::engine::watches::Watches>,
     pub(crate) runtime: Handle,
-    /// Background work finishing what callers started (releases, queue
-    /// leaves), which a shutdown waits for.
-    pub(crate) cleanups: Cleanups,
-    /// The give-backs of permits among them, which keep trying until they
-    /// land and which a shutdown abandons after waiting.
-    pub(crate) releases: Arc<PendingReleases>,
+    /// The background service: work finishing what callers started
+    /// (releases, undos, queue leaves, give-backs of permits), which a
+    /// shutdown waits for, then stops.
+    pub(crate) background: Background,
     /// Set by [`Client::shutdown`](crate::Client::shutdown): no new
     /// acquisition, waiters stop.
     pub(crate) closing: watch::Sender<bool>,

@@ -4,10 +4,10 @@ use std::ops::Deref;
 
 use futures::FutureExt;
 
-use crate::base::detach::FinishOnDrop;
 use crate::base::error::Result;
 use crate::base::owner::Owner;
 use crate::connection::redis::Patience;
+use crate::engine::background::FinishOnDrop;
 use crate::engine::registry::Lease;
 use crate::engine::unlock::{release, Whose};
 use crate::locks::kind::{AnyKind, Kind};
@@ -130,7 +130,7 @@ impl<K: Kind> OwnedLock<K> {
         let inner = self.lock.inner();
         let proto = self.lock.raw.proto.clone();
         let field = proto.field(&inner.env, self.owner);
-        let cleanups = inner.cleanups.clone();
+        let background = inner.background.clone();
         let inner = inner.clone();
         let call = async move {
             release(
@@ -144,6 +144,6 @@ impl<K: Kind> OwnedLock<K> {
             .await
             .map(drop)
         };
-        FinishOnDrop::new(cleanups, call, |_| async {}.boxed()).await
+        FinishOnDrop::new(background, call, |_| async {}.boxed()).await
     }
 }

@@ -18,7 +18,8 @@ use crate::base::layout;
 use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::script::{script, ScriptCall};
-use crate::engine::acquire::waiter::{self, Outcome};
+use crate::engine::acquire::acquire_with;
+use crate::engine::acquire::waiter::Outcome;
 use crate::engine::shared::Inner;
 use crate::synchronizers::count::{get_count, integer, parse_count};
 use crate::synchronizers::handle::{handle_accessors, Handle};
@@ -239,7 +240,7 @@ impl CountDownLatch {
         let wanted = self.shared.handle.wanted(KIND, Wake::Every, wait);
         // One GET per attempt: the wait loop retries transient errors itself,
         // within the caller's deadline.
-        let done = waiter::acquire_with(inner, wanted, || async {
+        let done = acquire_with(inner, wanted, || async {
             // Boxed: fred's command future (about 5 KB) would otherwise be
             // part of every awaiter's future, several times over.
             let value: Option<String> = Box::pin(inner.redis.client.get(name.as_str()))

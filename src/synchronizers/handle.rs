@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::base::error::Result;
 use crate::client::Client;
 use crate::connection::pubsub::Wake;
-use crate::engine::acquire::waiter::Wanted;
+use crate::engine::acquire::Wanted;
 use crate::engine::shared::Inner;
 
 /// A synchronizer's client, name and channel.

@@ -3,7 +3,6 @@
 
 pub(crate) mod count;
 pub(crate) mod count_down_latch;
-mod give_back;
 mod handle;
 mod object;
 pub(crate) mod permit_id;

@@ -20,25 +20,26 @@ use futures::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::layout;
 use crate::base::layout::PERMIT_NEVER_EXPIRES as NEVER_EXPIRES;
 use crate::base::lost::{Lost, LostReason};
-use crate::base::pending::Pending;
 use crate::base::telemetry::GaveUp;
 use crate::base::time::epoch_ms;
 use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::redis::Late;
 use crate::connection::script::{millis, script, ScriptCall};
+use crate::engine::acquire::acquire_with;
 use crate::engine::acquire::attempt::{unlosable_call, Leftover};
-use crate::engine::acquire::waiter::{self, Outcome};
+use crate::engine::acquire::waiter::Outcome;
 use crate::engine::armed::{Armed, GiveBack};
+use crate::engine::background::give_back::{until_landed, Ended, Try};
+use crate::engine::background::pending::Pending;
+use crate::engine::background::Background;
 use crate::engine::permits::Renewed;
 use crate::engine::registry::safe_until;
 use crate::synchronizers::count::integer;
-use crate::synchronizers::give_back::{until_landed, Ended, Try};
 use crate::synchronizers::handle::{handle_accessors, Handle};
 use crate::synchronizers::permit_id::PermitId;
 
@@ -334,7 +335,7 @@ impl PermitExpirableSemaphore {
             crate::base::time::checked("lease", lease)?;
         }
         let wanted = self.shared.handle.wanted(KIND, Wake::Counted, wait);
-        let done = waiter::acquire_with(self.inner(), wanted, || self.attempt(term)).await;
+        let done = acquire_with(self.inner(), wanted, || self.attempt(term)).await;
         done.map(|done| done.map(|d| d.value))
     }
 
@@ -387,7 +388,7 @@ impl PermitExpirableSemaphore {
             }
         };
         Ok(
-            match unlosable_call(&inner.cleanups, Box::pin(fut), undo).await? {
+            match unlosable_call(&inner.background, Box::pin(fut), undo).await? {
                 None => {
                     let renewed = matches!(term, Term::Renewed).then(|| {
                         inner.permits.add(
@@ -421,7 +422,7 @@ impl PermitExpirableSemaphore {
     /// The background release of `id` ([`give_back`](Self::give_back)),
     /// pending from now on.
     fn give_back_later(&self, id: PermitId, expires_at: Option<Instant>) -> BoxFuture<'static, ()> {
-        let pending = self.inner().releases.enter(KIND, self.name(), 1);
+        let pending = self.inner().background.releases.enter(KIND, self.name(), 1);
         let semaphore = self.clone();
         async move { semaphore.give_back(pending, id, expires_at).await }.boxed()
     }
@@ -432,7 +433,8 @@ impl PermitExpirableSemaphore {
     /// it ended. Unlocking by id is exact whenever it runs.
     async fn give_back(&self, pending: Pending, id: PermitId, expires_at: Option<Instant>) {
         let span = release_span(self.name(), id, true);
-        let ended = until_landed(self.inner(), self.name(), expires_at, None, |_| {
+        let (redis, releases) = (&self.inner().redis, &self.inner().background.releases);
+        let ended = until_landed(redis, releases, self.name(), expires_at, None, |_| {
             Try::Cancellable(self.release_once(id, Late::Await))
         })
         .instrument(span.clone())
@@ -564,8 +566,8 @@ impl Permit {
 impl GiveBack for Permit {
     type Output = bool;
 
-    fn cleanups(&self) -> &Cleanups {
-        &self.semaphore.inner().cleanups
+    fn background(&self) -> &Background {
+        &self.semaphore.inner().background
     }
 
     fn give_back(&self) -> BoxFuture<'static, Result<bool>> {
@@ -578,7 +580,7 @@ impl GiveBack for Permit {
                 // Not confirmed: released in the background from now on, as
                 // a dropped guard's permit is.
                 let later = semaphore.give_back_later(id, expires_at);
-                semaphore.inner().cleanups.spawn(later);
+                semaphore.inner().background.spawn(later);
             }
             Ok(released? == Released::Yes)
         }

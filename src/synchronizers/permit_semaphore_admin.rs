@@ -7,11 +7,11 @@ use std::time::Duration;
 use fred::types::Value;
 use futures::FutureExt;
 
-use crate::base::detach::FinishOnDrop;
 use crate::base::error::{Error, Result};
 use crate::base::layout::PERMIT_NEVER_EXPIRES as NEVER_EXPIRES;
 use crate::base::time::epoch_ms;
 use crate::connection::script::{millis, parse_flags, script, ScriptCall};
+use crate::engine::background::FinishOnDrop;
 use crate::engine::permits::PES_RENEW;
 use crate::synchronizers::count::{add_call, check_permits, integer, try_set_call};
 use crate::synchronizers::permit_id::{PermitId, PermitLease};
@@ -68,7 +68,7 @@ impl PermitExpirableSemaphore {
         let (semaphore, id) = (self.clone(), *id);
         let call = async move { semaphore.release_retrying(id).await };
         let released =
-            FinishOnDrop::new(self.inner().cleanups.clone(), call, |_| async {}.boxed()).await?;
+            FinishOnDrop::new(self.inner().background.clone(), call, |_| async {}.boxed()).await?;
         Ok(released == Released::Yes)
     }
 
@@ -113,7 +113,7 @@ impl PermitExpirableSemaphore {
             let released = integer(reply, "permit release")?;
             Ok(u32::try_from(released).unwrap_or(0))
         };
-        FinishOnDrop::new(self.inner().cleanups.clone(), call, |_| async {}.boxed()).await
+        FinishOnDrop::new(self.inner().background.clone(), call, |_| async {}.boxed()).await
     }
 
     /// Give the taken permit `id` a new lease from now (Redisson's

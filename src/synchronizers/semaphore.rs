@@ -19,7 +19,6 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::time::Instant;
 
-use crate::base::detach::Cleanups;
 use crate::base::error::{Error, Result};
 use crate::base::keys::latch_key;
 use crate::base::layout;
@@ -27,8 +26,10 @@ use crate::client::Client;
 use crate::connection::pubsub::Wake;
 use crate::connection::script::{millis, script, ScriptCall};
 use crate::engine::acquire::attempt::{unlosable_call, Leftover};
-use crate::engine::acquire::waiter::{self, Outcome, Wanted};
+use crate::engine::acquire::waiter::Outcome;
+use crate::engine::acquire::{acquire_with, Wanted};
 use crate::engine::armed::{Armed, GiveBack};
+use crate::engine::background::Background;
 use crate::engine::shared::Inner;
 use crate::synchronizers::count::{check_permits, integer};
 use crate::synchronizers::handle::{handle_accessors, Handle};
@@ -188,7 +189,7 @@ impl Semaphore {
             permits: Some(permits),
             ..self.shared.handle.wanted(KIND, Wake::Counted, wait)
         };
-        let done = waiter::acquire_with(self.inner(), wanted, || self.attempt(permits)).await;
+        let done = acquire_with(self.inner(), wanted, || self.attempt(permits)).await;
         done.map(|done| done.map(|d| d.value))
     }
 
@@ -232,7 +233,7 @@ impl Semaphore {
             }
         };
         Ok(
-            match unlosable_call(&inner.cleanups, Box::pin(fut), undo).await? {
+            match unlosable_call(&inner.background, Box::pin(fut), undo).await? {
                 true => Outcome::Ready(SemaphorePermit::new(self.clone(), permits, Some(latch))),
                 false => Outcome::Busy(None),
             },
@@ -278,8 +279,8 @@ struct TakenPermits {
 impl GiveBack for TakenPermits {
     type Output = ();
 
-    fn cleanups(&self) -> &Cleanups {
-        &self.semaphore.inner().cleanups
+    fn background(&self) -> &Background {
+        &self.semaphore.inner().background
     }
 
     fn give_back(&self) -> BoxFuture<'static, Result<()>> {
@@ -296,7 +297,7 @@ impl GiveBack for TakenPermits {
                 // as a dropped permit is (any try may have run).
                 let later =
                     semaphore.give_back_later(permits, latch, Mode::Release, None, Some(handed));
-                semaphore.inner().cleanups.spawn(later);
+                semaphore.inner().background.spawn(later);
             }
             released.map(drop)
         }

@@ -8,10 +8,10 @@ use fred::interfaces::KeysInterface;
 use fred::types::Value;
 use futures::FutureExt;
 
-use crate::base::detach::FinishOnDrop;
 use crate::base::error::Result;
 use crate::base::keys::latch_key;
 use crate::connection::script::{script, ScriptCall};
+use crate::engine::background::FinishOnDrop;
 use crate::synchronizers::count::{add_call, check_permits, get_count, integer, try_set_call};
 use crate::synchronizers::semaphore::Semaphore;
 
@@ -96,7 +96,7 @@ impl Semaphore {
             let latch = latch_key(&semaphore.shared.latch_prefix);
             semaphore.release_awaited(permits, &latch).await.map(drop)
         };
-        FinishOnDrop::new(self.inner().cleanups.clone(), call, |_| async {}.boxed()).await
+        FinishOnDrop::new(self.inner().background.clone(), call, |_| async {}.boxed()).await
     }
 
     /// Give `permits` permits back only if the semaphore exists (Redisson's

@@ -9,11 +9,11 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::base::error::{Error, Result};
-use crate::base::pending::Pending;
 use crate::base::telemetry::GaveUp;
 use crate::connection::redis::Late;
 use crate::connection::script::{millis, script, ScriptCall};
-use crate::synchronizers::give_back::{until_landed, Ended, Try};
+use crate::engine::background::give_back::{until_landed, Ended, Try};
+use crate::engine::background::pending::Pending;
 use crate::synchronizers::semaphore::{latch_ttl, Mode, Semaphore, KIND};
 
 // The script this module runs (`lua/`, embedded at build time).
@@ -122,7 +122,11 @@ impl Semaphore {
         exact_until: Option<Instant>,
         doubt: Option<Instant>,
     ) -> BoxFuture<'static, ()> {
-        let pending = self.inner().releases.enter(KIND, self.name(), permits);
+        let pending = self
+            .inner()
+            .background
+            .releases
+            .enter(KIND, self.name(), permits);
         let semaphore = self.clone();
         async move {
             semaphore
@@ -160,7 +164,8 @@ impl Semaphore {
         let span = self.release_span(permits, matches!(mode, Mode::Undo), true);
         let inner = self.inner();
         let release_for = latch_ttl(inner).saturating_sub(inner.config.timeout);
-        let ended = until_landed(inner, self.name(), None, doubt, |doubt| {
+        let (redis, releases) = (&inner.redis, &inner.background.releases);
+        let ended = until_landed(redis, releases, self.name(), None, doubt, |doubt| {
             let now = Instant::now();
             let (sent, late) = match (mode, doubt.map(|d| d.checked_add(release_for))) {
                 (Mode::Release, Some(Some(until))) if now < until => {

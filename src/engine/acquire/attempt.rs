@@ -11,8 +11,8 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use parking_lot::Mutex;
 
-use crate::base::detach::{Cleanups, FinishOnDrop};
 use crate::base::error::{Error, Result};
+use crate::engine::background::{Background, FinishOnDrop};
 
 /// What an acquire call left that nobody will use.
 pub(crate) enum Leftover<'a, T> {
@@ -30,13 +30,13 @@ pub(crate) enum Leftover<'a, T> {
 /// the reply, the call is finished in the background; then, and when it
 /// fails with a transient error, `undo` is asked what to give back for what
 /// it left, and is handed the turn to hold while it does: what it returns
-/// runs in the background (joining `cleanups`, so that a shutdown waits for
+/// runs in the background (joining `background`, so that a shutdown waits for
 /// it), and the next step that waits for the turn comes after it. On success
 /// the value comes back with the turn, for the caller to record what it took
 /// before letting the turn go. The call comes boxed: a command future is
 /// large, and no waiting future should carry one inline.
 pub(crate) async fn unlosable<T, S, F, U>(
-    cleanups: &Cleanups,
+    background: &Background,
     call: Pin<Box<F>>,
     undo: U,
 ) -> Result<(T, S)>
@@ -69,7 +69,7 @@ where
             .boxed()
         }
     };
-    match FinishOnDrop::boxed(cleanups.clone(), call, orphan).await {
+    match FinishOnDrop::boxed(background.clone(), call, orphan).await {
         (Ok(value), turn) => Ok((value, turn)),
         (Err(e), turn) => {
             if e.is_transient() {
@@ -79,7 +79,7 @@ where
                     abandoned: false,
                 };
                 if let Some(giving_back) = undo.and_then(|undo| undo(left, turn)) {
-                    cleanups.spawn(giving_back);
+                    background.spawn(giving_back);
                 }
             }
             Err(e)
@@ -89,7 +89,7 @@ where
 
 /// [`unlosable`] without a turn.
 pub(crate) async fn unlosable_call<T, F, U>(
-    cleanups: &Cleanups,
+    background: &Background,
     call: Pin<Box<F>>,
     undo: U,
 ) -> Result<T>
@@ -100,7 +100,7 @@ where
 {
     let call = Box::pin(async move { (call.await, ()) });
     let undo = move |left: Leftover<'_, T>, ()| undo(left);
-    unlosable(cleanups, call, undo)
+    unlosable(background, call, undo)
         .await
         .map(|(value, ())| value)
 }
@@ -112,22 +112,22 @@ mod tests {
     use super::*;
     use tokio::sync::oneshot;
 
-    fn cleanups() -> Cleanups {
-        Cleanups::new(tokio::runtime::Handle::current())
+    fn background() -> Background {
+        Background::new(tokio::runtime::Handle::current())
     }
 
     /// Run `unlosable` with `call` and `undo` in a caller that is dropped
     /// while it waits for the reply.
-    async fn abandoned<F, U>(cleanups: &Cleanups, call: F, undo: U)
+    async fn abandoned<F, U>(background: &Background, call: F, undo: U)
     where
         F: Future<Output = (Result<u32>, oneshot::Sender<()>)> + Send + 'static,
         U: FnOnce(Leftover<'_, u32>, oneshot::Sender<()>) -> Option<BoxFuture<'static, ()>>
             + Send
             + 'static,
     {
-        let cleanups = cleanups.clone();
+        let background = background.clone();
         let caller = tokio::spawn(async move {
-            let _ = unlosable(&cleanups, Box::pin(call), undo).await;
+            let _ = unlosable(&background, Box::pin(call), undo).await;
         });
         tokio::task::yield_now().await;
         caller.abort();
@@ -183,7 +183,9 @@ mod tests {
         let (turn_tx, mut turn_rx) = oneshot::channel();
         let (answer, call, undo, undone) = scripted(turn_tx);
         answer.send(Ok(7)).unwrap();
-        let (value, turn) = unlosable(&cleanups(), Box::pin(call), undo).await.unwrap();
+        let (value, turn) = unlosable(&background(), Box::pin(call), undo)
+            .await
+            .unwrap();
         assert_eq!(value, 7);
         assert!(turn_rx.try_recv().is_err(), "the turn is still held");
         drop(turn);
@@ -194,14 +196,14 @@ mod tests {
     async fn a_call_whose_caller_went_away_is_finished_and_undone_in_turn() {
         let (turn_tx, turn_rx) = oneshot::channel::<()>();
         let (answer, call, undo, undone) = scripted(turn_tx);
-        let cleanups = cleanups();
+        let background = background();
         // The caller is waiting for the reply: drop it there.
-        abandoned(&cleanups, call, undo).await;
+        abandoned(&background, call, undo).await;
         answer.send(Ok(3)).unwrap();
         assert_eq!(undone.await.unwrap(), Undone::Done(3));
         // The undo held the turn until it was done.
         assert!(turn_rx.await.is_err());
-        cleanups.drained().await;
+        background.drained().await;
     }
 
     #[tokio::test]
@@ -209,7 +211,7 @@ mod tests {
         let (turn_tx, _turn_rx) = oneshot::channel();
         let (answer, call, undo, undone) = scripted(turn_tx);
         answer.send(Err(Error::connection("lost"))).unwrap();
-        let outcome = unlosable(&cleanups(), Box::pin(call), undo).await;
+        let outcome = unlosable(&background(), Box::pin(call), undo).await;
         assert!(matches!(outcome, Err(e) if e.is_transient()));
         assert_eq!(undone.await.unwrap(), Undone::Unknown);
     }
@@ -221,7 +223,9 @@ mod tests {
         answer
             .send(Err(Error::InvalidArgument("bad".into())))
             .unwrap();
-        assert!(unlosable(&cleanups(), Box::pin(call), undo).await.is_err());
+        assert!(unlosable(&background(), Box::pin(call), undo)
+            .await
+            .is_err());
         assert!(undone.await.is_err(), "no undo ran");
     }
 
@@ -229,12 +233,12 @@ mod tests {
     async fn a_caller_gone_before_a_definite_failure_undoes_nothing() {
         let (turn_tx, _turn_rx) = oneshot::channel();
         let (answer, call, undo, undone) = scripted(turn_tx);
-        let cleanups = cleanups();
-        abandoned(&cleanups, call, undo).await;
+        let background = background();
+        abandoned(&background, call, undo).await;
         answer
             .send(Err(Error::InvalidArgument("bad".into())))
             .unwrap();
-        cleanups.drained().await;
+        background.drained().await;
         assert!(undone.await.is_err(), "no undo ran");
     }
 }

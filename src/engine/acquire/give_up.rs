@@ -10,9 +10,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use crate::base::detach::Cleanups;
 use crate::base::error::Result;
 use crate::connection::redis::Patience;
+use crate::engine::background::Background;
 use crate::engine::registry::Order;
 
 /// One try of the step with this patience (idempotent: it may run twice).
@@ -27,7 +27,7 @@ pub(crate) struct GiveUp {
 struct Leaving {
     step: Step,
     order: Order,
-    cleanups: Cleanups,
+    background: Background,
     /// How long trying in the background is worth it.
     patience: Duration,
 }
@@ -42,7 +42,7 @@ impl GiveUp {
     /// background.
     pub(crate) fn new(
         order: &Order,
-        cleanups: &Cleanups,
+        background: &Background,
         patience: Duration,
         step: impl Fn(Patience) -> BoxFuture<'static, Result<()>> + Send + Sync + 'static,
     ) -> GiveUp {
@@ -50,7 +50,7 @@ impl GiveUp {
             pending: Some(Box::new(Leaving {
                 step: Box::new(step),
                 order: order.clone(),
-                cleanups: cleanups.clone(),
+                background: background.clone(),
                 patience,
             })),
         }
@@ -83,8 +83,8 @@ impl Drop for GiveUp {
         // A plain future, not a `GiveUp`: dropping it (a runtime shutting
         // down) must not spawn it again.
         if let Some(p) = self.pending.take() {
-            let cleanups = p.cleanups.clone();
-            cleanups.spawn(async move {
+            let background = p.background.clone();
+            background.spawn(async move {
                 let _turn = p.order.clone().lock_owned().await;
                 let until = Patience::Until(Instant::now() + p.patience);
                 if let Err(e) = (p.step)(until).await {
@@ -136,47 +136,47 @@ mod tests {
         (tries, last, step)
     }
 
-    fn give_up(order: &Order, step: Step, cleanups: &Cleanups) -> GiveUp {
-        GiveUp::new(order, cleanups, Duration::from_secs(5), step)
+    fn give_up(order: &Order, step: Step, background: &Background) -> GiveUp {
+        GiveUp::new(order, background, Duration::from_secs(5), step)
     }
 
     #[tokio::test]
     async fn a_disarmed_step_never_runs() {
-        let cleanups = Cleanups::new(tokio::runtime::Handle::current());
+        let background = Background::new(tokio::runtime::Handle::current());
         let (tries, _, step) = counted(0);
-        let mut leaving = give_up(&new_order(), step, &cleanups);
+        let mut leaving = give_up(&new_order(), step, &background);
         leaving.disarm();
         drop(leaving);
-        cleanups.drained().await;
+        background.drained().await;
         assert_eq!(tries.load(Ordering::SeqCst), 0);
     }
 
     #[tokio::test]
     async fn a_step_that_failed_while_awaited_goes_on_in_the_background() {
-        let cleanups = Cleanups::new(tokio::runtime::Handle::current());
+        let background = Background::new(tokio::runtime::Handle::current());
         let (tries, last, step) = counted(1);
-        let mut leaving = give_up(&new_order(), step, &cleanups);
+        let mut leaving = give_up(&new_order(), step, &background);
         leaving.run().await;
         assert_eq!(tries.load(Ordering::SeqCst), 1);
         assert!(matches!(*last.lock(), Some(Patience::Attempts)));
         drop(leaving);
-        cleanups.drained().await;
+        background.drained().await;
         assert_eq!(tries.load(Ordering::SeqCst), 2, "tried again when dropped");
         assert!(matches!(*last.lock(), Some(Patience::Until(_))));
     }
 
     #[tokio::test]
     async fn a_dropped_waiter_gives_up_after_the_steps_before_it() {
-        let cleanups = Cleanups::new(tokio::runtime::Handle::current());
+        let background = Background::new(tokio::runtime::Handle::current());
         let order = new_order();
         // An earlier step of the acquisition (an undo) holds the turn.
         let turn = order.clone().lock_owned().await;
         let (tries, _, step) = counted(0);
-        drop(give_up(&order, step, &cleanups));
+        drop(give_up(&order, step, &background));
         tokio::task::yield_now().await;
         assert_eq!(tries.load(Ordering::SeqCst), 0, "waits for the turn");
         drop(turn);
-        cleanups.drained().await;
+        background.drained().await;
         assert_eq!(tries.load(Ordering::SeqCst), 1);
     }
 }

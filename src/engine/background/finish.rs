@@ -7,57 +7,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
-use tokio::runtime::Handle;
-use tokio::sync::watch;
 
-/// Background work that finishes what a caller started (a release, leaving
-/// a queue, an orphaned attempt), counted so that a shutdown can wait for
-/// it to end.
-#[derive(Clone)]
-pub(crate) struct Cleanups {
-    runtime: Handle,
-    running: Arc<watch::Sender<usize>>,
-}
-
-impl Cleanups {
-    pub(crate) fn new(runtime: Handle) -> Cleanups {
-        Cleanups {
-            runtime,
-            running: Arc::new(watch::Sender::new(0)),
-        }
-    }
-
-    /// Run `fut` in the background. Safe to call outside the runtime; if it
-    /// has shut down, `fut` is dropped and the server-side TTL bounds what
-    /// is left behind.
-    pub(crate) fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
-        self.running.send_modify(|n| *n += 1);
-        let done = Finished(self.running.clone());
-        drop(self.runtime.spawn(async move {
-            let _done = done;
-            fut.await;
-        }));
-    }
-
-    /// Wait until no cleanup runs.
-    pub(crate) async fn drained(&self) {
-        let mut running = self.running.subscribe();
-        let _ = running.wait_for(|n| *n == 0).await;
-    }
-}
-
-/// Counts a cleanup as ended when dropped, however it ends.
-struct Finished(Arc<watch::Sender<usize>>);
-
-impl Drop for Finished {
-    fn drop(&mut self) {
-        self.0.send_modify(|n| *n = n.saturating_sub(1));
-    }
-}
+use crate::engine::background::service::Background;
 
 /// A future that, if dropped before it completes, is completed in the
 /// background and its output handed to `on_orphan`. Costs one allocation
@@ -70,7 +24,7 @@ where
 {
     fut: Option<Pin<Box<F>>>,
     on_orphan: Option<C>,
-    cleanups: Cleanups,
+    background: Background,
 }
 
 impl<F, C> FinishOnDrop<F, C>
@@ -79,20 +33,20 @@ where
     F::Output: Send + 'static,
     C: FnOnce(F::Output) -> BoxFuture<'static, ()> + Send + 'static,
 {
-    pub(crate) fn new(cleanups: Cleanups, fut: F, on_orphan: C) -> Self
+    pub(crate) fn new(background: Background, fut: F, on_orphan: C) -> Self
     where
         F: Sized,
     {
-        Self::boxed(cleanups, Box::pin(fut), on_orphan)
+        Self::boxed(background, Box::pin(fut), on_orphan)
     }
 
     /// [`new`](Self::new) for a call already boxed (a `BoxFuture`): not
     /// boxed again.
-    pub(crate) fn boxed(cleanups: Cleanups, fut: Pin<Box<F>>, on_orphan: C) -> Self {
+    pub(crate) fn boxed(background: Background, fut: Pin<Box<F>>, on_orphan: C) -> Self {
         FinishOnDrop {
             fut: Some(fut),
             on_orphan: Some(on_orphan),
-            cleanups,
+            background,
         }
     }
 }
@@ -133,7 +87,7 @@ where
 {
     fn drop(&mut self) {
         if let (Some(fut), Some(on_orphan)) = (self.fut.take(), self.on_orphan.take()) {
-            self.cleanups
+            self.background
                 .spawn(async move { on_orphan(fut.await).await });
         }
     }

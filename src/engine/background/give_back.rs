@@ -13,7 +13,7 @@
 //! `retry_delay` to a few seconds, with jitter, and tries again at once when
 //! the connection is re-established.
 //!
-//! [`Pending`]: crate::base::pending::Pending
+//! [`Pending`]: crate::engine::background::pending::Pending
 //! [`Late::Await`]: crate::connection::redis::Late::Await
 
 use std::future::Future;
@@ -21,7 +21,8 @@ use std::future::Future;
 use tokio::time::Instant;
 
 use crate::base::error::{Error, Result};
-use crate::engine::shared::Inner;
+use crate::connection::redis::Redis;
+use crate::engine::background::pending::PendingReleases;
 
 /// One try of a give-back.
 pub(crate) enum Try<F> {
@@ -47,9 +48,10 @@ pub(crate) enum Ended<T> {
     Failed(Error),
 }
 
-/// Try `attempt` until Redis answers it, `stop_at` passes, or the client
-/// shuts down (a shutdown abandons the give-backs still pending once it has
-/// waited for them: [`PendingReleases::abandon_all`](crate::base::pending::PendingReleases::abandon_all)).
+/// Try `attempt` on `redis` until Redis answers it, `stop_at` passes, or
+/// the client shuts down (a shutdown abandons the give-backs still pending
+/// in `releases` once it has waited for them:
+/// [`PendingReleases::abandon_all`]).
 /// `attempt` is told when the first try that may have reached Redis
 /// without an answer was handed over (`None` while every failed try is known
 /// not to have run; `doubt` if an earlier call, e.g. an awaited release that
@@ -59,7 +61,8 @@ pub(crate) enum Ended<T> {
 /// Cancel safety: dropped at any point, it leaves no task or subscription
 /// behind; a [`Try::Cancellable`] call may still be written once fred can.
 pub(crate) async fn until_landed<T, F, Fut>(
-    inner: &Inner,
+    redis: &Redis,
+    releases: &PendingReleases,
     name: &str,
     stop_at: Option<Instant>,
     mut doubt: Option<Instant>,
@@ -69,8 +72,7 @@ where
     F: FnMut(Option<Instant>) -> Try<Fut>,
     Fut: Future<Output = Result<T>>,
 {
-    let releases = &inner.releases;
-    let mut backoff = inner.redis.persistent_backoff();
+    let mut backoff = redis.persistent_backoff();
     let mut tries = 0u32;
     let unnecessary = async {
         match stop_at {
@@ -114,7 +116,7 @@ where
             biased;
             () = releases.abandoning() => return Ended::Abandoned,
             () = &mut unnecessary => return Ended::Unnecessary,
-            () = inner.redis.pause(&mut backoff) => {}
+            () = redis.pause(&mut backoff) => {}
         }
     }
 }
