@@ -432,7 +432,10 @@ impl Model {
                     if !possibly {
                         *last = Some(need);
                     } else if !certainly {
-                        *last = Some(last.map_or(need, |k| k.either(need)));
+                        // Set to the need, or left as it is: a last key
+                        // already gone may stay gone (expired by `t1`).
+                        let gone = Ttl { lo: t1, hi: t1 };
+                        *last = Some(last.unwrap_or(gone).either(need));
                     }
                 }
                 // The owner's new last key takes over the leaving one's time.
