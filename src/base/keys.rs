@@ -59,8 +59,9 @@ fn shared_key(cell: &OnceLock<Key>, key: &str) -> Key {
     .clone()
 }
 
-/// A fresh unlock latch key: `prefix:` plus 32 random lowercase hex digits,
-/// one per logical unlock (docs/PROTOCOL.md §2.4).
+/// A fresh latch key: `prefix:` plus 32 random lowercase hex digits, one per
+/// logical call: an unlock latch on an unlock latch prefix (docs/PROTOCOL.md
+/// §2.4), a permit latch on a semaphore's (§7.1).
 pub(crate) fn latch_key(prefix: &str) -> String {
     let mut key = String::with_capacity(prefix.len() + 1 + uuid::fmt::Simple::LENGTH);
     key.push_str(prefix);

@@ -13,14 +13,14 @@ use tokio::sync::Notify;
 
 /// The owner's side: changes the value; dropping it ends it (its observers
 /// are woken and see [`Observer::ended`]).
-pub(crate) struct Observed<T: Copy>(Arc<Shared<T>>);
+pub(crate) struct Observed<T: Copy>(Arc<ObservedCell<T>>);
 
 /// An observer's side: reads the value and waits for a change. Cheap to
 /// clone.
 #[derive(Clone)]
-pub(crate) struct Observer<T: Copy>(Arc<Shared<T>>);
+pub(crate) struct Observer<T: Copy>(Arc<ObservedCell<T>>);
 
-struct Shared<T> {
+struct ObservedCell<T> {
     value: Mutex<T>,
     /// Set when the owner's side is dropped, after its last change.
     ended: AtomicBool,
@@ -30,7 +30,7 @@ struct Shared<T> {
 
 impl<T: Copy> Observed<T> {
     pub(crate) fn new(value: T) -> Observed<T> {
-        Observed(Arc::new(Shared {
+        Observed(Arc::new(ObservedCell {
             value: Mutex::new(value),
             ended: AtomicBool::new(false),
             changed: Notify::new(),

@@ -37,18 +37,18 @@ use crate::connection::pubsub_commands::{
 
 /// The hub of one client.
 pub(crate) struct Hub {
-    shared: Arc<Shared>,
+    shared: Arc<HubShared>,
 }
 
-struct Shared {
-    channels: Mutex<HashMap<String, Arc<Entry>>>,
+struct HubShared {
+    channels: Mutex<HashMap<String, Arc<ChannelEntry>>>,
     /// Subscriptions held by waiters (not watchers), on every channel.
     waiters: AtomicUsize,
     ops: mpsc::UnboundedSender<Op>,
     timeout: Duration,
 }
 
-struct Entry {
+struct ChannelEntry {
     /// The channel's name (the map's key too), for its subscribers' drop.
     channel: Box<str>,
     /// Local holders of a [`Subscription`]; changed only under the map lock.
@@ -122,8 +122,8 @@ enum Op {
 
 /// A waiter's share of a channel subscription. Dropping it leaves the channel.
 pub(crate) struct Subscription {
-    shared: Arc<Shared>,
-    entry: Arc<Entry>,
+    shared: Arc<HubShared>,
+    entry: Arc<ChannelEntry>,
     /// How many messages the channel had seen when this subscription joined.
     since: u64,
     /// A watcher (a holder re-checking its hold), not a waiter.
@@ -138,7 +138,7 @@ impl Hub {
         timeout: Duration,
     ) -> (Hub, Vec<JoinHandle<()>>) {
         let (ops, rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(HubShared {
             channels: Mutex::new(HashMap::new()),
             waiters: AtomicUsize::new(0),
             ops,
@@ -205,7 +205,7 @@ impl Hub {
             let entry = channels
                 .entry(channel.to_owned())
                 .or_insert_with(|| {
-                    Arc::new(Entry {
+                    Arc::new(ChannelEntry {
                         channel: channel.into(),
                         refs: Mutex::new(0),
                         watchers: AtomicUsize::new(0),
@@ -337,7 +337,7 @@ impl Drop for Subscription {
     }
 }
 
-impl Entry {
+impl ChannelEntry {
     /// A new object listener's feed.
     fn listener(&self) -> broadcast::Receiver<Heard> {
         self.listeners
@@ -405,12 +405,12 @@ impl Entry {
     }
 }
 
-impl Shared {
-    fn entry(&self, channel: &str) -> Option<Arc<Entry>> {
+impl HubShared {
+    fn entry(&self, channel: &str) -> Option<Arc<ChannelEntry>> {
         self.channels.lock().get(channel).cloned()
     }
 
-    fn all(&self) -> Vec<(String, Arc<Entry>)> {
+    fn all(&self) -> Vec<(String, Arc<ChannelEntry>)> {
         self.channels
             .lock()
             .iter()
@@ -423,7 +423,7 @@ impl Shared {
 /// reconnects and cluster changes (docs/PROTOCOL.md §3.5).
 async fn run_ops(
     subscriber: fred::clients::Client,
-    shared: Arc<Shared>,
+    shared: Arc<HubShared>,
     mut ops: mpsc::UnboundedReceiver<Op>,
     commands: Commands,
 ) {
@@ -547,7 +547,7 @@ async fn run_ops(
 async fn resubscribe(
     subscriber: &fred::clients::Client,
     commands: Commands,
-    entries: Vec<(String, Arc<Entry>)>,
+    entries: Vec<(String, Arc<ChannelEntry>)>,
     why: &str,
 ) -> Vec<String> {
     if entries.is_empty() {
@@ -594,10 +594,10 @@ async fn resubscribe(
 /// Deliver messages to the waiters of their channel, and keyspace events
 /// (which fred hands over on a receiver of their own) to the watchers of
 /// their key's channel.
-async fn run_messages(subscriber: fred::clients::Client, shared: Arc<Shared>) {
+async fn run_messages(subscriber: fred::clients::Client, shared: Arc<HubShared>) {
     let mut messages = subscriber.message_rx();
     let mut events = subscriber.keyspace_event_rx();
-    let lagged = |shared: &Shared| {
+    let lagged = |shared: &HubShared| {
         // Some messages were dropped: wake everyone to re-check.
         for (_, entry) in shared.all() {
             entry.wake_all();

@@ -53,10 +53,10 @@ const CONNECTING: Duration = Duration::from_secs(10);
 /// Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Tracking {
-    shared: Arc<Shared>,
+    shared: Arc<TrackingShared>,
 }
 
-struct Shared {
+struct TrackingShared {
     /// The watched keys: each one's wake-up and how many watch it.
     keys: Mutex<HashMap<String, (Arc<Notify>, usize)>>,
     /// The listener connections, to quit at shutdown.
@@ -68,7 +68,7 @@ struct Shared {
 impl Default for Tracking {
     fn default() -> Tracking {
         Tracking {
-            shared: Arc::new(Shared {
+            shared: Arc::new(TrackingShared {
                 keys: Mutex::default(),
                 listeners: Mutex::default(),
                 on: AtomicBool::new(true),
@@ -80,7 +80,7 @@ impl Default for Tracking {
 /// A watcher's interest in one key: woken by [`changed`](Self::changed)
 /// when the key may have changed. Dropping it stops the watch.
 pub(crate) struct Tracked {
-    shared: Arc<Shared>,
+    shared: Arc<TrackingShared>,
     key: String,
     notify: Arc<Notify>,
 }

@@ -15,7 +15,7 @@ use crate::connection::redis::Patience;
 use crate::engine::armed::{Armed, GiveBack};
 use crate::engine::background::Background;
 use crate::engine::raw::{Acquired, RawLock};
-use crate::engine::registry::{self, HoldKey, HoldRef, Lease};
+use crate::engine::registry::{self, HoldKey, HoldTicket, Lease};
 use crate::engine::renewal;
 use crate::engine::unlock::{release, until_expiry, Whose};
 
@@ -30,7 +30,7 @@ pub(crate) struct Hold {
     owner: Owner,
     field: Arc<str>,
     lease: Lease,
-    hold: HoldRef,
+    ticket: HoldTicket,
     token: Option<i64>,
 }
 
@@ -54,7 +54,7 @@ impl GiveBack for Hold {
         let (raw, field, hold, lease) = (
             self.raw.clone(),
             self.field.clone(),
-            self.hold.clone(),
+            self.ticket.clone(),
             self.lease,
         );
         async move {
@@ -77,7 +77,7 @@ impl GiveBack for Hold {
         let (raw, field, hold, lease) = (
             self.raw.clone(),
             self.field.clone(),
-            self.hold.clone(),
+            self.ticket.clone(),
             self.lease,
         );
         let patience = until_expiry(raw.inner(), self.lease);
@@ -103,7 +103,7 @@ impl GiveBack for Hold {
         self.raw
             .inner()
             .holds
-            .forgot(self.raw.name(), &self.field, &self.hold);
+            .forgot(self.raw.name(), &self.field, &self.ticket);
     }
 }
 
@@ -114,7 +114,7 @@ impl RawHold {
             owner: acquired.owner,
             field: acquired.field,
             lease: acquired.lease,
-            hold: acquired.hold,
+            ticket: acquired.ticket,
             token: acquired.token,
         }))
     }
@@ -148,7 +148,7 @@ impl RawHold {
 
     pub(crate) fn expires_at(&self) -> Option<std::time::Instant> {
         self.held()
-            .hold
+            .ticket
             .status
             .get()
             .expires
@@ -185,7 +185,7 @@ impl RawHold {
                 .raw
                 .inner()
                 .holds
-                .is_live(held.raw.name(), &held.field, &held.hold)
+                .is_live(held.raw.name(), &held.field, &held.ticket)
     }
 
     /// Take the lock again with the same owner: try once, never wait. A
@@ -203,7 +203,7 @@ impl RawHold {
             .acquire(Some(Duration::ZERO), held.lease)
             .await?
             .ok_or_else(|| held.not_held())?;
-        let same = acquired.hold.tenure == held.hold.tenure;
+        let same = acquired.ticket.tenure == held.ticket.tenure;
         let hold = RawHold::new(&held.raw, acquired);
         if !same {
             if let Err(e) = hold.unlock().await {
@@ -232,7 +232,7 @@ impl RawHold {
         let key = HoldKey {
             name: name.to_owned(),
             field: held.field.clone(),
-            tenure: held.hold.tenure,
+            tenure: held.ticket.tenure,
         };
         let sent_at = tokio::time::Instant::now();
         let reply = inner
@@ -246,12 +246,12 @@ impl RawHold {
         if !found {
             inner
                 .holds
-                .found_gone(name, &held.field, held.hold.tenure, "extend");
+                .found_gone(name, &held.field, held.ticket.tenure, "extend");
             return Err(held.not_held());
         }
         if !inner
             .holds
-            .extended(name, &held.field, &held.hold, lease, sent_at)
+            .extended(name, &held.field, &held.ticket, lease, sent_at)
         {
             return Err(held.not_held());
         }
@@ -274,7 +274,7 @@ impl RawHold {
     /// tenure is watched on its channels from the moment it started (see
     /// [`crate::engine::watch`]), whether or not this is awaited.
     pub(crate) fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
-        registry::lost(self.held().hold.status.clone())
+        registry::lost(self.held().ticket.status.clone())
     }
 
     pub(crate) fn is_lost(&self) -> bool {
@@ -282,6 +282,6 @@ impl RawHold {
     }
 
     pub(crate) fn lost_reason(&self) -> Option<LostReason> {
-        registry::lost_reason(&self.held().hold.status)
+        registry::lost_reason(&self.held().ticket.status)
     }
 }

@@ -7,11 +7,16 @@
 //! One meaning per word, here and in the modules below (docs/PROTOCOL.md
 //! uses the same):
 //!
+//! * **kind**: a lock type as a Rust type (`Kind`: `Reentrant`, `Fair`, …);
+//!   its **kind label** is the `&'static str` spans and metrics carry as
+//!   `kind` (`"lock"`, `"fair_lock"`, `"semaphore"`, …), which
+//!   `kind_label()` returns and fields named `kind` keep.
 //! * **owner field**: `<clientId>:<ownerId>` (`:write` for a write lock),
 //!   the hash field Redisson keeps one count under per owner.
 //! * **hold**: one successful acquisition, released exactly once (by its
 //!   guard, its drop, or a guard-less unlock). `RawHold` is a hold as the
-//!   engine keeps it; a guard is its typed face.
+//!   engine keeps it; a guard is its typed face; its **ticket**
+//!   (`registry::HoldTicket`) is how it names itself to the registry.
 //! * **tenure**: the time one owner field holds the lock in Redis without a
 //!   break, from its count going 0 → 1 until it is back to 0 or the field is
 //!   gone; re-entries are further holds of the same tenure. The registry

@@ -85,7 +85,7 @@ pub(crate) struct Unlock<'a> {
 pub(crate) trait Protocol: Send + Sync + 'static {
     /// The kind, as the `kind` field of spans and label of metrics: the
     /// name of the client method that makes it (`lock`, `fair_lock`, …).
-    fn label(&self) -> &'static str;
+    fn kind_label(&self) -> &'static str;
 
     /// The lock's keys and channel.
     fn keys(&self) -> &LockKeys;
@@ -106,7 +106,7 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     /// Read the acquire script's reply (`{count}`: acquired; integer: busy
     /// TTL).
     fn read_acquire(&self, reply: Value) -> Result<Attempt> {
-        read_count_or_ttl(self.label(), reply)
+        read_count_or_ttl(self.kind_label(), reply)
     }
 
     /// How a waiter with `field` waits: by default on the lock's channel.

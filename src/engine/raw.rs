@@ -23,7 +23,7 @@ use crate::engine::acquire::attempt::{unlosable, Leftover};
 use crate::engine::acquire::give_up::GiveUp;
 use crate::engine::acquire::waiter::{self, Deadline, Outcome};
 use crate::engine::protocol::{Attempt, AttemptMode, Protocol, Take, Waiting};
-use crate::engine::registry::{new_order, HoldRef, Lease, Order};
+use crate::engine::registry::{new_order, HoldTicket, Lease, Order};
 use crate::engine::shared::Inner;
 use crate::engine::unlock::{release_in_turn, until_expiry};
 
@@ -40,7 +40,7 @@ pub(crate) struct Acquired {
     pub field: Arc<str>,
     pub lease: Lease,
     /// The hold in the registry.
-    pub hold: HoldRef,
+    pub ticket: HoldTicket,
     /// The fencing token, for a fenced lock.
     pub token: Option<i64>,
 }
@@ -230,13 +230,13 @@ impl RawLock {
         };
         match unlosable(&inner.background, Box::pin(call), undo).await {
             Ok((Attempt::Acquired { count, token }, turn)) => {
-                let hold = record(&inner, &self.proto, field, lease, count, sent_at, order);
+                let ticket = record(&inner, &self.proto, field, lease, count, sent_at, order);
                 drop(turn);
                 Ok(Tried::Acquired(Acquired {
                     owner,
                     field: field.clone(),
                     lease,
-                    hold,
+                    ticket,
                     token,
                 }))
             }
@@ -334,11 +334,11 @@ fn undo_attempt(
 ) -> Option<BoxFuture<'static, ()>> {
     // What the registry is to know first, how patient the release is, and
     // whether an attempt that follows waits for it.
-    let (hold, patience, awaited) = match left {
+    let (ticket, patience, awaited) = match left {
         // Ran, so it took a hold: record it, then release it.
         Leftover::Done(Attempt::Acquired { count, .. }) => {
-            let hold = record(&inner, &proto, &field, lease, *count, sent_at, &order);
-            (Some(hold), until_expiry(&inner, lease), false)
+            let ticket = record(&inner, &proto, &field, lease, *count, sent_at, &order);
+            (Some(ticket), until_expiry(&inner, lease), false)
         }
         Leftover::Done(_) => return None,
         Leftover::Unknown { error, abandoned } if undoable(error, &inner, proto.name(), &field) => {
@@ -351,19 +351,19 @@ fn undo_attempt(
                 Patience::Attempts
             };
             // It ran, but was not replicated: as a hold it took.
-            let hold = matches!(error, Error::NotReplicated { .. }).then(|| {
+            let ticket = matches!(error, Error::NotReplicated { .. }).then(|| {
                 let held = inner.holds.holds(proto.name(), &field);
                 let count = if held { 2 } else { 1 };
                 record(&inner, &proto, &field, lease, count, sent_at, &order)
             });
-            (hold, patience, !abandoned)
+            (ticket, patience, !abandoned)
         }
         Leftover::Unknown { .. } => return None,
     };
     Some(
         async move {
             let released =
-                release_in_turn(&inner, proto.as_ref(), &field, lease, hold.as_ref(), patience);
+                release_in_turn(&inner, proto.as_ref(), &field, lease, ticket.as_ref(), patience);
             match released.await {
                 // The next attempt waits for this: it ends with the error.
                 Err(e) if awaited && e.is_transient() => *turn = Some(Box::new(e)),
@@ -475,8 +475,8 @@ impl waiter::Attempts for LockAttempts<'_> {
         self.lock.name()
     }
 
-    fn label(&self) -> &'static str {
-        self.lock.proto.label()
+    fn kind_label(&self) -> &'static str {
+        self.lock.proto.kind_label()
     }
 
     fn describe(&self, span: &tracing::Span) {
@@ -510,11 +510,11 @@ fn record(
     count: u32,
     sent_at: Instant,
     order: &Order,
-) -> HoldRef {
+) -> HoldTicket {
     let recorded = inner.holds.acquired(
         proto.name(),
         field,
-        proto.label(),
+        proto.kind_label(),
         proto.renewal(),
         lease,
         count,
@@ -522,10 +522,10 @@ fn record(
         order,
     );
     if recorded.new_tenure {
-        let tenure = recorded.hold.tenure;
+        let tenure = recorded.ticket.tenure;
         crate::engine::watch::schedule(inner, proto, field, tenure, sent_at);
     }
-    recorded.hold
+    recorded.ticket
 }
 
 /// Whether a failed attempt can be undone by releasing once and tried

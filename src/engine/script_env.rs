@@ -69,7 +69,7 @@ impl ScriptEnv {
     /// `timeout` after a pause up to `retry_delay`) and a background one
     /// (resent until the lease could have ended, the last reply up to
     /// `timeout` later). At most [`MAX_DURATION`].
-    pub(crate) fn latch_ttl(&self, lease: Duration) -> Duration {
+    pub(crate) fn unlock_latch_ttl(&self, lease: Duration) -> Duration {
         let awaited = self
             .timeout
             .saturating_add(self.retry_delay)
@@ -78,11 +78,11 @@ impl ScriptEnv {
         awaited.max(background).min(MAX_DURATION)
     }
 
-    /// [`latch_ttl`](Self::latch_ttl) of a lease of `lease_ms`, as a
+    /// [`unlock_latch_ttl`](Self::unlock_latch_ttl) of a lease of `lease_ms`, as a
     /// script argument in milliseconds.
-    pub(crate) fn latch_ttl_ms(&self, lease_ms: i64) -> Value {
+    pub(crate) fn unlock_latch_ttl_ms(&self, lease_ms: i64) -> Value {
         Value::Integer(millis(
-            self.latch_ttl(Duration::from_millis(lease_ms.unsigned_abs())),
+            self.unlock_latch_ttl(Duration::from_millis(lease_ms.unsigned_abs())),
         ))
     }
 }

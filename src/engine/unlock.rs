@@ -13,7 +13,7 @@ use tracing::Instrument;
 use crate::base::error::{Error, Result};
 use crate::connection::redis::{Late, Patience};
 use crate::engine::protocol::{Protocol, Unlock};
-use crate::engine::registry::{HoldRef, Lease, UnlockReply, Unlocking};
+use crate::engine::registry::{HoldTicket, Lease, UnlockReply, Unlocking};
 use crate::engine::shared::Inner;
 
 /// Outcome of an unlock.
@@ -29,7 +29,7 @@ pub(crate) enum Unlocked {
 pub(crate) enum Whose<'a> {
     /// A guard's: nothing is sent if its tenure has ended (the hold is no
     /// longer this client's to release).
-    Guard(&'a HoldRef),
+    Guard(&'a HoldTicket),
     /// One of the owner field's, without a guard (`Lock::unlock`): one no
     /// guard has if there is one, else the newest guard's.
     Owner,
@@ -99,19 +99,19 @@ enum Target {
 }
 
 /// Release in the field's turn, already held by the caller: the undo of an
-/// attempt, or the release of the hold a cancelled attempt took (`hold`,
+/// attempt, or the release of the hold a cancelled attempt took (`ticket`,
 /// recorded in the registry; `None`: an attempt whose outcome is unknown).
 pub(crate) async fn release_in_turn(
     inner: &Arc<Inner>,
     proto: &dyn Protocol,
     field: &str,
     lease: Lease,
-    hold: Option<&HoldRef>,
+    ticket: Option<&HoldTicket>,
     patience: Patience,
 ) -> Result<Unlocked> {
-    let target = match hold {
-        Some(hold) => match inner.holds.unlocking(proto.name(), field, hold) {
-            Unlocking::Send => Target::Tenure(hold.tenure),
+    let target = match ticket {
+        Some(ticket) => match inner.holds.unlocking(proto.name(), field, ticket) {
+            Unlocking::Send => Target::Tenure(ticket.tenure),
             // Found gone meanwhile: the unlock finds nothing, harmlessly.
             Unlocking::Stale => Target::Unknown,
         },
@@ -135,7 +135,7 @@ async fn release_with(
     let span = tracing::debug_span!(
         "redisson_lock.release",
         lock = proto.name(),
-        kind = proto.label(),
+        kind = proto.kind_label(),
         owner = field,
         background = patience != Patience::Attempts,
         outcome = tracing::field::Empty,
@@ -188,7 +188,7 @@ async fn unlock(
     // (less a timeout for its trip), or an earlier try that ran, its reply
     // lost, could be followed by a second decrement (docs/PROTOCOL.md §2.4).
     let timeout = inner.config.timeout;
-    let latest = Instant::now() + inner.env.latch_ttl(lease).saturating_sub(timeout);
+    let latest = Instant::now() + inner.env.unlock_latch_ttl(lease).saturating_sub(timeout);
     let tried = std::sync::atomic::AtomicBool::new(false);
     // Rounded up: never less than the holds need.
     let need_ms = need.map(|d| {

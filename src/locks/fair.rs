@@ -154,7 +154,7 @@ fn thread_wait(env: &ScriptEnv, wait: Option<Duration>) -> Duration {
 }
 
 impl Protocol for Fair {
-    fn label(&self) -> &'static str {
+    fn kind_label(&self) -> &'static str {
         if self.reentrant {
             "fair_lock"
         } else {
@@ -203,7 +203,7 @@ impl Protocol for Fair {
                     _ => Err(Error::Protocol(format!("fair lock replied {items:?}"))),
                 }
             }
-            other => read_count_or_ttl(self.label(), other),
+            other => read_count_or_ttl(self.kind_label(), other),
         }
     }
 
@@ -226,7 +226,7 @@ impl Protocol for Fair {
                 Value::from(unlock.field),
                 Value::Integer(epoch_ms()),
                 env.publish(),
-                env.latch_ttl_ms(unlock.lease_ms),
+                env.unlock_latch_ttl_ms(unlock.lease_ms),
             ],
         )
     }

@@ -117,7 +117,7 @@ impl LockGuard<Fenced> {
 }
 
 impl Protocol for Fenced {
-    fn label(&self) -> &'static str {
+    fn kind_label(&self) -> &'static str {
         "fenced_lock"
     }
 

@@ -112,7 +112,7 @@ impl RLock {
 }
 
 impl Protocol for Reentrant {
-    fn label(&self) -> &'static str {
+    fn kind_label(&self) -> &'static str {
         if self.reentrant {
             "lock"
         } else {
@@ -187,7 +187,7 @@ pub(crate) fn unlock_call(
             Value::from(message),
             Value::from(unlock.field),
             env.publish(),
-            env.latch_ttl_ms(unlock.lease_ms),
+            env.unlock_latch_ttl_ms(unlock.lease_ms),
         ],
     )
 }

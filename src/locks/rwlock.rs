@@ -251,7 +251,7 @@ impl RwKeys {
 }
 
 impl Protocol for Read {
-    fn label(&self) -> &'static str {
+    fn kind_label(&self) -> &'static str {
         "read_lock"
     }
 
@@ -291,7 +291,7 @@ impl Protocol for Read {
                 Value::from("0"),
                 Value::from(field),
                 env.publish(),
-                env.latch_ttl_ms(lease_ms),
+                env.unlock_latch_ttl_ms(lease_ms),
             ]
             .into_iter()
             .chain(need_ms.map(|ms| Value::Integer(ms.max(1))))
@@ -328,7 +328,7 @@ impl Protocol for Read {
 }
 
 impl Protocol for Write {
-    fn label(&self) -> &'static str {
+    fn kind_label(&self) -> &'static str {
         "write_lock"
     }
 

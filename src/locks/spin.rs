@@ -62,7 +62,7 @@ impl Client {
 }
 
 impl Protocol for Spin {
-    fn label(&self) -> &'static str {
+    fn kind_label(&self) -> &'static str {
         "spin_lock"
     }
 
@@ -86,7 +86,10 @@ impl Protocol for Spin {
         ScriptCall::new(
             &SPIN_UNLOCK,
             &[self.name(), unlock.latch],
-            vec![Value::from(unlock.field), env.latch_ttl_ms(unlock.lease_ms)],
+            vec![
+                Value::from(unlock.field),
+                env.unlock_latch_ttl_ms(unlock.lease_ms),
+            ],
         )
     }
 

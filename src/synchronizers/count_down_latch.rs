@@ -72,10 +72,10 @@ pub enum LatchOpened {
 /// ```
 #[derive(Clone)]
 pub struct CountDownLatch {
-    shared: Arc<Shared>,
+    shared: Arc<LatchShared>,
 }
 
-struct Shared {
+struct LatchShared {
     /// Its channel is `redisson_countdownlatch__channel__{N}`.
     handle: Handle,
 }
@@ -97,7 +97,7 @@ impl Client {
     pub fn count_down_latch(&self, name: &str) -> Result<CountDownLatch> {
         let handle = Handle::new(self, name, layout::latch_channel)?;
         Ok(CountDownLatch {
-            shared: Arc::new(Shared { handle }),
+            shared: Arc::new(LatchShared { handle }),
         })
     }
 }

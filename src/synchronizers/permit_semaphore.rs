@@ -141,10 +141,10 @@ fn record_release(span: &tracing::Span, released: &Result<Released>) {
 /// [`Client::pending_releases`](crate::Client::pending_releases)).
 #[derive(Clone)]
 pub struct PermitExpirableSemaphore {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<PermitSemaphoreShared>,
 }
 
-pub(super) struct Shared {
+pub(super) struct PermitSemaphoreShared {
     /// Its channel is `redisson_sc:{N}`.
     pub(super) handle: Handle,
     /// `{N}:timeout`, the taken permits.
@@ -153,7 +153,7 @@ pub(super) struct Shared {
 
 handle_accessors!(PermitExpirableSemaphore, "semaphore", Wake::Counted);
 
-impl Shared {
+impl PermitSemaphoreShared {
     /// `N`, `{N}:timeout`, `redisson_sc:{N}`: the KEYS of the acquire,
     /// lease and count scripts.
     pub(super) fn keys_timeouts_first(&self) -> [&str; 3] {
@@ -177,7 +177,7 @@ impl Client {
     pub fn permit_expirable_semaphore(&self, name: &str) -> Result<PermitExpirableSemaphore> {
         let handle = Handle::new(self, name, layout::semaphore_channel)?;
         Ok(PermitExpirableSemaphore {
-            shared: Arc::new(Shared {
+            shared: Arc::new(PermitSemaphoreShared {
                 timeouts: layout::permit_timeouts(&handle.name),
                 handle,
             }),

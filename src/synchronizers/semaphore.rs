@@ -91,10 +91,10 @@ pub(super) const KIND: &str = "semaphore";
 /// README (*Guarantees and limits*) for what can stay taken otherwise.
 #[derive(Clone)]
 pub struct Semaphore {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<SemaphoreShared>,
 }
 
-pub(super) struct Shared {
+pub(super) struct SemaphoreShared {
     /// Its channel is `redisson_sc:{N}`.
     pub(super) handle: Handle,
     /// `redisson_sc_latch:{N}`, to which `:<id>` is appended.
@@ -113,7 +113,7 @@ impl Client {
     pub fn semaphore(&self, name: &str) -> Result<Semaphore> {
         let handle = Handle::new(self, name, layout::semaphore_channel)?;
         Ok(Semaphore {
-            shared: Arc::new(Shared {
+            shared: Arc::new(SemaphoreShared {
                 latch_prefix: layout::semaphore_latch_prefix(&handle.name),
                 handle,
             }),
@@ -125,7 +125,7 @@ impl Client {
 /// retry of an awaited release, all sent within one budget of the first try,
 /// still finds it. A give-back in the background that keeps trying longer
 /// sends only what the latch still makes exact ([`Semaphore::give_back`]).
-pub(super) fn latch_ttl(inner: &Inner) -> Duration {
+pub(super) fn permit_latch_ttl(inner: &Inner) -> Duration {
     inner
         .config
         .retry_span()
@@ -204,7 +204,7 @@ impl Semaphore {
         let fut = {
             let (inner, shared, latch) = (inner.clone(), self.shared.clone(), latch.clone());
             async move {
-                let ttl = millis(latch_ttl(&inner));
+                let ttl = millis(permit_latch_ttl(&inner));
                 let call = || {
                     ScriptCall::new(
                         &SEMAPHORE_ACQUIRE,
@@ -226,7 +226,7 @@ impl Semaphore {
                     // say so at least until then.
                     Leftover::Unknown { .. } => (
                         Mode::Undo,
-                        sent_at.checked_add(latch_ttl(semaphore.inner())),
+                        sent_at.checked_add(permit_latch_ttl(semaphore.inner())),
                     ),
                 };
                 Some(semaphore.give_back_later(permits, latch, mode, exact_until, None))

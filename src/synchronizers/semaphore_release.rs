@@ -14,7 +14,7 @@ use crate::connection::redis::Late;
 use crate::connection::script::{millis, script, ScriptCall};
 use crate::engine::background::give_back::{until_landed, Ended, Try};
 use crate::engine::background::pending::Pending;
-use crate::synchronizers::semaphore::{latch_ttl, Mode, Semaphore, KIND};
+use crate::synchronizers::semaphore::{permit_latch_ttl, Mode, Semaphore, KIND};
 
 // The script this module runs (`lua/`, embedded at build time).
 script!(
@@ -51,7 +51,7 @@ impl Semaphore {
         late: Late,
     ) -> Result<Option<i64>> {
         let inner = self.inner();
-        let ttl = millis(latch_ttl(inner));
+        let ttl = millis(permit_latch_ttl(inner));
         let call = || {
             ScriptCall::new(
                 &SEMAPHORE_RELEASE,
@@ -163,7 +163,7 @@ impl Semaphore {
     ) {
         let span = self.release_span(permits, matches!(mode, Mode::Undo), true);
         let inner = self.inner();
-        let release_for = latch_ttl(inner).saturating_sub(inner.config.timeout);
+        let release_for = permit_latch_ttl(inner).saturating_sub(inner.config.timeout);
         let (redis, releases) = (&inner.redis, &inner.background.releases);
         let ended = until_landed(redis, releases, self.name(), None, doubt, |doubt| {
             let now = Instant::now();

@@ -32,7 +32,7 @@ pub(crate) fn acquire<'a, A: Attempts>(
     // arguments are not carried while waiting (an `async fn` would keep a
     // copy of each).
     let wait = wait.filter(|w| *w <= crate::base::time::MAX_DURATION);
-    let report = Acquisition::start(attempts.name(), attempts.label(), wait, Instant::now());
+    let report = Acquisition::start(attempts.name(), attempts.kind_label(), wait, Instant::now());
     attempts.describe(report.span());
     async move {
         let once = attempts.deadline().once;
@@ -127,7 +127,7 @@ where
         fn name(&self) -> &str {
             self.wanted.name
         }
-        fn label(&self) -> &'static str {
+        fn kind_label(&self) -> &'static str {
             self.wanted.kind
         }
         fn describe(&self, span: &tracing::Span) {

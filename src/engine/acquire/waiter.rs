@@ -75,7 +75,7 @@ pub(crate) trait Attempts: Send {
     fn name(&self) -> &str;
 
     /// Its kind, as the `kind` of spans and metrics (`lock`, `semaphore`, …).
-    fn label(&self) -> &'static str;
+    fn kind_label(&self) -> &'static str;
 
     /// Record on the acquisition's span what only this kind knows (an
     /// owner field, a number of permits).

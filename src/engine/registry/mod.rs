@@ -75,20 +75,21 @@ pub(crate) fn new_order() -> Order {
     Arc::new(tokio::sync::Mutex::new(None))
 }
 
-/// A recorded acquisition: the guard's handle, and whether it started a
+/// A recorded acquisition: its hold's ticket, and whether it started a
 /// tenure (which is then to be watched, [`crate::engine::watch`]).
 pub(crate) struct Recorded {
-    pub hold: HoldRef,
+    pub ticket: HoldTicket,
     pub new_tenure: bool,
 }
 
-/// A guard's handle on its hold in the registry.
+/// How a hold names itself to the registry (its tenure and its id there),
+/// with what the registry tells it back (its status).
 #[derive(Clone, Debug)]
-pub(crate) struct HoldRef {
+pub(crate) struct HoldTicket {
     /// The tenure it was taken in.
     pub tenure: u64,
-    /// The hold itself, among the tenure's live holds.
-    pub hold: u64,
+    /// The hold's id among the tenure's live holds.
+    pub id: u64,
     /// The lock's kind, for metrics.
     pub kind: &'static str,
     /// Its status, as the registry publishes it.
@@ -348,7 +349,7 @@ impl Holds {
         now: Instant,
         order: &Order,
     ) -> Recorded {
-        let hold = live.id;
+        let id = live.id;
         let index = match entries.iter().position(|e| e.field == *field) {
             Some(i) => i,
             None => {
@@ -381,9 +382,9 @@ impl Holds {
                 tenure.publish();
             }
             return Recorded {
-                hold: HoldRef {
+                ticket: HoldTicket {
                     tenure: tenure.id,
-                    hold,
+                    id,
                     kind,
                     status: tenure.status.observe(),
                 },
@@ -419,15 +420,15 @@ impl Holds {
             status: Observed::new(status),
             watched: None,
         };
-        let handle = HoldRef {
+        let ticket = HoldTicket {
             tenure: tenure.id,
-            hold,
+            id,
             kind,
             status: tenure.status.observe(),
         };
         entry.tenure = Some(tenure);
         Recorded {
-            hold: handle,
+            ticket,
             new_tenure: true,
         }
     }
@@ -435,13 +436,13 @@ impl Holds {
     /// A guard's hold is about to be released: whether to send the unlock.
     /// The hold leaves the tenure's live holds either way (a watchdog hold
     /// stops being renewed when it was the last).
-    pub(crate) fn unlocking(&self, name: &str, field: &str, hold: &HoldRef) -> Unlocking {
-        telemetry::unheld(hold.kind);
+    pub(crate) fn unlocking(&self, name: &str, field: &str, ticket: &HoldTicket) -> Unlocking {
+        telemetry::unheld(ticket.kind);
         let mut map = self.map.lock();
-        let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) else {
+        let Some(tenure) = tenure_mut(&mut map, name, field, ticket.tenure) else {
             return Unlocking::Stale;
         };
-        let Some(i) = tenure.live.iter().position(|l| l.id == hold.hold) else {
+        let Some(i) = tenure.live.iter().position(|l| l.id == ticket.id) else {
             return Unlocking::Stale;
         };
         // `remove`, not `swap_remove`: the live holds stay in the order they
@@ -504,11 +505,11 @@ impl Holds {
 
     /// The hold of a guard is kept in Redis without a guard (`forget`): it
     /// stays counted, but is no longer renewed.
-    pub(crate) fn forgot(&self, name: &str, field: &str, hold: &HoldRef) {
-        telemetry::unheld(hold.kind);
+    pub(crate) fn forgot(&self, name: &str, field: &str, ticket: &HoldTicket) {
+        telemetry::unheld(ticket.kind);
         let mut map = self.map.lock();
-        if let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) {
-            if let Some(i) = tenure.live.iter().position(|l| l.id == hold.hold) {
+        if let Some(tenure) = tenure_mut(&mut map, name, field, ticket.tenure) {
+            if let Some(i) = tenure.live.iter().position(|l| l.id == ticket.id) {
                 tenure.live.remove(i);
                 tenure.forgotten = tenure.forgotten.saturating_add(1);
                 tenure.publish();
@@ -558,9 +559,9 @@ impl Holds {
 
     /// Whether `hold` is still one of its tenure's live holds, and that
     /// tenure the field's current one.
-    pub(crate) fn is_live(&self, name: &str, field: &str, hold: &HoldRef) -> bool {
-        tenure_mut(&mut self.map.lock(), name, field, hold.tenure)
-            .is_some_and(|t| t.live.iter().any(|l| l.id == hold.hold))
+    pub(crate) fn is_live(&self, name: &str, field: &str, ticket: &HoldTicket) -> bool {
+        tenure_mut(&mut self.map.lock(), name, field, ticket.tenure)
+            .is_some_and(|t| t.live.iter().any(|l| l.id == ticket.id))
     }
 
     /// A check sent while tenure `id` was current found `(name, field)`
@@ -594,18 +595,19 @@ impl Holds {
         &self,
         name: &str,
         field: &str,
-        hold: &HoldRef,
+        ticket: &HoldTicket,
         lease: Duration,
         sent_at: Instant,
     ) -> bool {
         let mut map = self.map.lock();
-        let Some(tenure) = tenure_mut(&mut map, name, field, hold.tenure) else {
+        let Some(tenure) = tenure_mut(&mut map, name, field, ticket.tenure) else {
             return false;
         };
-        if !tenure.status.is_observed_by(&hold.status) || tenure.lost_at(Instant::now()).is_some() {
+        if !tenure.status.is_observed_by(&ticket.status) || tenure.lost_at(Instant::now()).is_some()
+        {
             return false;
         }
-        let Some(live) = tenure.live.iter_mut().find(|l| l.id == hold.hold) else {
+        let Some(live) = tenure.live.iter_mut().find(|l| l.id == ticket.id) else {
             return false;
         };
         live.lease = Lease::Fixed(lease);
