@@ -1,4 +1,9 @@
-//! [`LostReason`]: why a guard stopped holding its lock.
+//! [`LostReason`]: why a guard stopped holding its lock, and the one wait
+//! for a loss ([`until_lost`]) that a hold's and a permit's status share.
+
+use tokio::time::Instant;
+
+use crate::base::observed::Observer;
 
 /// Why a hold was lost: what [`LockGuard::lost`](crate::LockGuard::lost)
 /// resolves to and [`LockGuard::lost_reason`](crate::LockGuard::lost_reason)
@@ -93,5 +98,46 @@ impl std::future::Future for Lost {
 impl std::fmt::Debug for Lost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lost").finish_non_exhaustive()
+    }
+}
+
+/// A status that says whether what it describes (a hold, a watchdog permit)
+/// is lost, and until when it is certain not to be.
+pub(crate) trait LossStatus: Copy {
+    /// Why it is lost at `now`, if it is.
+    fn lost_at(&self, now: Instant) -> Option<LostReason>;
+
+    /// When it stops being certain, unless a confirmed renewal moves this.
+    fn valid_until(&self) -> Instant;
+
+    /// Whether it ended without a loss (given back or kept): never lost
+    /// from then on.
+    fn ended(&self) -> bool;
+}
+
+/// Resolve when `status` says lost, to why: at once if it does, else at
+/// the change or the `valid_until` that makes it so. Never, once it ends
+/// without a loss (its owner's side dropped, or [`LossStatus::ended`]).
+pub(crate) async fn until_lost<S: LossStatus>(status: Observer<S>) -> LostReason {
+    loop {
+        let changed = status.changed();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        // The end first: once the owner's side is gone, the status read
+        // after it is its last one.
+        let released = status.ended();
+        let now = status.get();
+        if let Some(reason) = now.lost_at(Instant::now()) {
+            return reason;
+        }
+        if released || now.ended() {
+            return std::future::pending().await;
+        }
+        tokio::select! {
+            // An end (a release) wins over the timer.
+            biased;
+            () = changed => {}
+            () = tokio::time::sleep_until(now.valid_until()) => {}
+        }
     }
 }

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 
 use crate::base::error::{Error, Result};
-use crate::base::lost::LostReason;
+use crate::base::lost::{until_lost, LostReason};
 use crate::base::owner::Owner;
 use crate::connection::redis::Patience;
 use crate::engine::armed::{Armed, GiveBack};
@@ -270,11 +270,11 @@ impl RawHold {
         self.held().raw.is_held(&self.held().field).await
     }
 
-    /// Resolves once the hold is lost (see [`registry::lost`]), to why. The
+    /// Resolves once the hold is lost (see [`until_lost`]), to why. The
     /// tenure is watched on its channels from the moment it started (see
     /// [`crate::engine::watch`]), whether or not this is awaited.
     pub(crate) fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
-        registry::lost(self.held().ticket.status.clone())
+        until_lost(self.held().ticket.status.clone())
     }
 
     pub(crate) fn is_lost(&self) -> bool {

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::base::error::Error;
-use crate::base::lost::{Lost, LostReason};
+use crate::base::lost::{until_lost, LossStatus, Lost, LostReason};
 use crate::base::observed::Observed;
 use crate::base::time::epoch_ms;
 use crate::connection::redis::Redis;
@@ -44,7 +44,7 @@ struct PermitStatus {
     ended: bool,
 }
 
-impl PermitStatus {
+impl LossStatus for PermitStatus {
     fn lost_at(&self, now: Instant) -> Option<LostReason> {
         if self.ended {
             None
@@ -53,6 +53,14 @@ impl PermitStatus {
         } else {
             (now >= self.valid_until).then_some(LostReason::NotRenewed)
         }
+    }
+
+    fn valid_until(&self) -> Instant {
+        self.valid_until
+    }
+
+    fn ended(&self) -> bool {
+        self.ended
     }
 }
 
@@ -77,29 +85,7 @@ impl Renewed {
 
     /// Resolves once the permit is lost.
     pub(crate) fn lost(&self) -> Lost {
-        let status = self.status.observe();
-        Lost::new(async move {
-            loop {
-                let changed = status.changed();
-                tokio::pin!(changed);
-                changed.as_mut().enable();
-                // The registry and the guard are gone: it was given back,
-                // and is never lost (its last status read after this says
-                // whether it was lost before).
-                let released = status.ended();
-                let now = status.get();
-                if let Some(reason) = now.lost_at(Instant::now()) {
-                    return reason;
-                }
-                if now.ended || released {
-                    std::future::pending::<()>().await;
-                }
-                tokio::select! {
-                    () = changed => {}
-                    () = tokio::time::sleep_until(now.valid_until) => {}
-                }
-            }
-        })
+        Lost::new(until_lost(self.status.observe()))
     }
 }
 

@@ -59,7 +59,7 @@ use crate::base::telemetry;
 use fxhash::FxBuild;
 pub(crate) use lease::{HoldKey, Lease, Renewal};
 use tenure::{later, Live, Tenure};
-pub(crate) use tenure::{lost, lost_reason, safe_until, HoldStatus};
+pub(crate) use tenure::{lost_reason, safe_until, HoldStatus};
 
 /// The turn of one owner field's count-changing commands on this client
 /// (acquire attempts, undos, releases, leaving a fair queue): each runs

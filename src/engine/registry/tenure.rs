@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use crate::base::observed::{Observed, Observer};
 
-use crate::base::lost::LostReason;
+use crate::base::lost::{LossStatus, LostReason};
 use crate::base::telemetry;
 use crate::engine::registry::lease::{Lease, Renewal};
 
@@ -27,10 +27,10 @@ pub(crate) struct HoldStatus {
     pub valid_until: Instant,
 }
 
-impl HoldStatus {
+impl LossStatus for HoldStatus {
     /// Why the hold is lost at `now`, if it is: found lost, or past the
     /// time it was certain.
-    pub(super) fn lost_at(&self, now: Instant) -> Option<LostReason> {
+    fn lost_at(&self, now: Instant) -> Option<LostReason> {
         self.lost.or_else(|| {
             (now >= self.valid_until).then_some(if self.expires.is_some() {
                 LostReason::LeaseEnded
@@ -38,6 +38,15 @@ impl HoldStatus {
                 LostReason::NotRenewed
             })
         })
+    }
+
+    fn valid_until(&self) -> Instant {
+        self.valid_until
+    }
+
+    /// Never: a hold's status ends with its tenure (its owner's side).
+    fn ended(&self) -> bool {
+        false
     }
 }
 
@@ -156,33 +165,6 @@ impl Tenure {
             telemetry::lost(self.kind, reason);
         }
         newly
-    }
-}
-
-/// Resolve when the hold observed by `status` is lost: found gone, forced
-/// open, or no longer certain (its `valid_until` passed without a confirmed
-/// renewal). Never, if it is released normally.
-pub(crate) async fn lost(status: Observer<HoldStatus>) -> LostReason {
-    loop {
-        let changed = status.changed();
-        tokio::pin!(changed);
-        changed.as_mut().enable();
-        // The end first: once the tenure is gone, its last status is known.
-        let released = status.ended();
-        let now = status.get();
-        if let Some(reason) = now.lost_at(Instant::now()) {
-            return reason;
-        }
-        if released {
-            // The registry dropped the tenure without losing it.
-            return std::future::pending().await;
-        }
-        tokio::select! {
-            // A release (the registry drops the tenure) wins over the timer.
-            biased;
-            () = changed => {}
-            () = tokio::time::sleep_until(now.valid_until) => {}
-        }
     }
 }
 
