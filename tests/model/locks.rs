@@ -10,7 +10,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use redisson_lock::{AnyKind, Error, Fenced, OwnedLock};
+use redisson_lock::{AnyKind, Error, Fenced, LostReason, OwnedLock};
 
 use super::guards::{GState, Guards, Half, Real, Reals, Reply};
 use super::java::{self, Java};
@@ -855,6 +855,14 @@ impl Case<'_> {
                 let real =
                     cancel_waiter(self.env, &self.h, self.kind, self.name, o, polls, watchers)
                         .await;
+                // A watching guard whose renewal ran too late (a stalled
+                // machine) is lost, and its watch ends: one subscriber
+                // fewer than the model counts.
+                if matches!(&real, Out::Other(m) if m.starts_with("after the drop"))
+                    && self.watcher_not_renewed()
+                {
+                    step.stalled("a watching guard's renewal came too late (NotRenewed)")?;
+                }
                 (real, Out::Busy)
             }
             Op::SpawnWaiter { o } => {
@@ -1038,6 +1046,19 @@ impl Case<'_> {
         let reply = self.m.unlock(o, t0, t1);
         self.m.g.replied(t, reply);
         (real, unlocked(reply))
+    }
+
+    /// Whether a guard the model counts among the watchers was found
+    /// not renewed in time (the crate's report of a stall).
+    fn watcher_not_renewed(&self) -> bool {
+        self.m.g.guards.iter().enumerate().any(|(g, guard)| {
+            guard.state == GState::Live
+                && guard.lost.is_none()
+                && self
+                    .reals
+                    .get(g)
+                    .is_some_and(|r| r.lost_reason() == Some(LostReason::NotRenewed))
+        })
     }
 
     /// How many clients have a guard's `lost()` watcher on the lock's
