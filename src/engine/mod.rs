@@ -10,7 +10,10 @@
 //! * **kind**: a lock type as a Rust type (`Kind`: `Reentrant`, `Fair`, …);
 //!   its **kind label** is the `&'static str` spans and metrics carry as
 //!   `kind` (`"lock"`, `"fair_lock"`, `"semaphore"`, …), which
-//!   `kind_label()` returns and fields named `kind` keep.
+//!   `kind_label()` returns and fields named `kind` keep. A kind's
+//!   **protocol** (`Protocol`) is its scripts and how their replies read;
+//!   a non-reentrant kind (`NonReentrant`, `NonReentrantFair`) runs its
+//!   reentrant sibling's protocol with re-entry refused.
 //! * **owner field**: `<clientId>:<ownerId>` (`:write` for a write lock),
 //!   the hash field Redisson keeps one count under per owner.
 //! * **hold**: one successful acquisition, released exactly once (by its
