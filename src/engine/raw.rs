@@ -287,7 +287,7 @@ impl RawLock {
             // Holds of this client taken while the unlock was under way:
             // before it ran (then it removed them) or after. One `HEXISTS`
             // each says, in the background so a cancelled call still checks
-            // (with the client's other background, which a shutdown waits for).
+            // (as all background work, which a shutdown waits for).
             let (inner, name) = (inner.clone(), self.name().to_owned());
             inner.background.clone().spawn(async move {
                 for (field, tenure) in unsure {

@@ -51,8 +51,9 @@ pub(crate) struct Inner {
 
 impl Inner {
     /// Delete an unlock latch or a permit latch once its call has answered
-    /// (docs/PROTOCOL.md §2.4, §7.1): at once in the background while this client has waiters, else
-    /// with the next script if one comes soon (`deferred_delete.rs`).
+    /// (docs/PROTOCOL.md §2.4, §7.1): at once in the background while this
+    /// client has waiters, else with the next script if one comes soon
+    /// (`deferred_delete.rs`).
     pub(crate) fn delete_latch_later(&self, latch: String) {
         self.redis.delete_later(latch, self.hub.has_waiters());
     }
